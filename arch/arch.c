@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/* The list of backends and the helpers they share. */
+#include "arch.h"
+
+#include <elf.h>
+#include <string.h>
+
+extern const struct mc_arch mc_arch_x86_64, mc_arch_i386, mc_arch_aarch64,
+	mc_arch_arm, mc_arch_riscv64, mc_arch_ppc64, mc_arch_s390x,
+	mc_arch_mips64, mc_arch_mips32;
+
+static const struct mc_arch *const backends[] = {
+	&mc_arch_x86_64, &mc_arch_i386, &mc_arch_aarch64, &mc_arch_arm,
+	&mc_arch_riscv64, &mc_arch_ppc64, &mc_arch_s390x, &mc_arch_mips64,
+	&mc_arch_mips32,
+};
+
+const struct mc_arch *mc_arch_find(uint16_t machine, int elfclass)
+{
+	for (size_t i = 0; i < sizeof(backends) / sizeof(backends[0]); i++)
+		if (backends[i]->machine == machine &&
+		    (!backends[i]->elfclass || backends[i]->elfclass == elfclass))
+			return backends[i];
+	return NULL;
+}
+
+/*
+ * The profiling entry points compilers call: mcount (x86 -pg, s390),
+ * _mcount (most RISC targets), __fentry__ (-mfentry), __gnu_mcount_nc (ARM
+ * EABI).  ppc64 ELFv1 objects name the code entry with a leading dot, which
+ * the kernel's tool also strips.
+ */
+bool mc_is_mcount_name(const char *name)
+{
+	if (name[0] == '.')
+		name++;
+	return !strcmp(name, "mcount") || !strcmp(name, "_mcount") ||
+	       !strcmp(name, "__fentry__") || !strcmp(name, "__gnu_mcount_nc");
+}
+
+bool mc_reloc_in(const uint32_t *list, uint32_t type)
+{
+	for (; *list; list++)
+		if (*list == type)
+			return true;
+	return false;
+}
+
+uint32_t mc_load32(const struct mc_text *t, uint64_t off)
+{
+	const uint8_t *b = t->buf + off;
+
+	if (t->msb)
+		return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
+	return (uint32_t)b[3] << 24 | (uint32_t)b[2] << 16 | (uint32_t)b[1] << 8 | b[0];
+}
+
+uint16_t mc_load16(const struct mc_text *t, uint64_t off)
+{
+	const uint8_t *b = t->buf + off;
+
+	return t->msb ? (uint16_t)(b[0] << 8 | b[1]) : (uint16_t)(b[1] << 8 | b[0]);
+}
+
+void mc_store32(const struct mc_text *t, uint8_t *out, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		out[t->msb ? 3 - i : i] = (uint8_t)(v >> (8 * i));
+}
+
+void mc_store16(const struct mc_text *t, uint8_t *out, uint16_t v)
+{
+	out[t->msb ? 1 : 0] = (uint8_t)v;
+	out[t->msb ? 0 : 1] = (uint8_t)(v >> 8);
+}

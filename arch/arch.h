@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The architecture interface.  Everything mcloc knows about an instruction
+ * set lives behind this header: which relocations mark a call to an mcount
+ * symbol, how to find the call's first byte by decoding (never by a fixed
+ * adjustment), the table's relocation type, and the NOP and call encodings.
+ * Adding an architecture means adding one table and one decoder under
+ * arch/<name>/ and listing it in arch.c; generic code never names an opcode.
+ *
+ * Decoding uses Zydis on x86 and capstone elsewhere.  Debian 12's capstone
+ * (4.0.2) has no RISC-V or LoongArch support, so those two backends decode
+ * their fixed call sequences by hand; each is a few bit-field checks.
+ */
+#ifndef MCLOC_ARCH_H
+#define MCLOC_ARCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct mce_rel;
+
+/* A view of one executable section, for decoding around a relocation. */
+struct mc_text {
+	const uint8_t *buf;
+	size_t size;
+	uint64_t boundary;	/* a known instruction start at or before the site */
+	bool msb;		/* object is big-endian */
+	int elfclass;		/* ELFCLASS32 or ELFCLASS64 */
+	bool thumb;		/* ARM: the code at the site is Thumb */
+};
+
+/* What a relocation against an mcount symbol turned out to be. */
+enum mc_site_verdict {
+	MC_SITE_CALL,		/* a call: record it */
+	MC_SITE_PART,		/* a further relocation of a site already seen */
+	MC_SITE_NOT_CALL,	/* not a call (address taken, tail jump...) */
+};
+
+struct mc_site {
+	uint64_t off;		/* first byte of the call: the table entry */
+	uint8_t len;		/* bytes of the call instruction(s) */
+	uint8_t pre;		/* setup bytes before off that --nop also covers */
+	uint8_t post;		/* bytes after the call that --nop also covers */
+	uint8_t mode;		/* backend-private: e.g. ARM vs Thumb */
+	enum mc_site_verdict verdict;
+	char what[64];		/* for diagnostics: the decoded instruction */
+};
+
+#define MC_MAX_SITE 16
+
+struct mc_arch {
+	const char *name;		/* "x86_64", "aarch64", ... */
+	uint16_t machine;		/* EM_* */
+	uint8_t elfclass;		/* 0: either class */
+	uint32_t table_reloc;		/* absolute, address-sized */
+	uint32_t none_reloc;		/* R_*_NONE */
+	const uint32_t *call_relocs;	/* relocation types that can mark a call, 0-ended */
+	bool kernel_nops_untraced;	/* the kernel's recordmcount NOPs calls in
+					 * untraced sections on this architecture */
+	/*
+	 * The kernel's tool drops an mcount relocation that lies exactly this
+	 * many bytes after the previous one (MIPS: the LO16 half of a
+	 * lui/addiu pair).  Its "previous" survives from one section to the
+	 * next, so a site at offset 8 right after a section whose last
+	 * relocation was at 4 is dropped as well; --kernel reproduces that.
+	 */
+	uint8_t kernel_pair_distance;
+	bool base_avoid_func;		/* function symbols are poor table bases (ARM
+					 * Thumb symbols carry bit 0) */
+
+	/*
+	 * Decode the site that relocation R (against an mcount symbol) belongs
+	 * to.  Returns 0 with *site filled in, or -1 with site->what saying
+	 * why the bytes could not be decoded at all.
+	 */
+	int (*decode)(const struct mc_text *t, const struct mce_rel *r,
+		      struct mc_site *site);
+	/*
+	 * Write the NOP replacement of SITE (pre + len + post bytes, starting
+	 * pre bytes before site->off) into OUT.  Returns 0, or -1 when this
+	 * form of site cannot be NOPed safely.
+	 */
+	int (*make_nop)(const struct mc_text *t, const struct mc_site *site,
+			uint8_t *out);
+};
+
+/* The backend for an object, or NULL when the architecture is unsupported. */
+const struct mc_arch *mc_arch_find(uint16_t machine, int elfclass);
+
+/* The names recognised as mcount symbols on every architecture. */
+bool mc_is_mcount_name(const char *name);
+
+/* Helpers shared by the backends. */
+bool mc_reloc_in(const uint32_t *list, uint32_t type);
+uint32_t mc_load32(const struct mc_text *t, uint64_t off);
+uint16_t mc_load16(const struct mc_text *t, uint64_t off);
+void mc_store32(const struct mc_text *t, uint8_t *out, uint32_t v);
+void mc_store16(const struct mc_text *t, uint8_t *out, uint16_t v);
+
+#endif

@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "capstone.h"
+
+#include <stdio.h>
+
+/* Handles are opened once per (arch, mode) and kept: a tool processes many
+ * sites, and cs_open is far more expensive than one decode. */
+struct handle {
+	cs_arch arch;
+	cs_mode mode;
+	csh h;
+	cs_insn *insn;
+};
+
+static struct handle handles[8];
+static unsigned nhandles;
+
+static struct handle *get(cs_arch arch, cs_mode mode)
+{
+	for (unsigned i = 0; i < nhandles; i++)
+		if (handles[i].arch == arch && handles[i].mode == mode)
+			return &handles[i];
+	if (nhandles == sizeof(handles) / sizeof(handles[0]))
+		return NULL;
+	struct handle *h = &handles[nhandles];
+
+	if (cs_open(arch, mode, &h->h) != CS_ERR_OK)
+		return NULL;
+	h->insn = cs_malloc(h->h);
+	if (!h->insn) {
+		cs_close(&h->h);
+		return NULL;
+	}
+	h->arch = arch;
+	h->mode = mode;
+	nhandles++;
+	return h;
+}
+
+unsigned mc_cs_decode(cs_arch arch, cs_mode mode, const struct mc_text *t,
+		      uint64_t off, unsigned *len, struct mc_site *s)
+{
+	struct handle *h;
+	const uint8_t *code;
+	size_t size;
+	uint64_t addr = off;
+
+	mode |= t->msb ? CS_MODE_BIG_ENDIAN : CS_MODE_LITTLE_ENDIAN;
+	h = get(arch, mode);
+	if (!h || off >= t->size)
+		return 0;
+	code = t->buf + off;
+	size = t->size - off;
+	if (!cs_disasm_iter(h->h, &code, &size, &addr, h->insn))
+		return 0;
+	*len = h->insn->size;
+	if (s)
+		snprintf(s->what, sizeof(s->what), "%.24s %.36s", h->insn->mnemonic,
+			 h->insn->op_str);
+	return h->insn->id;
+}

@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * ppc64 (ELFv2 little-endian and ELFv1 big-endian).  -mprofile-kernel
+ * emits "mflr r0; bl _mcount" right after the global entry point's TOC
+ * setup; plain -pg emits "bl _mcount" after the frame is built.  Either
+ * way the site is the BL (R_PPC64_REL24) and its NOP is "ori 0,0,0".
+ * ELFv1 objects may name the entry "._mcount".
+ */
+#include "../capstone.h"
+#include "../../common/mcelf.h"
+
+#include <string.h>
+
+#ifndef R_PPC64_REL24_NOTOC
+#define R_PPC64_REL24_NOTOC 116
+#endif
+
+static const uint32_t relocs[] = { R_PPC64_REL24, R_PPC64_REL24_NOTOC, 0 };
+
+static int ppc64_decode(const struct mc_text *t, const struct mce_rel *r,
+			struct mc_site *s)
+{
+	unsigned len;
+	uint32_t insn;
+
+	memset(s, 0, sizeof(*s));
+	if (!mc_cs_decode(CS_ARCH_PPC, CS_MODE_64, t, r->offset, &len, s))
+		return -1;
+	insn = mc_load32(t, r->offset);
+	s->off = r->offset;
+	s->len = 4;
+	/* I-form branch with LK=1, AA=0: opcode 18. */
+	s->verdict = (insn >> 26) == 18 && (insn & 3) == 1 ?
+		MC_SITE_CALL : MC_SITE_NOT_CALL;
+	return 0;
+}
+
+static int ppc64_make_nop(const struct mc_text *t, const struct mc_site *s,
+			  uint8_t *out)
+{
+	if (s->len != 4 || s->pre || s->post)
+		return -1;
+	mc_store32(t, out, 0x60000000);
+	return 0;
+}
+
+const struct mc_arch mc_arch_ppc64 = {
+	.name = "ppc64",
+	.machine = EM_PPC64,
+	.elfclass = ELFCLASS64,
+	.table_reloc = R_PPC64_ADDR64,
+	.none_reloc = R_PPC64_NONE,
+	.call_relocs = relocs,
+	.decode = ppc64_decode,
+	.make_nop = ppc64_make_nop,
+};

@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * x86_64 and i386.  Call sites come in three shapes:
+ *   e8 rel32            call __fentry__ / mcount      (PLT32 or PC32)
+ *   ff 15 disp32        call *__fentry__@GOTPCREL(%rip)  (-fno-plt, and
+ *                       Debian's default PIE userspace: GOTPCRELX)
+ *   ff 93 disp32        call *__fentry__@GOT(%ebx)    (i386 PIC)
+ * so the distance from the relocated field back to the first byte is not a
+ * constant.  The kernel's recordmcount subtracts 1 unconditionally, which is
+ * off by one for the ff 15 form.  We decode from a known instruction
+ * boundary (the enclosing function's start) with Zydis and take the
+ * instruction whose relative or displacement field the relocation patches.
+ */
+#include "../arch.h"
+#include "../../common/mcelf.h"
+
+#include <Zydis/Zydis.h>
+#include <stdio.h>
+#include <string.h>
+
+static const uint32_t relocs64[] = {
+	R_X86_64_PC32, R_X86_64_PLT32, R_X86_64_GOTPCREL, R_X86_64_GOTPCRELX,
+	R_X86_64_REX_GOTPCRELX, 0
+};
+static const uint32_t relocs32[] = {
+	R_386_PC32, R_386_PLT32, R_386_GOT32, R_386_GOT32X, 0
+};
+
+static bool decode_at(const struct mc_text *t, uint64_t pos,
+		      ZydisDecodedInstruction *insn)
+{
+	static ZydisDecoder dec64, dec32;
+	static bool init64, init32;
+	ZydisDecoder *d;
+
+	if (t->elfclass == ELFCLASS64) {
+		if (!init64) {
+			ZydisDecoderInit(&dec64, ZYDIS_MACHINE_MODE_LONG_64,
+					 ZYDIS_STACK_WIDTH_64);
+			init64 = true;
+		}
+		d = &dec64;
+	} else {
+		if (!init32) {
+			ZydisDecoderInit(&dec32, ZYDIS_MACHINE_MODE_LEGACY_32,
+					 ZYDIS_STACK_WIDTH_32);
+			init32 = true;
+		}
+		d = &dec32;
+	}
+	if (pos >= t->size)
+		return false;
+	return ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(d, NULL, t->buf + pos,
+							  t->size - pos, insn));
+}
+
+/* Does the relocated field at OFF belong to INSN decoded at START, as the
+ * target of a call? */
+static bool is_call_through(const ZydisDecodedInstruction *insn, uint64_t start,
+			    uint64_t off)
+{
+	uint64_t field = off - start;
+
+	if (insn->mnemonic != ZYDIS_MNEMONIC_CALL)
+		return false;
+	if (insn->raw.imm[0].size == 32 && insn->raw.imm[0].is_relative &&
+	    insn->raw.imm[0].offset == field)
+		return true;
+	return insn->raw.disp.size == 32 && insn->raw.disp.offset == field;
+}
+
+static void describe(const ZydisDecodedInstruction *insn, const struct mc_text *t,
+		     uint64_t start, struct mc_site *s)
+{
+	int n = snprintf(s->what, sizeof(s->what), "%s:",
+			 ZydisMnemonicGetString(insn->mnemonic));
+
+	for (unsigned i = 0; i < insn->length && n < (int)sizeof(s->what) - 4; i++)
+		n += snprintf(s->what + n, sizeof(s->what) - (size_t)n, " %02x",
+			      t->buf[start + i]);
+}
+
+static int x86_decode(const struct mc_text *t, const struct mce_rel *r,
+		      struct mc_site *s)
+{
+	ZydisDecodedInstruction insn;
+	uint64_t pos = t->boundary;
+
+	memset(s, 0, sizeof(*s));
+	/* Linear sweep from a known boundary to the instruction covering the
+	 * relocation. */
+	while (pos <= r->offset && decode_at(t, pos, &insn)) {
+		if (pos + insn.length > r->offset) {
+			s->off = pos;
+			s->len = insn.length;
+			describe(&insn, t, pos, s);
+			s->verdict = is_call_through(&insn, pos, r->offset) ?
+				MC_SITE_CALL : MC_SITE_NOT_CALL;
+			return 0;
+		}
+		pos += insn.length;
+	}
+	/* The sweep went astray (data in text, or no symbol to start from):
+	 * take the nearest start that decodes to a call through this field. */
+	for (unsigned k = 1; k < 15 && k <= r->offset; k++) {
+		uint64_t start = r->offset - k;
+
+		if (decode_at(t, start, &insn) && start + insn.length > r->offset &&
+		    is_call_through(&insn, start, r->offset)) {
+			s->off = start;
+			s->len = insn.length;
+			s->verdict = MC_SITE_CALL;
+			describe(&insn, t, start, s);
+			return 0;
+		}
+	}
+	snprintf(s->what, sizeof(s->what), "no instruction decodes at the relocation");
+	return -1;
+}
+
+/* One instruction per site: the long NOPs the kernel's ftrace uses on
+ * x86_64 (P6 NOPL forms), indexed by length. */
+static const uint8_t nops64[8][7] = {
+	[5] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 },
+	[6] = { 0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00 },
+	[7] = { 0x0f, 0x1f, 0x80, 0x00, 0x00, 0x00, 0x00 },
+};
+/* i386 kernels may run on CPUs without NOPL, so 32-bit sites get the
+ * lea-based NOPs the kernel uses there. */
+static const uint8_t nops32[8][7] = {
+	[5] = { 0x3e, 0x8d, 0x74, 0x26, 0x00 },
+	[6] = { 0x8d, 0xb6, 0x00, 0x00, 0x00, 0x00 },
+	[7] = { 0x8d, 0xb4, 0x26, 0x00, 0x00, 0x00, 0x00 },
+};
+
+static int x86_make_nop(const struct mc_text *t, const struct mc_site *s,
+			uint8_t *out)
+{
+	const uint8_t (*tab)[7] = t->elfclass == ELFCLASS64 ? nops64 : nops32;
+
+	if (s->len < 5 || s->len > 7 || s->pre || s->post)
+		return -1;
+	memcpy(out, tab[s->len], s->len);
+	return 0;
+}
+
+const struct mc_arch mc_arch_x86_64 = {
+	.name = "x86_64",
+	.machine = EM_X86_64,
+	.elfclass = ELFCLASS64,
+	.table_reloc = R_X86_64_64,
+	.none_reloc = R_X86_64_NONE,
+	.call_relocs = relocs64,
+	.kernel_nops_untraced = true,
+	.decode = x86_decode,
+	.make_nop = x86_make_nop,
+};
+
+const struct mc_arch mc_arch_i386 = {
+	.name = "i386",
+	.machine = EM_386,
+	.elfclass = ELFCLASS32,
+	.table_reloc = R_386_32,
+	.none_reloc = R_386_NONE,
+	.call_relocs = relocs32,
+	.kernel_nops_untraced = true,
+	.decode = x86_decode,
+	.make_nop = x86_make_nop,
+};

@@ -1,0 +1,1283 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The ELF layer: parse once with libelf, change in memory, write once.
+ *
+ * Reading maps the input privately and writably, so libelf's data buffers
+ * can point straight into the mapping (native byte order) and be edited
+ * without ever touching the file.  Writing lays the sections out again and
+ * streams them with writev() into a temporary file that is renamed over the
+ * target, the way elfutils' strip does it, so a failure at any point leaves
+ * the target byte-identical.
+ */
+#include "mcelf.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+static int fail(struct mce_file *f, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static int fail(struct mce_file *f, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(f->err, sizeof(f->err), fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+static bool add_overflows(uint64_t a, uint64_t b, uint64_t limit)
+{
+	return a > limit || b > limit - a;
+}
+
+/* ---- byte order helpers: the object's order, never the host's ---------- */
+
+uint32_t mce_get32(const struct mce_file *f, const void *p)
+{
+	const uint8_t *b = p;
+
+	if (f->msb)
+		return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 |
+		       (uint32_t)b[2] << 8 | b[3];
+	return (uint32_t)b[3] << 24 | (uint32_t)b[2] << 16 |
+	       (uint32_t)b[1] << 8 | b[0];
+}
+
+uint16_t mce_get16(const struct mce_file *f, const void *p)
+{
+	const uint8_t *b = p;
+
+	return f->msb ? (uint16_t)(b[0] << 8 | b[1]) : (uint16_t)(b[1] << 8 | b[0]);
+}
+
+void mce_put32(const struct mce_file *f, void *p, uint32_t v)
+{
+	uint8_t *b = p;
+
+	for (int i = 0; i < 4; i++)
+		b[f->msb ? 3 - i : i] = (uint8_t)(v >> (8 * i));
+}
+
+uint64_t mce_get_addr(const struct mce_file *f, const void *p)
+{
+	const uint8_t *b = p;
+	uint64_t v = 0;
+
+	for (unsigned i = 0; i < f->addrsize; i++)
+		v |= (uint64_t)b[f->msb ? f->addrsize - 1 - i : i] << (8 * i);
+	return v;
+}
+
+void mce_put_addr(const struct mce_file *f, void *p, uint64_t v)
+{
+	uint8_t *b = p;
+
+	for (unsigned i = 0; i < f->addrsize; i++)
+		b[f->msb ? f->addrsize - 1 - i : i] = (uint8_t)(v >> (8 * i));
+}
+
+/* ---- relocation info ---------------------------------------------------- */
+
+/*
+ * MIPS64 does not use the ELF64_R_SYM/ELF64_R_TYPE split: r_info is a
+ * 32-bit symbol index followed by four bytes (ssym, type3, type2, type) in
+ * file order.  libelf hands us r_info as a 64-bit integer read in the
+ * object's byte order, so the fields land in different bits for LE and BE.
+ */
+static void decode_info(const struct mce_file *f, uint64_t info,
+			struct mce_rel *r)
+{
+	r->type2 = r->type3 = 0;
+	if (f->mips64 && !f->msb) {
+		r->sym = (uint32_t)info;
+		r->type3 = (uint8_t)(info >> 40);
+		r->type2 = (uint8_t)(info >> 48);
+		r->type = (uint8_t)(info >> 56);
+	} else if (f->mips64) {
+		r->sym = (uint32_t)(info >> 32);
+		r->type3 = (uint8_t)(info >> 16);
+		r->type2 = (uint8_t)(info >> 8);
+		r->type = (uint8_t)info;
+	} else {
+		/* gelf widens a 32-bit r_info to the 64-bit layout. */
+		r->sym = (uint32_t)GELF_R_SYM(info);
+		r->type = (uint32_t)GELF_R_TYPE(info);
+	}
+}
+
+static uint64_t encode_info(const struct mce_file *f, const struct mce_rel *r)
+{
+	if (f->mips64 && !f->msb)
+		return (uint64_t)r->sym | (uint64_t)r->type3 << 40 |
+		       (uint64_t)r->type2 << 48 | (uint64_t)(r->type & 0xff) << 56;
+	if (f->mips64)
+		return (uint64_t)r->sym << 32 | (uint64_t)r->type3 << 16 |
+		       (uint64_t)r->type2 << 8 | (r->type & 0xff);
+	return GELF_R_INFO(r->sym, r->type);
+}
+
+/* r_info as stored in the object's own structures (not gelf's). */
+static uint64_t raw_info(const struct mce_file *f, const struct mce_rel *r)
+{
+	if (f->cls == ELFCLASS32)
+		return ELF32_R_INFO(r->sym, r->type);
+	return encode_info(f, r);
+}
+
+void mce_rel_to_gelf(const struct mce_file *f, const struct mce_rel *r,
+		     GElf_Rela *out)
+{
+	out->r_offset = r->offset;
+	out->r_info = encode_info(f, r);
+	out->r_addend = r->addend;
+}
+
+/* ---- opening ------------------------------------------------------------ */
+
+static bool libelf_ready;
+
+/* Grow the section array to CAP entries, re-pointing the internal links
+ * that pointed into the old array. */
+static int grow_secs(struct mce_file *f, size_t cap)
+{
+	struct mce_sec *n = realloc(f->secs, cap * sizeof(*n));
+
+	if (!n)
+		return -1;
+	memset(n + f->secs_cap, 0, (cap - f->secs_cap) * sizeof(*n));
+	for (size_t i = 0; i < f->shnum; i++)
+		if (n[i].rela)
+			n[i].rela = n + n[i].rela->idx;
+	if (f->symtab)
+		f->symtab = n + f->symtab->idx;
+	if (f->strtab)
+		f->strtab = n + f->strtab->idx;
+	if (f->symtab_shndx)
+		f->symtab_shndx = n + f->symtab_shndx->idx;
+	f->secs = n;
+	f->secs_cap = cap;
+	return 0;
+}
+
+static struct mce_sec *new_sec(struct mce_file *f)
+{
+	if (f->shnum == f->secs_cap &&
+	    grow_secs(f, f->secs_cap ? f->secs_cap * 2 : 16) < 0)
+		return NULL;
+	struct mce_sec *s = &f->secs[f->shnum];
+
+	memset(s, 0, sizeof(*s));
+	s->idx = f->shnum++;
+	return s;
+}
+
+struct range { uint64_t lo, hi; size_t idx; };
+
+static int cmp_range(const void *a, const void *b)
+{
+	const struct range *x = a, *y = b;
+
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* Headers and section contents must not overlap: a tool that rewrites one
+ * of them would silently corrupt the other. */
+static int check_overlaps(struct mce_file *f)
+{
+	struct range *r = calloc(f->shnum + 3, sizeof(*r));
+	size_t n = 0;
+	int ret = 0;
+
+	if (!r)
+		return fail(f, "out of memory");
+	r[n++] = (struct range){ 0, f->eh.e_ehsize, SIZE_MAX };
+	r[n++] = (struct range){ f->eh.e_shoff,
+				 f->eh.e_shoff + (uint64_t)f->shnum * f->eh.e_shentsize,
+				 SIZE_MAX - 1 };
+	if (f->eh.e_phnum)
+		r[n++] = (struct range){ f->eh.e_phoff,
+					 f->eh.e_phoff + (uint64_t)f->eh.e_phnum * f->eh.e_phentsize,
+					 SIZE_MAX - 2 };
+	for (size_t i = 1; i < f->shnum; i++) {
+		const GElf_Shdr *sh = &f->secs[i].sh;
+
+		if (sh->sh_type == SHT_NOBITS || sh->sh_size == 0)
+			continue;
+		r[n++] = (struct range){ sh->sh_offset, sh->sh_offset + sh->sh_size, i };
+	}
+	qsort(r, n, sizeof(*r), cmp_range);
+	for (size_t i = 1; i < n && !ret; i++) {
+		if (r[i].lo >= r[i - 1].hi)
+			continue;
+		/* Linked images may legitimately share bytes between a
+		 * section and the program headers (e.g. .interp in PT_PHDR
+		 * layouts never do, but note sections can sit inside
+		 * segments); only section/section and section/ELF header
+		 * overlaps are errors. */
+		if (r[i].idx == SIZE_MAX - 2 || r[i - 1].idx == SIZE_MAX - 2)
+			continue;
+		const char *a = r[i - 1].idx < f->shnum ? f->secs[r[i - 1].idx].name
+			       : r[i - 1].idx == SIZE_MAX ? "ELF header"
+							   : "section header table";
+		const char *b = r[i].idx < f->shnum ? f->secs[r[i].idx].name
+			       : r[i].idx == SIZE_MAX ? "ELF header"
+						       : "section header table";
+		ret = fail(f, "%s overlaps %s", b, a);
+	}
+	free(r);
+	return ret;
+}
+
+static int load_symbols(struct mce_file *f)
+{
+	struct mce_sec *st = f->symtab;
+	Elf_Data *d, *xd = NULL;
+
+	if (!st)
+		return 0;
+	if (st->sh.sh_link >= f->shnum ||
+	    f->secs[st->sh.sh_link].sh.sh_type != SHT_STRTAB)
+		return fail(f, "%s: bad string table link %u", st->name,
+			    st->sh.sh_link);
+	f->strtab = &f->secs[st->sh.sh_link];
+	d = mce_sec_data(f, st);
+	if (!d)
+		return -1;
+	size_t esz = gelf_fsize(f->elf, ELF_T_SYM, 1, EV_CURRENT);
+	if (st->sh.sh_entsize != esz)
+		return fail(f, "%s: bad entry size %llu", st->name,
+			    (unsigned long long)st->sh.sh_entsize);
+	f->nsyms = st->sh.sh_size / esz;
+	if (f->symtab_shndx) {
+		xd = mce_sec_data(f, f->symtab_shndx);
+		if (!xd)
+			return -1;
+		if (f->symtab_shndx->sh.sh_size / 4 < f->nsyms)
+			return fail(f, "%s: shorter than the symbol table",
+				    f->symtab_shndx->name);
+	}
+	if (st->sh.sh_info > f->nsyms)
+		return fail(f, "%s: first global index %u out of range",
+			    st->name, st->sh.sh_info);
+	f->syms = calloc(f->nsyms ? f->nsyms : 1, sizeof(*f->syms));
+	if (!f->syms)
+		return fail(f, "out of memory");
+	for (size_t i = 0; i < f->nsyms; i++) {
+		GElf_Sym s;
+		Elf32_Word x = 0;
+		struct mce_sym *m = &f->syms[i];
+
+		if (!gelf_getsymshndx(d, xd, (int)i, &s, &x))
+			return fail(f, "%s: cannot read symbol %zu", st->name, i);
+		m->name = elf_strptr(f->elf, f->strtab->idx, s.st_name);
+		if (!m->name)
+			return fail(f, "symbol %zu: name offset %u out of range",
+				    i, s.st_name);
+		m->value = s.st_value;
+		m->size = s.st_size;
+		m->bind = GELF_ST_BIND(s.st_info);
+		m->type = GELF_ST_TYPE(s.st_info);
+		m->other = s.st_other;
+		m->raw_shndx = s.st_shndx;
+		m->st_name = s.st_name;
+		m->shndx = s.st_shndx == SHN_XINDEX ? x : s.st_shndx;
+		if (m->shndx >= f->shnum && (m->shndx < SHN_LORESERVE ||
+					      s.st_shndx == SHN_XINDEX))
+			return fail(f, "symbol %zu (%s): section index %u out of range",
+				    i, m->name, m->shndx);
+	}
+	return 0;
+}
+
+int mce_open(struct mce_file *f, const char *path)
+{
+	memset(f, 0, sizeof(*f));
+	f->path = path;
+	f->fd = -1;
+
+	if (!libelf_ready) {
+		if (elf_version(EV_CURRENT) == EV_NONE)
+			return fail(f, "libelf is out of date");
+		libelf_ready = true;
+	}
+	f->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (f->fd < 0)
+		return fail(f, "cannot open: %s", strerror(errno));
+	if (fstat(f->fd, &f->st) < 0)
+		return fail(f, "cannot stat: %s", strerror(errno));
+	if (S_ISDIR(f->st.st_mode))
+		return fail(f, "is a directory");
+	if (!S_ISREG(f->st.st_mode))
+		return fail(f, "not a regular file");
+	if (f->st.st_size < EI_NIDENT)
+		return fail(f, f->st.st_size ? "truncated: too short for an ELF header"
+					     : "empty file");
+	f->size = (size_t)f->st.st_size;
+	f->map = mmap(NULL, f->size, PROT_READ | PROT_WRITE, MAP_PRIVATE, f->fd, 0);
+	if (f->map == MAP_FAILED) {
+		f->map = NULL;
+		return fail(f, "cannot map: %s", strerror(errno));
+	}
+	if (f->size >= 8 && !memcmp(f->map, "!<arch>\n", 8))
+		return fail(f, "is an ar archive; run on its member objects");
+	if (memcmp(f->map, ELFMAG, SELFMAG))
+		return fail(f, "not an ELF file");
+	if (f->map[EI_CLASS] != ELFCLASS32 && f->map[EI_CLASS] != ELFCLASS64)
+		return fail(f, "unknown ELF class %u", f->map[EI_CLASS]);
+	if (f->map[EI_DATA] != ELFDATA2LSB && f->map[EI_DATA] != ELFDATA2MSB)
+		return fail(f, "unknown ELF byte order %u", f->map[EI_DATA]);
+	if (f->map[EI_VERSION] != EV_CURRENT)
+		return fail(f, "unknown ELF version %u", f->map[EI_VERSION]);
+	f->cls = f->map[EI_CLASS];
+	f->msb = f->map[EI_DATA] == ELFDATA2MSB;
+	f->addrsize = f->cls == ELFCLASS64 ? 8 : 4;
+	size_t ehsz = f->cls == ELFCLASS64 ? sizeof(Elf64_Ehdr) : sizeof(Elf32_Ehdr);
+	if (f->size < ehsz)
+		return fail(f, "truncated: too short for an ELF header");
+
+	f->elf = elf_memory((char *)f->map, f->size);
+	if (!f->elf || elf_kind(f->elf) != ELF_K_ELF)
+		return fail(f, "not an ELF file: %s", elf_errmsg(-1));
+	if (!gelf_getehdr(f->elf, &f->eh))
+		return fail(f, "bad ELF header: %s", elf_errmsg(-1));
+	f->mips64 = f->eh.e_machine == EM_MIPS && f->cls == ELFCLASS64;
+	if (f->eh.e_ehsize != ehsz)
+		return fail(f, "bad ELF header size %u", f->eh.e_ehsize);
+
+	size_t shentsz = f->cls == ELFCLASS64 ? sizeof(Elf64_Shdr) : sizeof(Elf32_Shdr);
+	if (f->eh.e_shoff == 0)
+		return fail(f, "no section header table");
+	if (f->eh.e_shentsize != shentsz)
+		return fail(f, "bad section header size %u", f->eh.e_shentsize);
+	if (elf_getshdrnum(f->elf, &f->shnum) < 0)
+		return fail(f, "bad section count: %s", elf_errmsg(-1));
+	if (f->shnum == 0)
+		return fail(f, "no sections");
+	if (add_overflows(f->eh.e_shoff, (uint64_t)f->shnum * shentsz, f->size))
+		return fail(f, "truncated: section header table (%zu entries at 0x%llx) "
+			    "runs past the end of the file", f->shnum,
+			    (unsigned long long)f->eh.e_shoff);
+	if (f->eh.e_phnum &&
+	    add_overflows(f->eh.e_phoff, (uint64_t)f->eh.e_phnum * f->eh.e_phentsize, f->size))
+		return fail(f, "truncated: program header table runs past the end of the file");
+	if (elf_getshdrstrndx(f->elf, &f->shstrndx) < 0)
+		return fail(f, "bad section name table index: %s", elf_errmsg(-1));
+	if (f->shstrndx == 0 || f->shstrndx >= f->shnum)
+		return fail(f, "section name table index %zu out of range", f->shstrndx);
+
+	size_t n = f->shnum;
+	f->shnum = 0;
+	if (grow_secs(f, n + 8) < 0)
+		return fail(f, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		struct mce_sec *s = new_sec(f);
+
+		s->scn = elf_getscn(f->elf, i);
+		if (!s->scn || !gelf_getshdr(s->scn, &s->sh))
+			return fail(f, "cannot read section header %zu: %s", i,
+				    elf_errmsg(-1));
+	}
+	if (f->secs[f->shstrndx].sh.sh_type != SHT_STRTAB)
+		return fail(f, "section name table is not a string table");
+	for (size_t i = 0; i < n; i++) {
+		struct mce_sec *s = &f->secs[i];
+		const GElf_Shdr *sh = &s->sh;
+
+		s->name = elf_strptr(f->elf, f->shstrndx, sh->sh_name);
+		if (!s->name)
+			return fail(f, "section %zu: name offset %u out of range", i,
+				    sh->sh_name);
+		if (i == 0)
+			continue;
+		if (sh->sh_type != SHT_NOBITS &&
+		    add_overflows(sh->sh_offset, sh->sh_size, f->size))
+			return fail(f, "truncated or oversized: section %s (0x%llx bytes at "
+				    "0x%llx) runs past the end of the file (0x%zx)", s->name,
+				    (unsigned long long)sh->sh_size,
+				    (unsigned long long)sh->sh_offset, f->size);
+		if (sh->sh_addralign & (sh->sh_addralign - 1))
+			return fail(f, "section %s: alignment %llu is not a power of two",
+				    s->name, (unsigned long long)sh->sh_addralign);
+		switch (sh->sh_type) {
+		case SHT_REL:
+		case SHT_RELA: {
+			Elf_Type t = sh->sh_type == SHT_RELA ? ELF_T_RELA : ELF_T_REL;
+
+			s->is_rela = sh->sh_type == SHT_RELA;
+			if (sh->sh_entsize != gelf_fsize(f->elf, t, 1, EV_CURRENT))
+				return fail(f, "section %s: bad relocation entry size %llu",
+					    s->name, (unsigned long long)sh->sh_entsize);
+			if (sh->sh_link >= n)
+				return fail(f, "section %s: symbol table link %u out of range",
+					    s->name, sh->sh_link);
+			/* Dynamic relocations of linked images relocate the
+			 * whole image; sh_info 0 is normal there. */
+			if (sh->sh_info >= n)
+				return fail(f, "section %s: target section %u out of range",
+					    s->name, sh->sh_info);
+			break;
+		}
+		case SHT_SYMTAB:
+			if (f->symtab)
+				return fail(f, "more than one symbol table");
+			f->symtab = s;
+			break;
+		case SHT_SYMTAB_SHNDX:
+			f->symtab_shndx = s;
+			break;
+		}
+	}
+	/* Link relocation sections to their targets (after the loop: a
+	 * target may come after its relocations). */
+	for (size_t i = 1; i < n; i++) {
+		struct mce_sec *s = &f->secs[i];
+
+		if ((s->sh.sh_type == SHT_REL || s->sh.sh_type == SHT_RELA) &&
+		    s->sh.sh_info && !(s->sh.sh_flags & SHF_ALLOC) &&
+		    !f->secs[s->sh.sh_info].rela)
+			f->secs[s->sh.sh_info].rela = s;
+	}
+	if (f->symtab_shndx && f->symtab_shndx->sh.sh_link != (f->symtab ? f->symtab->idx : 0))
+		return fail(f, "%s does not belong to the symbol table",
+			    f->symtab_shndx->name);
+	if (check_overlaps(f) < 0)
+		return -1;
+	return load_symbols(f);
+}
+
+void mce_close(struct mce_file *f)
+{
+	for (size_t i = 0; f->secs && i < f->shnum; i++) {
+		free(f->secs[i].rels);
+		if (f->secs[i].owned) {
+			free(f->secs[i].owned);
+			free(f->secs[i].data);
+		}
+		if (f->secs[i].is_new)
+			free((char *)f->secs[i].name);
+	}
+	free(f->secs);
+	free(f->syms);
+	if (f->elf)
+		elf_end(f->elf);
+	if (f->map)
+		munmap(f->map, f->size);
+	if (f->fd >= 0)
+		close(f->fd);
+	memset(f, 0, sizeof(*f));
+	f->fd = -1;
+}
+
+Elf_Data *mce_sec_data(struct mce_file *f, struct mce_sec *s)
+{
+	if (s->data)
+		return s->data;
+	if (!s->scn) {
+		fail(f, "section %s has no data", s->name);
+		return NULL;
+	}
+	s->data = elf_getdata(s->scn, NULL);
+	if (!s->data) {
+		/* A section of size 0 has no data buffer at all. */
+		if (s->sh.sh_size == 0 || s->sh.sh_type == SHT_NOBITS) {
+			static Elf_Data empty;
+			empty.d_type = ELF_T_BYTE;
+			return &empty;
+		}
+		fail(f, "cannot read section %s: %s", s->name, elf_errmsg(-1));
+		return NULL;
+	}
+	return s->data;
+}
+
+struct mce_sec *mce_sec_by_name(struct mce_file *f, const char *name)
+{
+	for (size_t i = 1; i < f->shnum; i++)
+		if (!strcmp(f->secs[i].name, name))
+			return &f->secs[i];
+	return NULL;
+}
+
+int mce_load_rels(struct mce_file *f, struct mce_sec *rs)
+{
+	Elf_Data *d;
+	const struct mce_sec *tgt;
+
+	if (rs->rels_loaded)
+		return 0;
+	d = mce_sec_data(f, rs);
+	if (!d)
+		return -1;
+	rs->nrels = rs->sh.sh_size / rs->sh.sh_entsize;
+	rs->rels = calloc(rs->nrels ? rs->nrels : 1, sizeof(*rs->rels));
+	if (!rs->rels)
+		return fail(f, "out of memory");
+	tgt = rs->sh.sh_info && !(rs->sh.sh_flags & SHF_ALLOC) ?
+		&f->secs[rs->sh.sh_info] : NULL;
+	bool symtab_link = f->symtab && rs->sh.sh_link == f->symtab->idx;
+	for (size_t i = 0; i < rs->nrels; i++) {
+		struct mce_rel *r = &rs->rels[i];
+		GElf_Rela ra;
+		uint64_t info;
+
+		if (rs->is_rela) {
+			if (!gelf_getrela(d, (int)i, &ra))
+				return fail(f, "%s: cannot read relocation %zu", rs->name, i);
+			r->addend = ra.r_addend;
+		} else {
+			GElf_Rel rl;
+
+			if (!gelf_getrel(d, (int)i, &rl))
+				return fail(f, "%s: cannot read relocation %zu", rs->name, i);
+			ra.r_offset = rl.r_offset;
+			ra.r_info = rl.r_info;
+		}
+		r->offset = ra.r_offset;
+		info = ra.r_info;
+		decode_info(f, info, r);
+		if (symtab_link && r->sym >= f->nsyms)
+			return fail(f, "%s: relocation %zu: symbol index %u out of range",
+				    rs->name, i, r->sym);
+		if (tgt && tgt->sh.sh_type != SHT_NOBITS && r->offset >= tgt->sh.sh_size)
+			return fail(f, "%s: relocation %zu: offset 0x%llx outside %s (size 0x%llx)",
+				    rs->name, i, (unsigned long long)r->offset, tgt->name,
+				    (unsigned long long)tgt->sh.sh_size);
+	}
+	rs->rels_loaded = true;
+	return 0;
+}
+
+/* ---- changes ------------------------------------------------------------ */
+
+int mce_patch(struct mce_file *f, struct mce_sec *s, uint64_t off,
+	      const void *bytes, size_t len)
+{
+	Elf_Data *d = mce_sec_data(f, s);
+
+	if (!d)
+		return -1;
+	if (d->d_type != ELF_T_BYTE || !d->d_buf || add_overflows(off, len, d->d_size))
+		return fail(f, "cannot patch %zu bytes at %s+0x%llx", len, s->name,
+			    (unsigned long long)off);
+	memcpy((uint8_t *)d->d_buf + off, bytes, len);
+	s->dirty = f->dirty = true;
+	return 0;
+}
+
+static int store_rel(struct mce_file *f, struct mce_sec *rs, size_t i)
+{
+	Elf_Data *d = mce_sec_data(f, rs);
+	GElf_Rela ra;
+
+	if (!d)
+		return -1;
+	mce_rel_to_gelf(f, &rs->rels[i], &ra);
+	if (rs->is_rela) {
+		if (!gelf_update_rela(d, (int)i, &ra))
+			return fail(f, "%s: cannot update relocation %zu", rs->name, i);
+	} else {
+		GElf_Rel rl = { .r_offset = ra.r_offset, .r_info = ra.r_info };
+
+		if (!gelf_update_rel(d, (int)i, &rl))
+			return fail(f, "%s: cannot update relocation %zu", rs->name, i);
+	}
+	rs->dirty = f->dirty = true;
+	return 0;
+}
+
+int mce_rel_set_type(struct mce_file *f, struct mce_sec *rs, size_t i,
+		     uint32_t type)
+{
+	if (mce_load_rels(f, rs) < 0)
+		return -1;
+	if (i >= rs->nrels)
+		return fail(f, "%s: no relocation %zu", rs->name, i);
+	rs->rels[i].type = type;
+	rs->rels[i].type2 = rs->rels[i].type3 = 0;
+	return store_rel(f, rs, i);
+}
+
+int mce_reserve_sections(struct mce_file *f, size_t extra)
+{
+	if (f->shnum + extra > f->secs_cap && grow_secs(f, f->shnum + extra) < 0)
+		return fail(f, "out of memory");
+	return 0;
+}
+
+long mce_add_section(struct mce_file *f, const char *name, GElf_Word type,
+		     GElf_Xword flags, GElf_Xword align, GElf_Xword entsize,
+		     GElf_Word link, GElf_Word info, Elf_Type dtype,
+		     const void *data, size_t size)
+{
+	struct mce_sec *s = new_sec(f);
+
+	if (!s)
+		return fail(f, "out of memory");
+	s->is_new = true;
+	s->name = strdup(name);
+	s->data = calloc(1, sizeof(*s->data));
+	s->owned = malloc(size ? size : 1);
+	if (!s->name || !s->data || !s->owned)
+		return fail(f, "out of memory");
+	if (size)
+		memcpy(s->owned, data, size);
+	s->data->d_buf = s->owned;
+	s->data->d_size = size;
+	s->data->d_type = dtype;
+	s->data->d_version = EV_CURRENT;
+	s->data->d_align = align;
+	s->sh = (GElf_Shdr){ .sh_type = type, .sh_flags = flags, .sh_size = size,
+			     .sh_link = link, .sh_info = info, .sh_addralign = align,
+			     .sh_entsize = entsize };
+	s->is_rela = type == SHT_RELA;
+	s->dirty = f->dirty = true;
+	if ((type == SHT_REL || type == SHT_RELA) && info < f->shnum &&
+	    !f->secs[info].rela)
+		f->secs[info].rela = s;
+	return (long)s->idx;
+}
+
+long mce_section_symbol(struct mce_file *f, uint32_t shndx)
+{
+	if (!f->symtab)
+		return fail(f, "no symbol table");
+	for (size_t i = 0; i < f->nsyms; i++)
+		if (f->syms[i].type == STT_SECTION && f->syms[i].shndx == shndx)
+			return (long)i;
+
+	struct mce_sym *n = realloc(f->syms, (f->nsyms + 1) * sizeof(*n));
+	if (!n)
+		return fail(f, "out of memory");
+	f->syms = n;
+
+	size_t first_global = f->symtab->sh.sh_info;
+	size_t moved_to = f->nsyms;
+	struct mce_sym sec = { .name = "", .bind = STB_LOCAL, .type = STT_SECTION,
+			       .shndx = shndx,
+			       .raw_shndx = shndx >= SHN_LORESERVE ? SHN_XINDEX : shndx };
+
+	if (shndx >= SHN_LORESERVE && !f->symtab_shndx)
+		return fail(f, "section index %u needs a SHT_SYMTAB_SHNDX table", shndx);
+	/*
+	 * Locals must precede globals (sh_info is the first global), so a new
+	 * local takes the first global's slot and that global moves to the end.
+	 * Every relocation and group naming the moved symbol is renumbered.
+	 */
+	f->syms[moved_to] = f->syms[first_global < f->nsyms ? first_global : moved_to];
+	f->syms[first_global] = sec;
+	f->nsyms++;
+	f->symtab->sh.sh_info = (GElf_Word)first_global + 1;
+	f->syms_dirty = f->dirty = true;
+	if (first_global == moved_to)
+		return (long)first_global;
+
+	for (size_t i = 1; i < f->shnum; i++) {
+		struct mce_sec *s = &f->secs[i];
+
+		if ((s->sh.sh_type == SHT_REL || s->sh.sh_type == SHT_RELA) &&
+		    s->sh.sh_link == f->symtab->idx) {
+			if (mce_load_rels(f, s) < 0)
+				return -1;
+			for (size_t k = 0; k < s->nrels; k++)
+				if (s->rels[k].sym == first_global) {
+					s->rels[k].sym = (uint32_t)moved_to;
+					if (store_rel(f, s, k) < 0)
+						return -1;
+				}
+		} else if (s->sh.sh_type == SHT_GROUP && s->sh.sh_link == f->symtab->idx &&
+			   s->sh.sh_info == first_global) {
+			s->sh.sh_info = (GElf_Word)moved_to;
+			s->dirty = f->dirty = true;
+		}
+	}
+	return (long)first_global;
+}
+
+long mce_add_addr_table(struct mce_file *f, const char *name, GElf_Xword flags,
+			GElf_Word link, uint32_t rtype, bool rela,
+			const uint32_t *syms, const int64_t *addends, size_t n)
+{
+	bool c64 = f->cls == ELFCLASS64;
+	size_t asz = c64 ? sizeof(Elf64_Addr) : sizeof(Elf32_Addr);
+	size_t rsz = c64 ? (rela ? sizeof(Elf64_Rela) : sizeof(Elf64_Rel))
+			 : (rela ? sizeof(Elf32_Rela) : sizeof(Elf32_Rel));
+	uint8_t *tab = calloc(n ? n : 1, asz), *rel = calloc(n ? n : 1, rsz);
+	long idx = -1, ridx;
+	char *rname = NULL;
+
+	if (!tab || !rel || asprintf(&rname, "%s%s", rela ? ".rela" : ".rel", name) < 0) {
+		rname = NULL;
+		fail(f, "out of memory");
+		goto out;
+	}
+	if (!f->symtab) {
+		fail(f, "no symbol table");
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct mce_rel r = { .offset = i * asz, .sym = syms[i], .type = rtype,
+				     .addend = rela ? addends[i] : 0 };
+		uint64_t info = raw_info(f, &r);
+		uint64_t inplace = rela ? 0 : (uint64_t)addends[i];
+
+		if (c64) {
+			((Elf64_Addr *)tab)[i] = inplace;
+			if (rela)
+				((Elf64_Rela *)rel)[i] = (Elf64_Rela){ r.offset, info, r.addend };
+			else
+				((Elf64_Rel *)rel)[i] = (Elf64_Rel){ r.offset, info };
+		} else {
+			((Elf32_Addr *)tab)[i] = (Elf32_Addr)inplace;
+			if (rela)
+				((Elf32_Rela *)rel)[i] = (Elf32_Rela){ (Elf32_Addr)r.offset,
+					(Elf32_Word)info, (Elf32_Sword)r.addend };
+			else
+				((Elf32_Rel *)rel)[i] = (Elf32_Rel){ (Elf32_Addr)r.offset,
+					(Elf32_Word)info };
+		}
+	}
+	idx = mce_add_section(f, name, SHT_PROGBITS, SHF_ALLOC | flags, asz, asz,
+			      link, 0, ELF_T_ADDR, tab, n * asz);
+	if (idx < 0)
+		goto out;
+	/* SHF_INFO_LINK, as GNU as marks relocations of allocated sections. */
+	ridx = mce_add_section(f, rname, rela ? SHT_RELA : SHT_REL, SHF_INFO_LINK,
+			       asz, rsz, (GElf_Word)f->symtab->idx, (GElf_Word)idx,
+			       rela ? ELF_T_RELA : ELF_T_REL, rel, n * rsz);
+	if (ridx < 0)
+		idx = -1;
+out:
+	free(tab);
+	free(rel);
+	free(rname);
+	return idx;
+}
+
+int mce_sec_empty(struct mce_file *f, struct mce_sec *s)
+{
+	Elf_Data *d = mce_sec_data(f, s);
+
+	if (!d)
+		return -1;
+	d->d_size = 0;
+	s->sh.sh_size = 0;
+	s->sh.sh_flags &= ~(GElf_Xword)SHF_ALLOC;
+	s->nrels = 0;
+	s->dirty = f->dirty = true;
+	return 0;
+}
+
+const char *mce_where(const struct mce_file *f, uint32_t shndx, uint64_t off,
+		      char *buf, size_t len)
+{
+	const struct mce_sym *best = NULL;
+
+	for (size_t i = 0; i < f->nsyms; i++) {
+		const struct mce_sym *m = &f->syms[i];
+
+		if (m->shndx != shndx || m->type == STT_SECTION || !m->name[0] ||
+		    m->value > off)
+			continue;
+		/* Prefer the function that contains OFF, then the closest. */
+		bool inside = off < m->value + m->size;
+		bool best_inside = best && off < best->value + best->size;
+		if (!best || (inside && !best_inside) ||
+		    (inside == best_inside && m->value > best->value))
+			best = m;
+	}
+	if (best)
+		snprintf(buf, len, "%s+0x%llx", best->name,
+			 (unsigned long long)(off - best->value));
+	else
+		snprintf(buf, len, "%s+0x%llx", shndx < f->shnum ? f->secs[shndx].name : "?",
+			 (unsigned long long)off);
+	return buf;
+}
+
+/* ---- writing ------------------------------------------------------------ */
+
+struct out {
+	struct iovec *iov;
+	size_t n, cap;
+	uint64_t pos;
+	void **frees;
+	size_t nfrees, capfrees;
+};
+
+static const uint8_t zeros[4096];
+
+static int out_add(struct out *o, const void *p, size_t len)
+{
+	if (!len)
+		return 0;
+	if (o->n == o->cap) {
+		size_t cap = o->cap ? o->cap * 2 : 64;
+		struct iovec *n = realloc(o->iov, cap * sizeof(*n));
+
+		if (!n)
+			return -1;
+		o->iov = n;
+		o->cap = cap;
+	}
+	o->iov[o->n++] = (struct iovec){ (void *)p, len };
+	o->pos += len;
+	return 0;
+}
+
+static int out_pad_to(struct out *o, uint64_t pos)
+{
+	while (o->pos < pos) {
+		uint64_t k = pos - o->pos;
+
+		if (out_add(o, zeros, k > sizeof(zeros) ? sizeof(zeros) : (size_t)k) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static void *out_keep(struct out *o, void *p)
+{
+	if (!p)
+		return NULL;
+	if (o->nfrees == o->capfrees) {
+		size_t cap = o->capfrees ? o->capfrees * 2 : 16;
+		void **n = realloc(o->frees, cap * sizeof(*n));
+
+		if (!n) {
+			free(p);
+			return NULL;
+		}
+		o->frees = n;
+		o->capfrees = cap;
+	}
+	o->frees[o->nfrees++] = p;
+	return p;
+}
+
+static void out_free(struct out *o)
+{
+	for (size_t i = 0; i < o->nfrees; i++)
+		free(o->frees[i]);
+	free(o->frees);
+	free(o->iov);
+}
+
+/* File representation of a memory-representation buffer. */
+static void *to_file(struct mce_file *f, struct out *o, Elf_Type t,
+		     const void *buf, size_t size)
+{
+	uint8_t *dst = out_keep(o, malloc(size ? size : 1));
+	Elf_Data s = { .d_buf = (void *)buf, .d_type = t, .d_size = size,
+		       .d_version = EV_CURRENT };
+	Elf_Data d = { .d_buf = dst, .d_type = t, .d_size = size,
+		       .d_version = EV_CURRENT };
+
+	if (!dst)
+		return NULL;
+	if (!size)
+		return dst;
+	if (!gelf_xlatetof(f->elf, &d, &s, f->map[EI_DATA])) {
+		fail(f, "cannot convert section data: %s", elf_errmsg(-1));
+		return NULL;
+	}
+	return dst;
+}
+
+static void *build_symtab(struct mce_file *f, struct out *o, void **shndx_out)
+{
+	size_t esz = f->cls == ELFCLASS64 ? sizeof(Elf64_Sym) : sizeof(Elf32_Sym);
+	uint8_t *mem = malloc(f->nsyms * esz + 1);
+	uint32_t *xs = f->symtab_shndx ? calloc(f->nsyms + 1, 4) : NULL;
+	void *file = NULL;
+
+	if (!mem || (f->symtab_shndx && !xs))
+		goto out;
+	for (size_t i = 0; i < f->nsyms; i++) {
+		const struct mce_sym *m = &f->syms[i];
+		unsigned char info = (unsigned char)GELF_ST_INFO(m->bind, m->type);
+
+		if (xs)
+			xs[i] = m->raw_shndx == SHN_XINDEX ? m->shndx : 0;
+		if (f->cls == ELFCLASS64) {
+			Elf64_Sym *s = (Elf64_Sym *)mem + i;
+			*s = (Elf64_Sym){ m->st_name, info, m->other, m->raw_shndx,
+					  m->value, m->size };
+		} else {
+			Elf32_Sym *s = (Elf32_Sym *)mem + i;
+			*s = (Elf32_Sym){ m->st_name, (Elf32_Addr)m->value,
+					  (Elf32_Word)m->size, info, m->other, m->raw_shndx };
+		}
+	}
+	file = to_file(f, o, ELF_T_SYM, mem, f->nsyms * esz);
+	if (file && xs)
+		*shndx_out = to_file(f, o, ELF_T_WORD, xs, f->nsyms * 4);
+out:
+	free(mem);
+	free(xs);
+	return file;
+}
+
+static int cmp_off(const void *a, const void *b, void *arg)
+{
+	const struct mce_file *f = arg;
+	const struct mce_sec *x = &f->secs[*(const size_t *)a];
+	const struct mce_sec *y = &f->secs[*(const size_t *)b];
+
+	if (x->is_new != y->is_new)
+		return x->is_new ? 1 : -1;
+	if (!x->is_new && x->sh.sh_offset != y->sh.sh_offset)
+		return x->sh.sh_offset < y->sh.sh_offset ? -1 : 1;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+static uint64_t align_up(uint64_t v, uint64_t a)
+{
+	return a > 1 ? (v + a - 1) & ~(a - 1) : v;
+}
+
+static int write_all(int fd, struct out *o)
+{
+	size_t i = 0;
+
+	while (i < o->n) {
+		size_t cnt = o->n - i > IOV_MAX ? IOV_MAX : o->n - i;
+		ssize_t w = writev(fd, o->iov + i, (int)cnt);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		/* Consume what was written, possibly part of one vector. */
+		while (w > 0 && i < o->n) {
+			if ((size_t)w >= o->iov[i].iov_len) {
+				w -= (ssize_t)o->iov[i].iov_len;
+				i++;
+			} else {
+				o->iov[i].iov_base = (uint8_t *)o->iov[i].iov_base + w;
+				o->iov[i].iov_len -= (size_t)w;
+				w = 0;
+			}
+		}
+	}
+	return 0;
+}
+
+static int build_image(struct mce_file *f, struct out *o)
+{
+	const void **bytes = calloc(f->shnum, sizeof(*bytes));
+	size_t *order = calloc(f->shnum, sizeof(*order));
+	void *shndx_file = NULL;
+	char *shstr = NULL;
+	int ret = -1;
+	bool linked = f->eh.e_phnum != 0;
+
+	if (!bytes || !order) {
+		fail(f, "out of memory");
+		goto out;
+	}
+
+	/* Names of new sections go at the end of a copy of .shstrtab; a name
+	 * that is a suffix of an existing one (as "__mcount_loc" is of
+	 * ".rela__mcount_loc") shares its bytes. */
+	struct mce_sec *ss = &f->secs[f->shstrndx];
+	Elf_Data *sd = mce_sec_data(f, ss);
+	if (!sd)
+		goto out;
+	size_t shlen = sd->d_size, shcap = shlen + 1;
+	for (size_t i = 0; i < f->shnum; i++)
+		if (f->secs[i].is_new)
+			shcap += strlen(f->secs[i].name) + 1;
+	shstr = out_keep(o, malloc(shcap));
+	if (!shstr) {
+		fail(f, "out of memory");
+		goto out;
+	}
+	memcpy(shstr, sd->d_buf, shlen);
+	bool grew = false;
+	for (size_t i = 0; i < f->shnum; i++) {
+		struct mce_sec *s = &f->secs[i];
+		size_t nl;
+
+		if (!s->is_new)
+			continue;
+		nl = strlen(s->name);
+		s->sh.sh_name = 0;
+		for (size_t k = 0; k < f->shnum; k++) {
+			const struct mce_sec *t = &f->secs[k];
+			size_t tl = strlen(t->name);
+
+			if (t != s && tl >= nl && t->sh.sh_name + tl <= shlen &&
+			    !strcmp(t->name + tl - nl, s->name) && (k < i || !t->is_new)) {
+				s->sh.sh_name = (GElf_Word)(t->sh.sh_name + tl - nl);
+				break;
+			}
+		}
+		if (!s->sh.sh_name) {
+			/* A name equal to a brand-new one placed earlier. */
+			for (size_t k = 0; k < i && !s->sh.sh_name; k++)
+				if (f->secs[k].is_new && !strcmp(f->secs[k].name, s->name))
+					s->sh.sh_name = f->secs[k].sh.sh_name;
+		}
+		if (!s->sh.sh_name) {
+			s->sh.sh_name = (GElf_Word)shlen;
+			memcpy(shstr + shlen, s->name, nl + 1);
+			shlen += nl + 1;
+			grew = true;
+		}
+	}
+	ss->sh.sh_size = shlen;
+	bytes[f->shstrndx] = shstr;
+
+	if (f->syms_dirty) {
+		bytes[f->symtab->idx] = build_symtab(f, o, &shndx_file);
+		if (!bytes[f->symtab->idx])
+			goto out;
+		f->symtab->sh.sh_size = f->nsyms * f->symtab->sh.sh_entsize;
+		if (f->symtab_shndx) {
+			bytes[f->symtab_shndx->idx] = shndx_file;
+			f->symtab_shndx->sh.sh_size = f->nsyms * 4;
+		}
+	}
+	for (size_t i = 1; i < f->shnum; i++) {
+		struct mce_sec *s = &f->secs[i];
+
+		if (bytes[i] || s->sh.sh_type == SHT_NOBITS)
+			continue;
+		if (s->dirty && s->sh.sh_type != SHT_GROUP) {
+			bytes[i] = to_file(f, o, s->data->d_type, s->data->d_buf,
+					   s->data->d_size);
+			if (!bytes[i])
+				goto out;
+		} else if (!s->is_new) {
+			bytes[i] = f->map + s->sh.sh_offset;
+		}
+	}
+
+	/* Layout.  A relocatable object is laid out afresh in the order of
+	 * the original offsets (new sections last), which keeps it compact.
+	 * A linked image keeps every offset its program headers rely on;
+	 * only sections that grew or are new move past the end. */
+	for (size_t i = 0; i < f->shnum; i++)
+		order[i] = i;
+	qsort_r(order + 1, f->shnum - 1, sizeof(*order), cmp_off, f);
+
+	uint64_t pos = f->cls == ELFCLASS64 ? sizeof(Elf64_Ehdr) : sizeof(Elf32_Ehdr);
+	uint64_t end = linked ? f->size : pos;
+	size_t old_shnum_end = 0;
+	for (size_t i = 0; i < f->shnum; i++)
+		if (!f->secs[i].is_new)
+			old_shnum_end = i + 1;
+	if (linked) {
+		for (size_t i = 1; i < f->shnum; i++) {
+			struct mce_sec *s = &f->secs[i];
+			uint64_t oldsize = 0;
+
+			if (!s->is_new && s->scn) {
+				GElf_Shdr osh;
+				gelf_getshdr(s->scn, &osh);
+				oldsize = osh.sh_size;
+			}
+			if (s->is_new || (s->sh.sh_type != SHT_NOBITS && s->sh.sh_size > oldsize)) {
+				end = align_up(end, s->sh.sh_addralign);
+				s->sh.sh_offset = end;
+				end += s->sh.sh_type == SHT_NOBITS ? 0 : s->sh.sh_size;
+			}
+		}
+	} else {
+		for (size_t k = 1; k < f->shnum; k++) {
+			struct mce_sec *s = &f->secs[order[k]];
+
+			end = align_up(end, s->sh.sh_addralign);
+			s->sh.sh_offset = end;
+			if (s->sh.sh_type != SHT_NOBITS)
+				end += s->sh.sh_size;
+		}
+	}
+	(void)old_shnum_end;
+	(void)grew;
+	uint64_t shoff = align_up(end, f->addrsize);
+
+	/* Headers. */
+	GElf_Ehdr eh = f->eh;
+	eh.e_shoff = shoff;
+	eh.e_shnum = f->shnum < SHN_LORESERVE ? (GElf_Half)f->shnum : 0;
+	eh.e_shstrndx = f->shstrndx < SHN_LORESERVE ? (GElf_Half)f->shstrndx : SHN_XINDEX;
+	f->secs[0].sh.sh_size = f->shnum < SHN_LORESERVE ? 0 : f->shnum;
+	f->secs[0].sh.sh_link = f->shstrndx < SHN_LORESERVE ? 0 : (GElf_Word)f->shstrndx;
+
+	void *ehmem;
+	size_t ehsz;
+	if (f->cls == ELFCLASS64) {
+		Elf64_Ehdr *e = out_keep(o, calloc(1, sizeof(*e)));
+		if (!e)
+			goto oom;
+		memcpy(e->e_ident, eh.e_ident, EI_NIDENT);
+		e->e_type = eh.e_type; e->e_machine = eh.e_machine;
+		e->e_version = eh.e_version; e->e_entry = eh.e_entry;
+		e->e_phoff = eh.e_phoff; e->e_shoff = eh.e_shoff;
+		e->e_flags = eh.e_flags; e->e_ehsize = eh.e_ehsize;
+		e->e_phentsize = eh.e_phentsize; e->e_phnum = eh.e_phnum;
+		e->e_shentsize = eh.e_shentsize; e->e_shnum = eh.e_shnum;
+		e->e_shstrndx = eh.e_shstrndx;
+		ehmem = e;
+		ehsz = sizeof(*e);
+	} else {
+		Elf32_Ehdr *e = out_keep(o, calloc(1, sizeof(*e)));
+		if (!e)
+			goto oom;
+		memcpy(e->e_ident, eh.e_ident, EI_NIDENT);
+		e->e_type = eh.e_type; e->e_machine = eh.e_machine;
+		e->e_version = eh.e_version; e->e_entry = (Elf32_Addr)eh.e_entry;
+		e->e_phoff = (Elf32_Off)eh.e_phoff; e->e_shoff = (Elf32_Off)eh.e_shoff;
+		e->e_flags = eh.e_flags; e->e_ehsize = eh.e_ehsize;
+		e->e_phentsize = eh.e_phentsize; e->e_phnum = eh.e_phnum;
+		e->e_shentsize = eh.e_shentsize; e->e_shnum = eh.e_shnum;
+		e->e_shstrndx = eh.e_shstrndx;
+		ehmem = e;
+		ehsz = sizeof(*e);
+	}
+	const void *ehfile = to_file(f, o, ELF_T_EHDR, ehmem, ehsz);
+	if (!ehfile)
+		goto out;
+
+	size_t shsz = f->cls == ELFCLASS64 ? sizeof(Elf64_Shdr) : sizeof(Elf32_Shdr);
+	uint8_t *shmem = out_keep(o, calloc(f->shnum, shsz));
+	if (!shmem)
+		goto oom;
+	for (size_t i = 0; i < f->shnum; i++) {
+		const GElf_Shdr *g = &f->secs[i].sh;
+
+		if (f->cls == ELFCLASS64) {
+			Elf64_Shdr *h = (Elf64_Shdr *)shmem + i;
+			*h = (Elf64_Shdr){ g->sh_name, g->sh_type, g->sh_flags, g->sh_addr,
+					   g->sh_offset, g->sh_size, g->sh_link, g->sh_info,
+					   g->sh_addralign, g->sh_entsize };
+		} else {
+			Elf32_Shdr *h = (Elf32_Shdr *)shmem + i;
+			*h = (Elf32_Shdr){ g->sh_name, g->sh_type, (Elf32_Word)g->sh_flags,
+					   (Elf32_Addr)g->sh_addr, (Elf32_Off)g->sh_offset,
+					   (Elf32_Word)g->sh_size, g->sh_link, g->sh_info,
+					   (Elf32_Word)g->sh_addralign, (Elf32_Word)g->sh_entsize };
+		}
+	}
+	const void *shfile = to_file(f, o, ELF_T_SHDR, shmem, f->shnum * shsz);
+	if (!shfile)
+		goto out;
+
+	/* Stream: header, sections in file order, section header table. */
+	if (linked) {
+		/* Start from the original bytes, then overlay what changed. */
+		uint8_t *img = out_keep(o, malloc(shoff + f->shnum * shsz));
+		if (!img)
+			goto oom;
+		memcpy(img, f->map, f->size);
+		memset(img + f->size, 0, shoff + f->shnum * shsz - f->size);
+		memcpy(img, ehfile, ehsz);
+		for (size_t i = 1; i < f->shnum; i++) {
+			const struct mce_sec *s = &f->secs[i];
+
+			if (s->sh.sh_type != SHT_NOBITS && bytes[i] &&
+			    (s->dirty || s->is_new || bytes[i] != f->map + s->sh.sh_offset))
+				memcpy(img + s->sh.sh_offset, bytes[i], s->sh.sh_size);
+		}
+		memcpy(img + shoff, shfile, f->shnum * shsz);
+		if (out_add(o, img, shoff + f->shnum * shsz) < 0)
+			goto oom;
+	} else {
+		if (out_add(o, ehfile, ehsz) < 0)
+			goto oom;
+		for (size_t k = 1; k < f->shnum; k++) {
+			const struct mce_sec *s = &f->secs[order[k]];
+
+			if (s->sh.sh_type == SHT_NOBITS || !s->sh.sh_size)
+				continue;
+			if (out_pad_to(o, s->sh.sh_offset) < 0 ||
+			    out_add(o, bytes[order[k]], s->sh.sh_size) < 0)
+				goto oom;
+		}
+		if (out_pad_to(o, shoff) < 0 || out_add(o, shfile, f->shnum * shsz) < 0)
+			goto oom;
+	}
+	ret = 0;
+	goto out;
+oom:
+	fail(f, "out of memory");
+out:
+	free(bytes);
+	free(order);
+	return ret;
+}
+
+int mce_write(struct mce_file *f, const char *outpath)
+{
+	const char *target = outpath ? outpath : f->path;
+	char *dup = strdup(target), *tmp = NULL;
+	struct out o = { 0 };
+	int fd = -1, ret = -1;
+	struct stat tst;
+	mode_t mode = f->st.st_mode & 07777;
+
+	if (!dup)
+		return fail(f, "out of memory");
+	if (outpath && stat(outpath, &tst) == 0) {
+		if (!S_ISREG(tst.st_mode)) {
+			fail(f, "%s: not a regular file", outpath);
+			goto out;
+		}
+		mode = tst.st_mode & 07777;
+	}
+	if (build_image(f, &o) < 0)
+		goto out;
+	if (asprintf(&tmp, "%s/.%s.XXXXXX", dirname(dup),
+		     strrchr(target, '/') ? strrchr(target, '/') + 1 : target) < 0) {
+		tmp = NULL;
+		fail(f, "out of memory");
+		goto out;
+	}
+	fd = mkstemp(tmp);
+	if (fd < 0) {
+		fail(f, "cannot create a temporary file beside %s: %s", target,
+		     strerror(errno));
+		goto out;
+	}
+	if (write_all(fd, &o) < 0) {
+		fail(f, "cannot write %s: %s", tmp, strerror(errno));
+		goto out;
+	}
+	if (fchmod(fd, mode) < 0) {
+		fail(f, "cannot set the mode of %s: %s", tmp, strerror(errno));
+		goto out;
+	}
+	if (close(fd) < 0) {
+		fd = -1;
+		fail(f, "cannot write %s: %s", tmp, strerror(errno));
+		goto out;
+	}
+	fd = -1;
+	if (rename(tmp, target) < 0) {
+		fail(f, "cannot replace %s: %s", target, strerror(errno));
+		goto out;
+	}
+	ret = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	if (ret < 0 && tmp)
+		unlink(tmp);
+	free(tmp);
+	free(dup);
+	out_free(&o);
+	return ret;
+}

@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The one ELF layer of mcloc, shared by recordmcount and objpatch.
+ *
+ * A file is read once, up front: section headers, names, the symbol table
+ * and (on demand) each section's data and relocations, all in the host's
+ * memory representation through libelf's gelf_* calls, so the callers never
+ * see the object's class or byte order.  Every change goes through this
+ * layer, marks what it touched dirty, and mce_write() writes the result once,
+ * to a temporary file beside the target that is renamed over it.  Nothing
+ * outside this file calls gelf_update_* or writes into section data.
+ *
+ * Functions return 0 (or a count/index) on success and -1 on failure, with
+ * the reason in f->err; only a tool's main() turns that into an exit status.
+ */
+#ifndef MCLOC_ELF_H
+#define MCLOC_ELF_H
+
+#include <gelf.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+struct mce_rel {
+	uint64_t offset;
+	int64_t addend;		/* RELA only; REL addends live in the section */
+	uint32_t sym;
+	uint32_t type;		/* MIPS64: the first of the three types */
+	uint8_t type2, type3;	/* MIPS64 composite relocations, else 0 */
+};
+
+struct mce_sec {
+	size_t idx;
+	GElf_Shdr sh;
+	const char *name;
+	Elf_Scn *scn;		/* NULL for sections this layer created */
+	Elf_Data *data;		/* memory representation; see mce_sec_data() */
+	void *owned;		/* buffer we allocated for data, freed at close */
+	struct mce_sec *rela;	/* first REL/RELA section whose sh_info is us */
+	struct mce_rel *rels;	/* decoded, for REL/RELA sections */
+	size_t nrels;
+	bool rels_loaded;
+	bool dirty;		/* contents changed: rewrite from data */
+	bool is_new;
+	bool is_rela;		/* SHT_RELA (else SHT_REL), for relocation sections */
+};
+
+struct mce_sym {
+	const char *name;
+	uint64_t value, size;
+	uint32_t shndx;		/* SHN_XINDEX already resolved */
+	uint8_t bind, type, other;
+	uint16_t raw_shndx;
+	uint32_t st_name;
+};
+
+struct mce_file {
+	const char *path;
+	int fd;
+	struct stat st;
+	uint8_t *map;		/* private, writable mapping of the input */
+	size_t size;
+	Elf *elf;
+	GElf_Ehdr eh;
+	int cls;		/* ELFCLASS32 or ELFCLASS64 */
+	unsigned addrsize;	/* 4 or 8, from the class, never the host */
+	bool msb;		/* big-endian object */
+	bool mips64;		/* MIPS64 r_info layout */
+	size_t shnum, shstrndx;
+	struct mce_sec *secs;	/* shnum entries (grows with new sections) */
+	size_t secs_cap;
+	struct mce_sec *symtab, *strtab, *symtab_shndx;
+	struct mce_sym *syms;
+	size_t nsyms;
+	bool syms_dirty;
+	bool dirty;
+	char err[512];
+};
+
+/* Open and parse PATH (read-only; the file itself is never modified). */
+int mce_open(struct mce_file *f, const char *path);
+void mce_close(struct mce_file *f);
+
+/* Section data in memory representation, loaded on first use. */
+Elf_Data *mce_sec_data(struct mce_file *f, struct mce_sec *s);
+/* Relocations of a REL/RELA section, loaded on first use. */
+int mce_load_rels(struct mce_file *f, struct mce_sec *rs);
+
+struct mce_sec *mce_sec_by_name(struct mce_file *f, const char *name);
+static inline bool mce_sec_exec(const struct mce_sec *s)
+{
+	return s->sh.sh_type == SHT_PROGBITS && (s->sh.sh_flags & SHF_EXECINSTR);
+}
+
+/* --- changes ---------------------------------------------------------- */
+
+/* Overwrite LEN bytes at OFF of a SHT_PROGBITS section. */
+int mce_patch(struct mce_file *f, struct mce_sec *s, uint64_t off,
+	      const void *bytes, size_t len);
+/* Change the type of relocation I of REL/RELA section RS (e.g. to R_*_NONE). */
+int mce_rel_set_type(struct mce_file *f, struct mce_sec *rs, size_t i,
+		     uint32_t type);
+
+/*
+ * Make room for EXTRA new sections up front: pointers into f->secs stay
+ * valid across mce_add_section() only within a reservation.
+ */
+int mce_reserve_sections(struct mce_file *f, size_t extra);
+
+/*
+ * Append a new section.  DATA (SIZE bytes, memory representation of TYPE,
+ * e.g. ELF_T_ADDR or ELF_T_RELA) is copied.  Returns the new section index.
+ */
+long mce_add_section(struct mce_file *f, const char *name, GElf_Word type,
+		     GElf_Xword flags, GElf_Xword align, GElf_Xword entsize,
+		     GElf_Word link, GElf_Word info, Elf_Type dtype,
+		     const void *data, size_t size);
+
+/*
+ * Return the index of a section symbol for section SHNDX, creating one if
+ * the object has none (the first global is moved to the end to make room
+ * among the locals, and every relocation that named it is renumbered).
+ */
+long mce_section_symbol(struct mce_file *f, uint32_t shndx);
+
+/*
+ * Append an address table NAME (SHT_PROGBITS, SHF_ALLOC | FLAGS, sh_link
+ * LINK) of N address-sized entries, and its .rel/.rela section: entry i is
+ * relocated by an absolute relocation of type RTYPE against SYMS[i] +
+ * ADDENDS[i].  For REL the addend is stored in the entry itself.  Returns
+ * the table's section index.
+ */
+long mce_add_addr_table(struct mce_file *f, const char *name, GElf_Xword flags,
+			GElf_Word link, uint32_t rtype, bool rela,
+			const uint32_t *syms, const int64_t *addends, size_t n);
+
+/* Empty a section (size 0, out of the link's allocation), keeping its index
+ * and every reference to it valid. */
+int mce_sec_empty(struct mce_file *f, struct mce_sec *s);
+
+/* "sym+0xoff" for offset OFF of section SHNDX, or "section+0xoff". */
+const char *mce_where(const struct mce_file *f, uint32_t shndx, uint64_t off,
+		      char *buf, size_t len);
+
+/* Relocation encoding helpers (class- and MIPS64-aware). */
+void mce_rel_to_gelf(const struct mce_file *f, const struct mce_rel *r,
+		     GElf_Rela *out);
+
+/*
+ * Write the changed file to OUT (the input's path when OUT is NULL):
+ * a temporary file in the same directory, the input's mode, then rename().
+ * On failure nothing is left behind and the target is untouched.
+ */
+int mce_write(struct mce_file *f, const char *out);
+
+/* Read an address-sized word in the object's byte order, and write one. */
+uint64_t mce_get_addr(const struct mce_file *f, const void *p);
+void mce_put_addr(const struct mce_file *f, void *p, uint64_t v);
+uint32_t mce_get32(const struct mce_file *f, const void *p);
+void mce_put32(const struct mce_file *f, void *p, uint32_t v);
+uint16_t mce_get16(const struct mce_file *f, const void *p);
+
+#endif

@@ -1,0 +1,522 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Find the calls to mcount-like symbols in one relocatable object and
+ * record where they are.
+ *
+ * Like the kernel's scripts/recordmcount, the candidates come from the
+ * relocations: a call to an external symbol always leaves one.  Unlike it,
+ * every candidate is decoded before it is believed: the instruction that
+ * the relocation patches must be a call, and the table entry is that
+ * instruction's first byte, found by decoding rather than by a per-arch
+ * constant.  Relocations against __fentry__ that are not calls (taking its
+ * address, a tail jump) are never recorded.
+ */
+#include "record.h"
+
+#include "../arch/arch.h"
+#include "../common/diag.h"
+#include "../common/mcelf.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct site_rec {
+	uint32_t shndx;
+	bool traced;
+	struct mc_site s;
+	struct mce_sec *rs;	/* the relocation section that named the site */
+};
+
+struct sites {
+	struct site_rec *v;
+	size_t n, cap;
+};
+
+static int push_site(struct sites *ss, const struct site_rec *r)
+{
+	if (ss->n == ss->cap) {
+		size_t cap = ss->cap ? ss->cap * 2 : 64;
+		struct site_rec *n = realloc(ss->v, cap * sizeof(*n));
+
+		if (!n)
+			return -1;
+		ss->v = n;
+		ss->cap = cap;
+	}
+	ss->v[ss->n++] = *r;
+	return 0;
+}
+
+/*
+ * The kernel's list of sections ftrace may patch (scripts/recordmcount.c,
+ * is_mcounted_section_name): any ".text" prefix plus the special text
+ * sections the kernel's linker script places where ftrace expects them.
+ * Calls elsewhere (.exit.text, .noinstr.text, .entry.text...) must never
+ * become ftrace records.
+ */
+static bool kernel_traced(const char *name)
+{
+	static const char *const exact[] = {
+		".init.text", ".ref.text", ".sched.text", ".spinlock.text",
+		".irqentry.text", ".softirqentry.text", ".kprobes.text",
+		".cpuidle.text",
+	};
+
+	if (!strncmp(name, ".text", 5))
+		return true;
+	for (size_t i = 0; i < sizeof(exact) / sizeof(exact[0]); i++)
+		if (!strcmp(name, exact[i]))
+			return true;
+	return false;
+}
+
+struct bound {
+	uint32_t shndx;
+	uint64_t value;
+};
+
+static int cmp_bound(const void *a, const void *b)
+{
+	const struct bound *x = a, *y = b;
+
+	if (x->shndx != y->shndx)
+		return x->shndx < y->shndx ? -1 : 1;
+	return x->value < y->value ? -1 : x->value > y->value;
+}
+
+/* Known instruction starts: every function (and untyped code label). */
+static struct bound *collect_bounds(const struct mce_file *f, size_t *n)
+{
+	struct bound *b = malloc((f->nsyms + 1) * sizeof(*b));
+
+	*n = 0;
+	if (!b)
+		return NULL;
+	for (size_t i = 0; i < f->nsyms; i++) {
+		const struct mce_sym *m = &f->syms[i];
+
+		if ((m->type == STT_FUNC || (m->type == STT_NOTYPE && m->name[0])) &&
+		    m->shndx && m->shndx < f->shnum)
+			b[(*n)++] = (struct bound){ m->shndx, m->value };
+	}
+	qsort(b, *n, sizeof(*b), cmp_bound);
+	return b;
+}
+
+static uint64_t bound_before(const struct bound *b, size_t n, uint32_t shndx,
+			     uint64_t off)
+{
+	size_t lo = 0, hi = n;
+
+	/* Last entry with (shndx, value) <= (shndx, off). */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (b[mid].shndx < shndx || (b[mid].shndx == shndx && b[mid].value <= off))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo && b[lo - 1].shndx == shndx ? b[lo - 1].value : 0;
+}
+
+static int cmp_rel_off(const void *a, const void *b, void *arg)
+{
+	const struct mce_rel *r = arg;
+	size_t x = *(const size_t *)a, y = *(const size_t *)b;
+
+	if (r[x].offset != r[y].offset)
+		return r[x].offset < r[y].offset ? -1 : 1;
+	return x < y ? -1 : x > y;
+}
+
+/* The symbol the table's relocations are made against for section SHNDX:
+ * its section symbol, else a non-weak local, else a new section symbol.
+ * Never a weak symbol: a strong definition elsewhere would move it, and
+ * every entry with it.  Never a global either: in a shared object a global
+ * is preemptible and the entry would follow the interposed definition. */
+static long base_symbol(struct mce_file *f, const struct mc_arch *a,
+			uint32_t shndx, uint64_t *value)
+{
+	*value = 0;
+	for (size_t i = 0; i < f->nsyms; i++)
+		if (f->syms[i].type == STT_SECTION && f->syms[i].shndx == shndx)
+			return (long)i;
+	for (size_t i = 1; i < f->symtab->sh.sh_info && i < f->nsyms; i++) {
+		const struct mce_sym *m = &f->syms[i];
+
+		if (m->shndx != shndx || m->bind != STB_LOCAL || m->type == STT_TLS ||
+		    m->type == STT_FILE || (a->base_avoid_func && m->type == STT_FUNC) ||
+		    (m->name[0] == '$'))	/* ARM/AArch64 mapping symbols */
+			continue;
+		*value = m->value;
+		return (long)i;
+	}
+	return mce_section_symbol(f, shndx);
+}
+
+static bool is_mcount_sym(const struct mce_sym *m, const struct record_opts *o)
+{
+	if (mc_is_mcount_name(m->name))
+		return true;
+	for (size_t i = 0; i < o->nsymbols; i++)
+		if (!strcmp(m->name, o->symbols[i]))
+			return true;
+	return false;
+}
+
+static int find_sites(struct mce_file *f, const struct mc_arch *a,
+		      const struct record_opts *o, const bool *is_mc,
+		      struct sites *ss)
+{
+	size_t nb = 0;
+	struct bound *b = collect_bounds(f, &nb);
+	size_t *idx = NULL;
+	bool *fake = NULL;
+	uint64_t kernel_last = UINT64_MAX;	/* see kernel_pair_distance */
+	int ret = -1;
+	char where[256];
+
+	if (!b) {
+		mc_error(f->path, "out of memory");
+		return -1;
+	}
+	for (size_t k = 1; k < f->shnum; k++) {
+		struct mce_sec *rs = &f->secs[k];
+
+		if ((rs->sh.sh_type != SHT_REL && rs->sh.sh_type != SHT_RELA) ||
+		    rs->sh.sh_link != f->symtab->idx || !rs->sh.sh_info)
+			continue;
+		struct mce_sec *tx = &f->secs[rs->sh.sh_info];
+		if (!mce_sec_exec(tx))
+			continue;
+		if (mce_load_rels(f, rs) < 0) {
+			mc_error(f->path, "%s", f->err);
+			goto out;
+		}
+		size_t n = 0;
+		free(idx);
+		idx = malloc((rs->nrels + 1) * sizeof(*idx));
+		if (!idx) {
+			mc_error(f->path, "out of memory");
+			goto out;
+		}
+		for (size_t i = 0; i < rs->nrels; i++)
+			if (is_mc[rs->rels[i].sym])
+				idx[n++] = i;
+		if (!n)
+			continue;
+		bool traced = !o->kernel || kernel_traced(tx->name);
+		free(fake);
+		fake = calloc(rs->nrels, sizeof(*fake));
+		if (!fake) {
+			mc_error(f->path, "out of memory");
+			goto out;
+		}
+		/* In relocation order, as the kernel's tool walks them. */
+		if (o->kernel && traced && a->kernel_pair_distance)
+			for (size_t j = 0; j < n; j++) {
+				uint64_t off = rs->rels[idx[j]].offset;
+
+				fake[idx[j]] = kernel_last != UINT64_MAX &&
+					       off - kernel_last == a->kernel_pair_distance;
+				kernel_last = off;
+			}
+		qsort_r(idx, n, sizeof(*idx), cmp_rel_off, rs->rels);
+
+		Elf_Data *d = mce_sec_data(f, tx);
+		if (!d) {
+			mc_error(f->path, "%s", f->err);
+			goto out;
+		}
+		struct mc_text t = { .buf = d->d_buf, .size = d->d_size, .msb = f->msb,
+				     .elfclass = f->cls };
+		uint64_t prev_end = 0;
+		bool have_prev = false;
+
+		for (size_t j = 0; j < n; j++) {
+			const struct mce_rel *r = &rs->rels[idx[j]];
+			struct site_rec sr = { .shndx = (uint32_t)tx->idx, .traced = traced,
+					       .rs = rs };
+
+			if (fake[idx[j]])
+				continue;
+			mce_where(f, (uint32_t)tx->idx, r->offset, where, sizeof(where));
+			if (!mc_reloc_in(a->call_relocs, r->type)) {
+				mc_note(f->path, "%s: relocation type %u against %s is not a call; "
+					"not recorded", where, r->type, f->syms[r->sym].name);
+				continue;
+			}
+			t.boundary = bound_before(b, nb, (uint32_t)tx->idx, r->offset);
+			if (have_prev && prev_end <= r->offset && prev_end > t.boundary)
+				t.boundary = prev_end;
+			if (a->decode(&t, r, &sr.s) < 0) {
+				mc_error(f->path, "%s: cannot decode the call to %s: %s", where,
+					 f->syms[r->sym].name, sr.s.what);
+				goto out;
+			}
+			if (sr.s.verdict == MC_SITE_NOT_CALL) {
+				mc_note(f->path, "%s: %s is not a call to %s; not recorded",
+					where, sr.s.what, f->syms[r->sym].name);
+				continue;
+			}
+			if (sr.s.verdict == MC_SITE_PART)
+				continue;
+			if (have_prev && sr.s.off < prev_end)
+				continue;	/* a second relocation of the same call */
+			prev_end = sr.s.off + sr.s.len;
+			have_prev = true;
+			if (push_site(ss, &sr) < 0) {
+				mc_error(f->path, "out of memory");
+				goto out;
+			}
+		}
+	}
+	ret = 0;
+out:
+	free(fake);
+	free(idx);
+	free(b);
+	return ret;
+}
+
+/* Replace a site by its NOP and retire every relocation inside it. */
+static int nop_site(struct mce_file *f, const struct mc_arch *a,
+		    const struct site_rec *sr, bool must)
+{
+	struct mce_sec *tx = &f->secs[sr->shndx];
+	Elf_Data *d = mce_sec_data(f, tx);
+	struct mc_text t = { .buf = d->d_buf, .size = d->d_size, .msb = f->msb,
+			     .elfclass = f->cls };
+	uint8_t buf[MC_MAX_SITE * 2];
+	size_t total = (size_t)sr->s.pre + sr->s.len + sr->s.post;
+	char where[256];
+
+	if (total > sizeof(buf) || a->make_nop(&t, &sr->s, buf) < 0) {
+		if (!must)
+			return 0;
+		mc_error(f->path, "%s: cannot NOP this call (%s)",
+			 mce_where(f, sr->shndx, sr->s.off, where, sizeof(where)), sr->s.what);
+		return -1;
+	}
+	uint64_t lo = sr->s.off - sr->s.pre, hi = sr->s.off + sr->s.len;
+
+	if (mce_patch(f, tx, lo, buf, total) < 0)
+		goto fail;
+	for (size_t i = 0; i < sr->rs->nrels; i++)
+		if (sr->rs->rels[i].offset >= lo && sr->rs->rels[i].offset < hi &&
+		    sr->rs->rels[i].type != a->none_reloc &&
+		    mce_rel_set_type(f, sr->rs, i, a->none_reloc) < 0)
+			goto fail;
+	return 0;
+fail:
+	mc_error(f->path, "%s", f->err);
+	return -1;
+}
+
+static int emit_tables(struct mce_file *f, const struct mc_arch *a,
+		       const struct record_opts *o, const struct sites *ss)
+{
+	uint32_t *syms = calloc(ss->n + 1, sizeof(*syms));
+	int64_t *adds = calloc(ss->n + 1, sizeof(*adds));
+	bool rela = false, found = false;
+	int ret = -1;
+
+	if (!syms || !adds) {
+		mc_error(f->path, "out of memory");
+		goto out;
+	}
+	/* The object's own flavour: that of the relocations that named the
+	 * sites (REL on i386 and ARM, RELA elsewhere). */
+	for (size_t i = 0; i < ss->n && !found; i++)
+		if (ss->v[i].traced) {
+			rela = ss->v[i].rs->is_rela;
+			found = true;
+		}
+	for (size_t i = 0; i < ss->n;) {
+		size_t j = i, n = 0;
+		uint32_t shndx = ss->v[i].shndx;
+		uint64_t value;
+		long sym;
+
+		/* Sites come grouped by relocation section, hence by text
+		 * section; each group shares one base symbol. */
+		bool any = false;
+
+		while (j < ss->n && ss->v[j].shndx == shndx)
+			any |= ss->v[j++].traced;
+		if (!any) {
+			i = j;
+			continue;
+		}
+		sym = base_symbol(f, a, shndx, &value);
+		if (sym < 0) {
+			mc_error(f->path, "%s", f->err);
+			goto out;
+		}
+		/* With -g each group becomes its own table (index from 0);
+		 * otherwise entries stay at their site index, compacted below. */
+		for (size_t k = i; k < j; k++) {
+			if (!ss->v[k].traced)
+				continue;
+			size_t at = o->gc ? n : k;
+
+			syms[at] = (uint32_t)sym;
+			adds[at] = (int64_t)(ss->v[k].s.off - value);
+			n++;
+		}
+		if (o->gc && n &&
+		    mce_add_addr_table(f, o->section, SHF_LINK_ORDER, shndx, a->table_reloc,
+				       rela, syms, adds, n) < 0) {
+			mc_error(f->path, "%s", f->err);
+			goto out;
+		}
+		i = j;
+	}
+	if (!o->gc) {
+		/* Compact the traced entries, in site order. */
+		size_t n = 0;
+		for (size_t k = 0; k < ss->n; k++)
+			if (ss->v[k].traced) {
+				syms[n] = syms[k];
+				adds[n] = adds[k];
+				n++;
+			}
+		if (n && mce_add_addr_table(f, o->section, 0, 0, a->table_reloc, rela,
+					    syms, adds, n) < 0) {
+			mc_error(f->path, "%s", f->err);
+			goto out;
+		}
+	}
+	ret = 0;
+out:
+	free(syms);
+	free(adds);
+	return ret;
+}
+
+static bool is_table_name(const char *name, const char *table)
+{
+	if (!strncmp(name, ".rela", 5))
+		name += 5;
+	else if (!strncmp(name, ".rel", 4))
+		name += 4;
+	return !strcmp(name, table);
+}
+
+int record_file(const char *path, const struct record_opts *o)
+{
+	struct mce_file f;
+	const struct mc_arch *a;
+	struct sites ss = { 0 };
+	bool *is_mc = NULL, any = false, existing = false;
+	size_t ntraced = 0, nsecs = 0;
+	int ret = -1;
+
+	if (mce_open(&f, path) < 0) {
+		mc_error(path, "%s", f.err);
+		goto out;
+	}
+	if (f.eh.e_type != ET_REL) {
+		mc_error(path, "not a relocatable object (ELF type %u); "
+			 "linked images are handled by objpatch", f.eh.e_type);
+		goto out;
+	}
+	a = mc_arch_find(f.eh.e_machine, f.cls);
+	if (!a) {
+		mc_error(path, "unsupported machine %u (%d-bit)", f.eh.e_machine,
+			 f.cls == ELFCLASS64 ? 64 : 32);
+		goto out;
+	}
+	for (size_t i = 1; i < f.shnum; i++)
+		if (is_table_name(f.secs[i].name, o->section))
+			existing = true;
+	if (existing && !o->force) {
+		mc_note(path, "already has %s; left unchanged (--force regenerates it)",
+			o->section);
+		ret = 0;
+		goto out;
+	}
+	if (!f.symtab) {
+		mc_note(path, "no symbol table, so no calls to record");
+		ret = 0;
+		goto out;
+	}
+	is_mc = calloc(f.nsyms + 1, sizeof(*is_mc));
+	if (!is_mc) {
+		mc_error(path, "out of memory");
+		goto out;
+	}
+	for (size_t i = 1; i < f.nsyms; i++)
+		if (f.syms[i].type != STT_SECTION && is_mcount_sym(&f.syms[i], o))
+			any = is_mc[i] = true;
+	if (!any) {
+		mc_note(path, "no calls to mcount symbols");
+		ret = 0;
+		goto out;
+	}
+	if (find_sites(&f, a, o, is_mc, &ss) < 0)
+		goto out;
+	for (size_t i = 0; i < ss.n; i++) {
+		if (ss.v[i].traced)
+			ntraced++;
+		if (!i || ss.v[i].shndx != ss.v[i - 1].shndx)
+			nsecs++;
+	}
+	if (!ss.n) {
+		mc_note(path, "no calls to mcount symbols");
+		ret = 0;
+		goto out;
+	}
+	if (existing) {
+		for (size_t i = 1; i < f.shnum; i++)
+			if (is_table_name(f.secs[i].name, o->section) &&
+			    mce_sec_empty(&f, &f.secs[i]) < 0) {
+				mc_error(path, "%s", f.err);
+				goto out;
+			}
+	}
+	if (mce_reserve_sections(&f, o->gc ? 2 * nsecs + 2 : 2) < 0) {
+		mc_error(path, "%s", f.err);
+		goto out;
+	}
+	const char *last_warned = NULL;
+	for (size_t i = 0; i < ss.n; i++) {
+		const struct site_rec *sr = &ss.v[i];
+
+		if (!sr->traced) {
+			if (o->warn_untraced && last_warned != f.secs[sr->shndx].name) {
+				last_warned = f.secs[sr->shndx].name;
+				mc_warn(path, "section %s has mcount callers being ignored",
+					last_warned);
+			}
+			/* The kernel's tool NOPs these where it knows how. */
+			if (a->kernel_nops_untraced && nop_site(&f, a, sr, false) < 0)
+				goto out;
+		} else if (o->nop && nop_site(&f, a, sr, true) < 0) {
+			goto out;
+		}
+	}
+	if (ntraced && emit_tables(&f, a, o, &ss) < 0)
+		goto out;
+	if (!f.dirty) {
+		ret = 0;
+		goto out;
+	}
+	mc_note(path, "%zu call%s recorded in %s%s", ntraced, ntraced == 1 ? "" : "s",
+		o->section, o->nop ? ", NOPed" : "");
+	if (o->dry_run) {
+		ret = 0;
+		goto out;
+	}
+	if (mce_write(&f, o->output) < 0) {
+		mc_error(path, "%s", f.err);
+		goto out;
+	}
+	ret = 0;
+out:
+	free(ss.v);
+	free(is_mc);
+	mce_close(&f);
+	return ret;
+}
