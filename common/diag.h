@@ -13,6 +13,9 @@ extern const char *mc_tool;	/* set by main() */
 extern int mc_verbose;		/* -v count */
 extern bool mc_quiet;		/* -q: errors only */
 
+/* mc_note() prints only with -v; test this first to skip costly formatting. */
+#define mc_noting() (mc_verbose && !mc_quiet)
+
 void mc_error(const char *file, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void mc_warn(const char *file, const char *fmt, ...)

@@ -32,6 +32,7 @@ static void usage(FILE *out)
 	      "  -f, --force           regenerate a table the object already has\n"
 	      "  -o, --output FILE     write the result to FILE (one input only)\n"
 	      "  -N, --dry-run         report what would be done, write nothing\n"
+	      "  -p, --print           list each recorded call on standard output\n"
 	      "  -w, --warn-untraced   warn about calls in sections that are not traced\n"
 	      "  -v, --verbose         say what was done to each file\n"
 	      "  -q, --quiet           errors only\n"
@@ -52,6 +53,7 @@ int main(int argc, char **argv)
 		{ "force", no_argument, NULL, 'f' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "dry-run", no_argument, NULL, 'N' },
+		{ "print", no_argument, NULL, 'p' },
 		{ "warn-untraced", no_argument, NULL, 'w' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -66,7 +68,7 @@ int main(int argc, char **argv)
 	o.symbols = calloc((size_t)argc, sizeof(*o.symbols));
 	if (!o.symbols)
 		return 1;
-	while ((c = getopt_long(argc, argv, "kns:gS:fo:NwvqhV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "kns:gS:fo:NpwvqhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'k': o.kernel = true; break;
 		case 'n': o.nop = true; break;
@@ -82,6 +84,7 @@ int main(int argc, char **argv)
 		case 'f': o.force = true; break;
 		case 'o': o.output = optarg; break;
 		case 'N': o.dry_run = true; break;
+		case 'p': o.print = true; break;
 		case 'w': o.warn_untraced = true; break;
 		case 'v': mc_verbose++; break;
 		case 'q': mc_quiet = true; break;

@@ -17,6 +17,7 @@
 #include "../common/diag.h"
 #include "../common/mcelf.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -241,23 +242,25 @@ static int find_sites(struct mce_file *f, const struct mc_arch *a,
 
 			if (fake[idx[j]])
 				continue;
-			mce_where(f, (uint32_t)tx->idx, r->offset, where, sizeof(where));
+#define WHERE mce_where(f, (uint32_t)tx->idx, r->offset, where, sizeof(where))
 			if (!mc_reloc_in(a->call_relocs, r->type)) {
-				mc_note(f->path, "%s: relocation type %u against %s is not a call; "
-					"not recorded", where, r->type, f->syms[r->sym].name);
+				if (mc_noting())
+					mc_note(f->path, "%s: relocation type %u against %s is not a call; "
+					"not recorded", WHERE, r->type, f->syms[r->sym].name);
 				continue;
 			}
 			t.boundary = bound_before(b, nb, (uint32_t)tx->idx, r->offset);
 			if (have_prev && prev_end <= r->offset && prev_end > t.boundary)
 				t.boundary = prev_end;
 			if (a->decode(&t, r, &sr.s) < 0) {
-				mc_error(f->path, "%s: cannot decode the call to %s: %s", where,
+				mc_error(f->path, "%s: cannot decode the call to %s: %s", WHERE,
 					 f->syms[r->sym].name, sr.s.what);
 				goto out;
 			}
 			if (sr.s.verdict == MC_SITE_NOT_CALL) {
-				mc_note(f->path, "%s: %s is not a call to %s; not recorded",
-					where, sr.s.what, f->syms[r->sym].name);
+				if (mc_noting())
+					mc_note(f->path, "%s: %s is not a call to %s; not recorded",
+					WHERE, sr.s.what, f->syms[r->sym].name);
 				continue;
 			}
 			if (sr.s.verdict == MC_SITE_PART)
@@ -272,6 +275,7 @@ static int find_sites(struct mce_file *f, const struct mc_arch *a,
 			}
 		}
 	}
+#undef WHERE
 	ret = 0;
 out:
 	free(fake);
@@ -321,6 +325,11 @@ static int emit_tables(struct mce_file *f, const struct mc_arch *a,
 	int64_t *adds = calloc(ss->n + 1, sizeof(*adds));
 	bool rela = false, found = false;
 	int ret = -1;
+	/* Userspace tables hold absolute addresses that become R_*_RELATIVE
+	 * relocations in a PIE or shared object: a writable section keeps the
+	 * link free of DT_TEXTREL (GCC's -mrecord-mcount table is read-only
+	 * and gets one).  The kernel's tool writes SHF_ALLOC alone. */
+	GElf_Xword wflag = o->kernel ? 0 : SHF_WRITE;
 
 	if (!syms || !adds) {
 		mc_error(f->path, "out of memory");
@@ -366,7 +375,7 @@ static int emit_tables(struct mce_file *f, const struct mc_arch *a,
 			n++;
 		}
 		if (o->gc && n &&
-		    mce_add_addr_table(f, o->section, SHF_LINK_ORDER, shndx, a->table_reloc,
+		    mce_add_addr_table(f, o->section, wflag | SHF_LINK_ORDER, shndx, a->table_reloc,
 				       rela, syms, adds, n) < 0) {
 			mc_error(f->path, "%s", f->err);
 			goto out;
@@ -382,7 +391,7 @@ static int emit_tables(struct mce_file *f, const struct mc_arch *a,
 				adds[n] = adds[k];
 				n++;
 			}
-		if (n && mce_add_addr_table(f, o->section, 0, 0, a->table_reloc, rela,
+		if (n && mce_add_addr_table(f, o->section, wflag, 0, a->table_reloc, rela,
 					    syms, adds, n) < 0) {
 			mc_error(f->path, "%s", f->err);
 			goto out;
@@ -496,6 +505,16 @@ int record_file(const char *path, const struct record_opts *o)
 		} else if (o->nop && nop_site(&f, a, sr, true) < 0) {
 			goto out;
 		}
+	}
+	if (o->print) {
+		char where[256];
+
+		for (size_t i = 0; i < ss.n; i++)
+			if (ss.v[i].traced)
+				printf("%s: %s+0x%llx %s: %s\n", path, f.secs[ss.v[i].shndx].name,
+				       (unsigned long long)ss.v[i].s.off,
+				       mce_where(&f, ss.v[i].shndx, ss.v[i].s.off, where,
+						 sizeof(where)), ss.v[i].s.what);
 	}
 	if (ntraced && emit_tables(&f, a, o, &ss) < 0)
 		goto out;
