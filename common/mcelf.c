@@ -320,9 +320,8 @@ int mce_open(struct mce_file *f, const char *path)
 		return fail(f, "is a directory");
 	if (!S_ISREG(f->st.st_mode))
 		return fail(f, "not a regular file");
-	if (f->st.st_size < EI_NIDENT)
-		return fail(f, f->st.st_size ? "truncated: too short for an ELF header"
-					     : "empty file");
+	if (f->st.st_size == 0)
+		return fail(f, "empty file");
 	f->size = (size_t)f->st.st_size;
 	f->map = mmap(NULL, f->size, PROT_READ | PROT_WRITE, MAP_PRIVATE, f->fd, 0);
 	if (f->map == MAP_FAILED) {
@@ -331,8 +330,10 @@ int mce_open(struct mce_file *f, const char *path)
 	}
 	if (f->size >= 8 && !memcmp(f->map, "!<arch>\n", 8))
 		return fail(f, "is an ar archive; run on its member objects");
-	if (memcmp(f->map, ELFMAG, SELFMAG))
+	if (f->size < SELFMAG || memcmp(f->map, ELFMAG, SELFMAG))
 		return fail(f, "not an ELF file");
+	if (f->size < EI_NIDENT)
+		return fail(f, "truncated: too short for an ELF header");
 	if (f->map[EI_CLASS] != ELFCLASS32 && f->map[EI_CLASS] != ELFCLASS64)
 		return fail(f, "unknown ELF class %u", f->map[EI_CLASS]);
 	if (f->map[EI_DATA] != ELFDATA2LSB && f->map[EI_DATA] != ELFDATA2MSB)
@@ -360,6 +361,13 @@ int mce_open(struct mce_file *f, const char *path)
 		return fail(f, "no section header table");
 	if (f->eh.e_shentsize != shentsz)
 		return fail(f, "bad section header size %u", f->eh.e_shentsize);
+	/* libelf reports a table that runs past the end as "no sections";
+	 * say what is really wrong. */
+	if (f->eh.e_shnum &&
+	    add_overflows(f->eh.e_shoff, (uint64_t)f->eh.e_shnum * shentsz, f->size))
+		return fail(f, "truncated: section header table (%u entries at 0x%llx) "
+			    "runs past the end of the file (0x%zx)", f->eh.e_shnum,
+			    (unsigned long long)f->eh.e_shoff, f->size);
 	if (elf_getshdrnum(f->elf, &f->shnum) < 0)
 		return fail(f, "bad section count: %s", elf_errmsg(-1));
 	if (f->shnum == 0)
@@ -613,6 +621,17 @@ int mce_reserve_sections(struct mce_file *f, size_t extra)
 	if (f->shnum + extra > f->secs_cap && grow_secs(f, f->shnum + extra) < 0)
 		return fail(f, "out of memory");
 	return 0;
+}
+
+int mce_rel_retire(struct mce_file *f, struct mce_sec *rs, size_t i,
+		   uint32_t none)
+{
+	if (mce_load_rels(f, rs) < 0)
+		return -1;
+	if (i >= rs->nrels)
+		return fail(f, "%s: no relocation %zu", rs->name, i);
+	rs->rels[i] = (struct mce_rel){ .offset = rs->rels[i].offset, .type = none };
+	return store_rel(f, rs, i);
 }
 
 long mce_add_section(struct mce_file *f, const char *name, GElf_Word type,

@@ -108,6 +108,11 @@ int mce_rel_set_type(struct mce_file *f, struct mce_sec *rs, size_t i,
  */
 int mce_reserve_sections(struct mce_file *f, size_t extra);
 
+/* Turn relocation I into TYPE (R_*_NONE) against no symbol: ld refuses a
+ * NONE relocation that still names a dynamic symbol such as __fentry__. */
+int mce_rel_retire(struct mce_file *f, struct mce_sec *rs, size_t i,
+		   uint32_t none);
+
 /*
  * Append a new section.  DATA (SIZE bytes, memory representation of TYPE,
  * e.g. ELF_T_ADDR or ELF_T_RELA) is copied.  Returns the new section index.

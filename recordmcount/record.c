@@ -242,6 +242,8 @@ static int find_sites(struct mce_file *f, const struct mc_arch *a,
 
 			if (fake[idx[j]])
 				continue;
+			if (have_prev && r->offset < prev_end)
+				continue;	/* inside the site just recorded */
 #define WHERE mce_where(f, (uint32_t)tx->idx, r->offset, where, sizeof(where))
 			if (!mc_reloc_in(a->call_relocs, r->type)) {
 				if (mc_noting())
@@ -266,7 +268,7 @@ static int find_sites(struct mce_file *f, const struct mc_arch *a,
 			if (sr.s.verdict == MC_SITE_PART)
 				continue;
 			if (have_prev && sr.s.off < prev_end)
-				continue;	/* a second relocation of the same call */
+				continue;	/* another relocation of the same call */
 			prev_end = sr.s.off + sr.s.len;
 			have_prev = true;
 			if (push_site(ss, &sr) < 0) {
@@ -310,7 +312,7 @@ static int nop_site(struct mce_file *f, const struct mc_arch *a,
 	for (size_t i = 0; i < sr->rs->nrels; i++)
 		if (sr->rs->rels[i].offset >= lo && sr->rs->rels[i].offset < hi &&
 		    sr->rs->rels[i].type != a->none_reloc &&
-		    mce_rel_set_type(f, sr->rs, i, a->none_reloc) < 0)
+		    mce_rel_retire(f, sr->rs, i, a->none_reloc) < 0)
 			goto fail;
 	return 0;
 fail:

@@ -6,6 +6,7 @@
  *   lui v1,%hi(_mcount)                 R_MIPS_HI16   (-mlong-calls, the
  *   [d]addiu v1,v1,%lo(_mcount)         R_MIPS_LO16    kernel's modules)
  *   move at,ra; jalr v1; <delay slot>
+ *   (64-bit addresses: lui/lui/daddiu/daddiu, R_MIPS_HIGHEST first)
  *   ld/lw t9,%call16(_mcount)(gp)       R_MIPS_CALL16  (PIC userspace)
  *   ... jalr t9                         R_MIPS_JALR (a hint)
  * The site starts at the first instruction of the sequence; the later
@@ -21,7 +22,8 @@
 
 static const uint32_t relocs[] = {
 	R_MIPS_26, R_MIPS_HI16, R_MIPS_LO16, R_MIPS_CALL16, R_MIPS_GOT_DISP,
-	R_MIPS_JALR, R_MIPS_CALL_HI16, R_MIPS_CALL_LO16, 0
+	R_MIPS_JALR, R_MIPS_CALL_HI16, R_MIPS_CALL_LO16, R_MIPS_HIGHEST,
+	R_MIPS_HIGHER, 0
 };
 
 static cs_mode mode_of(const struct mc_text *t)
@@ -32,7 +34,7 @@ static cs_mode mode_of(const struct mc_text *t)
 /* Index of the "jalr REG" that ends a sequence starting at OFF, or 0. */
 static uint64_t find_jalr(const struct mc_text *t, uint64_t off, unsigned reg)
 {
-	for (uint64_t o = off + 4; o + 4 <= t->size && o <= off + 24; o += 4) {
+	for (uint64_t o = off + 4; o + 4 <= t->size && o <= off + 32; o += 4) {
 		uint32_t w = mc_load32(t, o);
 
 		/* SPECIAL, funct 9 (jalr), rs = REG, rd = ra */
@@ -63,6 +65,7 @@ static int mips_decode(const struct mc_text *t, const struct mce_rel *r,
 			s->mode = 1;
 		}
 		break;
+	case R_MIPS_HIGHEST:	/* 64-bit long call: highest, hi, higher, lo */
 	case R_MIPS_HI16:
 	case R_MIPS_CALL_HI16:
 		if (id == MIPS_INS_LUI &&
@@ -81,6 +84,7 @@ static int mips_decode(const struct mc_text *t, const struct mce_rel *r,
 			s->mode = 2;
 		}
 		break;
+	case R_MIPS_HIGHER:
 	case R_MIPS_LO16:
 	case R_MIPS_CALL_LO16:
 	case R_MIPS_JALR:

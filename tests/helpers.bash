@@ -1,0 +1,44 @@
+# Shared setup for the bats suites: assertions, tool paths, a scratch dir.
+load /usr/lib/bats/bats-support/load.bash
+load /usr/lib/bats/bats-assert/load.bash
+
+SRC=${MCLOC_SRC:-$(cd "$BATS_TEST_DIRNAME/.." && pwd)}
+RECORDMCOUNT=${RECORDMCOUNT:-$SRC/build/recordmcount/recordmcount}
+PY=/usr/bin/python3
+MCTABLE="$PY $SRC/tests/lib/mctable.py"
+KERNEL_RECORDMCOUNT=$(ls /usr/lib/linux-kbuild-*/scripts/recordmcount 2>/dev/null | sort -V | tail -1)
+DEMO=$SRC/examples/demo
+
+setup() {
+	T=$(mktemp -d "$BATS_RUN_TMPDIR/t.XXXXXX")
+}
+
+# need_cc CC: skip (with the reason) when a cross compiler is missing.
+need() {
+	command -v "$1" >/dev/null 2>&1 || skip "$1 is not installed"
+}
+
+# Compile every demo source and the fixtures with CC FLAGS into $T/NAME/.
+build_objs() {
+	local name=$1 cc=$2; shift 2
+	mkdir -p "$T/$name"
+	for c in "$DEMO"/*.c "$SRC"/tests/fixtures/*.c; do
+		"$cc" "$@" -I"$DEMO" -c "$c" -o "$T/$name/$(basename "${c%.c}").o" || return 1
+	done
+}
+
+# same_tables DIR_A DIR_B: every object's normalised table is identical.
+same_tables() {
+	local n=0
+	for o in "$1"/*.o; do
+		$MCTABLE "$o" > "$o.tab"
+		$MCTABLE "$2/$(basename "$o")" > "$o.want"
+		if ! cmp -s "$o.want" "$o.tab"; then
+			echo "table differs for $(basename "$o"):"
+			diff "$o.want" "$o.tab" | head -10
+			return 1
+		fi
+		n=$((n + $(wc -l < "$o.tab")))
+	done
+	[ "$n" -gt 0 ] || { echo "no entries at all"; return 1; }
+}

@@ -1,0 +1,65 @@
+#!/usr/bin/python3
+"""mctable.py [--section NAME] OBJECT: print an object's call-site table as
+sorted "section+0xoffset" lines, independent of the base symbol chosen, of
+REL vs RELA and of how the table is split into sections, so that two tools'
+tables compare with cmp(1).  With --linked, print the raw entries of a
+linked image's table section as hex addresses instead."""
+import sys
+from elftools.elf.elffile import ELFFile
+from elftools.elf.relocation import RelocationSection
+
+
+def relocatable(elf, want):
+    secs = list(elf.iter_sections())
+    symtab = elf.get_section_by_name(".symtab")
+    asize = elf.elfclass // 8
+    order = "little" if elf.little_endian else "big"
+    out = []
+    for rs in secs:
+        if not isinstance(rs, RelocationSection) or rs["sh_info"] >= len(secs):
+            continue
+        tab = secs[rs["sh_info"]]
+        if tab.name != want:
+            continue
+        data = tab.data()
+        for r in rs.iter_relocations():
+            if r["r_info_type"] == 0:
+                continue
+            sym = symtab.get_symbol(r["r_info_sym"])
+            if rs.is_RELA():
+                add = r["r_addend"]
+            else:
+                o = r["r_offset"]
+                add = int.from_bytes(data[o:o + asize], order, signed=True)
+            out.append("%s+%#x" % (secs[sym["st_shndx"]].name, sym["st_value"] + add))
+    return sorted(out)
+
+
+def linked(elf, want):
+    s = elf.get_section_by_name(want)
+    if s is None:
+        return []
+    a = elf.elfclass // 8
+    d = s.data()
+    order = "little" if elf.little_endian else "big"
+    return ["%#x" % int.from_bytes(d[i:i + a], order) for i in range(0, len(d), a)]
+
+
+def main(argv):
+    want, mode, files = "__mcount_loc", relocatable, []
+    it = iter(argv)
+    for a in it:
+        if a == "--section":
+            want = next(it)
+        elif a == "--linked":
+            mode = linked
+        else:
+            files.append(a)
+    for path in files:
+        with open(path, "rb") as f:
+            for line in mode(ELFFile(f), want):
+                print(line)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,177 @@
+#!/usr/bin/env bats
+# recordmcount on native x86_64 objects, compared with GCC's own
+# -mrecord-mcount table, plus the behaviours a Makefile relies on.
+load helpers
+
+compare_with_gcc() {
+	build_objs ours gcc "$@"
+	build_objs gcc gcc -mrecord-mcount "$@"
+	run "$RECORDMCOUNT" "$T"/ours/*.o
+	assert_success
+	run same_tables "$T/ours" "$T/gcc"
+	assert_success
+}
+
+@test "x86_64 -O0 PIE (the default) matches gcc -mrecord-mcount" { compare_with_gcc -O0 -pg -mfentry; }
+@test "x86_64 -O2 PIE matches gcc -mrecord-mcount" { compare_with_gcc -O2 -pg -mfentry; }
+@test "x86_64 -O0 -fno-pie matches gcc -mrecord-mcount" { compare_with_gcc -O0 -fno-pie -pg -mfentry; }
+@test "x86_64 -O2 -fno-pie matches gcc -mrecord-mcount" { compare_with_gcc -O2 -fno-pie -pg -mfentry; }
+@test "x86_64 -O0 -fno-plt (call *__fentry__@GOTPCREL) matches gcc" { compare_with_gcc -O0 -fno-plt -pg -mfentry; }
+@test "x86_64 -O2 -fno-plt (call *__fentry__@GOTPCREL) matches gcc" { compare_with_gcc -O2 -fno-plt -pg -mfentry; }
+@test "x86_64 -O0 -fcf-protection=full (endbr64 first) matches gcc" { compare_with_gcc -O0 -fcf-protection=full -pg -mfentry; }
+@test "x86_64 -O2 -fcf-protection=full (endbr64 first) matches gcc" { compare_with_gcc -O2 -fcf-protection=full -pg -mfentry; }
+@test "x86_64 -O0 -ffunction-sections matches gcc" { compare_with_gcc -O0 -ffunction-sections -pg -mfentry; }
+@test "x86_64 -O2 -ffunction-sections matches gcc" { compare_with_gcc -O2 -ffunction-sections -pg -mfentry; }
+@test "x86_64 -pg without -mfentry (mcount after the prologue) matches gcc" { compare_with_gcc -O2 -pg; }
+
+@test "i386 -pg -mfentry (REL) matches gcc -mrecord-mcount" {
+	need i686-linux-gnu-gcc
+	build_objs ours i686-linux-gnu-gcc -O2 -fno-pie -pg -mfentry
+	build_objs gcc i686-linux-gnu-gcc -O2 -fno-pie -pg -mfentry -mrecord-mcount
+	run "$RECORDMCOUNT" "$T"/ours/*.o
+	assert_success
+	run same_tables "$T/ours" "$T/gcc"
+	assert_success
+}
+
+@test "the ff 15 site is recorded at its first byte, not one byte in" {
+	gcc -O2 -fno-plt -pg -mfentry -c "$DEMO/fib.c" -I"$DEMO" -o "$T/f.o"
+	run "$RECORDMCOUNT" --print "$T/f.o"
+	assert_success
+	assert_output --partial "fib+0x0: call: ff 15 00 00 00 00"
+}
+
+@test "a relocation against __fentry__ that is not a call is never recorded" {
+	cat > "$T/a.s" <<'ASM'
+	.text
+	.globl f
+	.type f, @function
+f:	call __fentry__
+	leaq __fentry__(%rip), %rax
+	movq $__fentry__, %rdx
+	ret
+ASM
+	gcc -c "$T/a.s" -o "$T/a.o"
+	run "$RECORDMCOUNT" -v "$T/a.o"
+	assert_success
+	assert_output --partial "not a call"
+	run $MCTABLE "$T/a.o"
+	assert_output ".text+0x0"
+}
+
+@test "an object that already has a table is left byte-identical" {
+	gcc -O2 -pg -mfentry -mrecord-mcount -c "$DEMO/fib.c" -I"$DEMO" -o "$T/f.o"
+	cp "$T/f.o" "$T/orig.o"
+	run "$RECORDMCOUNT" -v "$T/f.o"
+	assert_success
+	assert_output --partial "already has __mcount_loc"
+	cmp "$T/orig.o" "$T/f.o"
+}
+
+@test "a second run is a no-op, and --force regenerates the same table" {
+	gcc -O2 -pg -mfentry -c "$DEMO/stats.c" -I"$DEMO" -o "$T/s.o"
+	"$RECORDMCOUNT" "$T/s.o"
+	cp "$T/s.o" "$T/once.o"
+	"$RECORDMCOUNT" "$T/s.o"
+	cmp "$T/once.o" "$T/s.o"
+	$MCTABLE "$T/s.o" > "$T/before"
+	run "$RECORDMCOUNT" --force "$T/s.o"
+	assert_success
+	$MCTABLE "$T/s.o" > "$T/after"
+	cmp "$T/before" "$T/after"
+}
+
+@test "an object without call sites is left byte-identical" {
+	gcc -O2 -c "$DEMO/fib.c" -I"$DEMO" -o "$T/f.o"
+	cp "$T/f.o" "$T/orig.o"
+	run "$RECORDMCOUNT" "$T/f.o"
+	assert_success
+	cmp "$T/orig.o" "$T/f.o"
+}
+
+@test "output is deterministic" {
+	gcc -O2 -pg -mfentry -c "$DEMO/stats.c" -I"$DEMO" -o "$T/a.o"
+	cp "$T/a.o" "$T/b.o"
+	"$RECORDMCOUNT" "$T/a.o"
+	"$RECORDMCOUNT" "$T/b.o"
+	cmp "$T/a.o" "$T/b.o"
+}
+
+@test "-o writes elsewhere, keeps the input and its mode" {
+	gcc -O2 -pg -mfentry -c "$DEMO/fib.c" -I"$DEMO" -o "$T/f.o"
+	chmod 640 "$T/f.o"
+	cp "$T/f.o" "$T/orig.o"
+	run "$RECORDMCOUNT" -o "$T/out.o" "$T/f.o"
+	assert_success
+	cmp "$T/orig.o" "$T/f.o"
+	[ "$($MCTABLE "$T/out.o" | wc -l)" -eq 1 ]
+	[ "$(stat -c %a "$T/f.o")" = 640 ]
+}
+
+@test "the rewrite keeps the file's mode" {
+	gcc -O2 -pg -mfentry -c "$DEMO/fib.c" -I"$DEMO" -o "$T/f.o"
+	chmod 604 "$T/f.o"
+	"$RECORDMCOUNT" "$T/f.o"
+	[ "$(stat -c %a "$T/f.o")" = 604 ]
+}
+
+@test "-s writes the table under another name" {
+	gcc -O2 -pg -mfentry -c "$DEMO/fib.c" -I"$DEMO" -o "$T/f.o"
+	"$RECORDMCOUNT" -s __patchable_function_entries "$T/f.o"
+	run $MCTABLE --section __patchable_function_entries "$T/f.o"
+	assert_output ".text+0x0"
+}
+
+@test "every input is processed and one failure gives exit 1" {
+	gcc -O2 -pg -mfentry -c "$DEMO/fib.c" -I"$DEMO" -o "$T/f.o"
+	echo junk > "$T/bad.o"
+	run "$RECORDMCOUNT" "$T/bad.o" "$T/f.o"
+	assert_failure 1
+	assert_output "$T/bad.o: error: recordmcount: not an ELF file"
+	[ "$($MCTABLE "$T/f.o" | wc -l)" -eq 1 ]
+}
+
+@test "usage errors exit 2" {
+	run "$RECORDMCOUNT"
+	assert_failure 2
+	run "$RECORDMCOUNT" --no-such-option x.o
+	assert_failure 2
+	run "$RECORDMCOUNT" -o out.o a.o b.o
+	assert_failure 2
+}
+
+@test "--nop objects link and run with the un-NOPed output; no call to __fentry__ remains" {
+	build_objs plain gcc -O2
+	build_objs nop gcc -O2 -pg -mfentry
+	run "$RECORDMCOUNT" --nop "$T"/nop/*.o
+	assert_success
+	for o in "$T"/nop/*.o; do
+		run bash -c "objdump -dr '$o' | grep -E 'R_X86_64_(PLT32|PC32|GOTPCRELX)[[:space:]]+__fentry__'"
+		assert_failure
+	done
+	rm "$T"/{plain,nop}/shapes.o
+	gcc "$T"/plain/*.o -o "$T/plain.bin"
+	gcc "$T"/nop/*.o -o "$T/nop.bin"
+	diff <("$T/plain.bin") <("$T/nop.bin")
+	run bash -c "objdump -d '$T/nop.bin' | grep -c 'call.*__fentry__'"
+	assert_output 0
+}
+
+@test "-g tables linked with --gc-sections keep exactly the surviving functions" {
+	build_objs g gcc -O2 -fno-pie -ffunction-sections -pg -mfentry
+	run "$RECORDMCOUNT" -g "$T"/g/*.o
+	assert_success
+	gcc -no-pie -Wl,--gc-sections "$T"/g/*.o -o "$T/prog"
+	"$T/prog" >/dev/null
+	# Every entry lies in a function that survived; unused_function is gone.
+	run bash -c "nm '$T/prog' | grep -w unused_function"
+	assert_failure
+	$MCTABLE --linked "$T/prog" | sort > "$T/entries"
+	nm --defined-only "$T/prog" | awk '$2 ~ /[tTwW]/ {print $1, $3}' > "$T/funcs"
+	want=$(for o in "$T"/g/*.o; do nm --defined-only "$o" | awk '$2 ~ /[tTwW]/ {print $3}'; done | sort -u |
+		while read -r fn; do grep -qw "$fn" "$T/funcs" && echo "$fn"; done | wc -l)
+	got=$(wc -l < "$T/entries")
+	[ "$got" -eq "$want" ] || { echo "entries $got, surviving functions $want"; false; }
+	! grep -qx 0x0 "$T/entries"
+	[ "$(sort -u "$T/entries" | wc -l)" -eq "$got" ]
+}
