@@ -421,7 +421,7 @@ int record_file(const char *path, const struct record_opts *o)
 	const struct mc_arch *a;
 	struct sites ss = { 0 };
 	bool *is_mc = NULL, any = false, existing = false;
-	size_t ntraced = 0, nsecs = 0;
+	size_t ntraced = 0;
 	int ret = -1;
 
 	if (mce_open(&f, path) < 0) {
@@ -466,13 +466,18 @@ int record_file(const char *path, const struct record_opts *o)
 		ret = 0;
 		goto out;
 	}
+	/* Sites keep pointers into f.secs, so make room for every table
+	 * section up front (at most a table and its relocations per text
+	 * section) before any pointer is taken. */
+	if (mce_reserve_sections(&f, o->gc ? 2 * f.shnum + 2 : 2) < 0) {
+		mc_error(path, "%s", f.err);
+		goto out;
+	}
 	if (find_sites(&f, a, o, is_mc, &ss) < 0)
 		goto out;
 	for (size_t i = 0; i < ss.n; i++) {
 		if (ss.v[i].traced)
 			ntraced++;
-		if (!i || ss.v[i].shndx != ss.v[i - 1].shndx)
-			nsecs++;
 	}
 	if (!ss.n) {
 		mc_note(path, "no calls to mcount symbols");
@@ -486,10 +491,6 @@ int record_file(const char *path, const struct record_opts *o)
 				mc_error(path, "%s", f.err);
 				goto out;
 			}
-	}
-	if (mce_reserve_sections(&f, o->gc ? 2 * nsecs + 2 : 2) < 0) {
-		mc_error(path, "%s", f.err);
-		goto out;
 	}
 	const char *last_warned = NULL;
 	for (size_t i = 0; i < ss.n; i++) {
