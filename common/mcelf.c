@@ -151,22 +151,31 @@ static bool libelf_ready;
  * that pointed into the old array. */
 static int grow_secs(struct mce_file *f, size_t cap)
 {
-	struct mce_sec *n = realloc(f->secs, cap * sizeof(*n));
+	/* Turn the internal links into indices while the old array is still
+	 * alive; realloc() may free it. */
+	size_t *links = malloc((f->shnum + 1) * sizeof(*links));
+	size_t st = f->symtab ? f->symtab->idx : SIZE_MAX;
+	size_t str = f->strtab ? f->strtab->idx : SIZE_MAX;
+	size_t sx = f->symtab_shndx ? f->symtab_shndx->idx : SIZE_MAX;
 
-	if (!n)
+	if (!links)
 		return -1;
+	for (size_t i = 0; i < f->shnum; i++)
+		links[i] = f->secs[i].rela ? f->secs[i].rela->idx : SIZE_MAX;
+	struct mce_sec *n = realloc(f->secs, cap * sizeof(*n));
+	if (!n) {
+		free(links);
+		return -1;
+	}
 	memset(n + f->secs_cap, 0, (cap - f->secs_cap) * sizeof(*n));
 	for (size_t i = 0; i < f->shnum; i++)
-		if (n[i].rela)
-			n[i].rela = n + n[i].rela->idx;
-	if (f->symtab)
-		f->symtab = n + f->symtab->idx;
-	if (f->strtab)
-		f->strtab = n + f->strtab->idx;
-	if (f->symtab_shndx)
-		f->symtab_shndx = n + f->symtab_shndx->idx;
+		n[i].rela = links[i] == SIZE_MAX ? NULL : n + links[i];
+	f->symtab = st == SIZE_MAX ? NULL : n + st;
+	f->strtab = str == SIZE_MAX ? NULL : n + str;
+	f->symtab_shndx = sx == SIZE_MAX ? NULL : n + sx;
 	f->secs = n;
 	f->secs_cap = cap;
+	free(links);
 	return 0;
 }
 
