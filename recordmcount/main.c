@@ -75,7 +75,8 @@ int main(int argc, char **argv)
 		case 's':
 			if (!*optarg) {
 				fprintf(stderr, "recordmcount: --section needs a name\n");
-				return 2;
+				status = 2;
+				goto done;
 			}
 			o.section = optarg;
 			break;
@@ -88,19 +89,21 @@ int main(int argc, char **argv)
 		case 'w': o.warn_untraced = true; break;
 		case 'v': mc_verbose++; break;
 		case 'q': mc_quiet = true; break;
-		case 'h': usage(stdout); return 0;
-		case 'V': printf("recordmcount (mcloc) %s\n", MCLOC_VERSION); return 0;
-		default: usage(stderr); return 2;
+		case 'h': usage(stdout); status = 0; goto done;
+		case 'V': printf("recordmcount (mcloc) %s\n", MCLOC_VERSION); status = 0; goto done;
+		default: usage(stderr); status = 2; goto done;
 		}
 	}
 	if (optind >= argc) {
 		fprintf(stderr, "recordmcount: no input files\n");
 		usage(stderr);
-		return 2;
+		status = 2;
+		goto done;
 	}
 	if (o.output && argc - optind != 1) {
 		fprintf(stderr, "recordmcount: --output takes exactly one input file\n");
-		return 2;
+		status = 2;
+		goto done;
 	}
 	for (int i = optind; i < argc; i++) {
 		size_t len = strlen(argv[i]);
@@ -112,6 +115,7 @@ int main(int argc, char **argv)
 		if (record_file(argv[i], &o) < 0)
 			status = 1;
 	}
+done:
 	free(o.symbols);
 	return status;
 }
