@@ -836,6 +836,9 @@ const char *mce_where(const struct mce_file *f, uint32_t shndx, uint64_t off,
 /* ---- writing ------------------------------------------------------------ */
 
 struct out {
+	bool in_place;		/* only the tail and the ELF header are written */
+	const void *ehdr;	/* in_place: the new ELF header, written last */
+	size_t ehdr_len;
 	struct iovec *iov;
 	size_t n, cap;
 	uint64_t pos;
@@ -1009,7 +1012,7 @@ static int build_image(struct mce_file *f, struct out *o)
 	void *shndx_file = NULL;
 	char *shstr = NULL;
 	int ret = -1;
-	bool linked = f->eh.e_phnum != 0;
+	bool linked = f->eh.e_phnum != 0 || o->in_place;
 
 	if (!bytes || !order) {
 		fail(f, "out of memory");
@@ -1117,7 +1120,17 @@ static int build_image(struct mce_file *f, struct out *o)
 				gelf_getshdr(s->scn, &osh);
 				oldsize = osh.sh_size;
 			}
-			if (s->is_new || (s->sh.sh_type != SHT_NOBITS && s->sh.sh_size > oldsize)) {
+			/* In place, nothing already in the file may change:
+			 * every changed section moves to the end too. */
+			bool changed = s->is_new || (s->sh.sh_type != SHT_NOBITS &&
+				(s->sh.sh_size > oldsize ||
+				 (o->in_place && (s->dirty ||
+						  (f->syms_dirty && (s == f->symtab ||
+								     s == f->symtab_shndx))))));
+			/* (Not a byte comparison with f->map: edits of
+			 * native-order data went straight into the private
+			 * mapping, which no longer shows the file.) */
+			if (changed) {
 				end = align_up(end, s->sh.sh_addralign);
 				s->sh.sh_offset = end;
 				end += s->sh.sh_type == SHT_NOBITS ? 0 : s->sh.sh_size;
@@ -1205,7 +1218,26 @@ static int build_image(struct mce_file *f, struct out *o)
 		goto out;
 
 	/* Stream: header, sections in file order, section header table. */
-	if (linked) {
+	if (o->in_place) {
+		/* Only what lies past the old end; the header goes last. */
+		o->pos = f->size;
+		for (size_t k = 0; k < f->shnum; k++) {
+			/* New offsets past the old end were handed out in index
+			 * order, so index order is file order here. */
+			const struct mce_sec *s = &f->secs[k];
+
+			if (k == 0 || s->sh.sh_type == SHT_NOBITS || !s->sh.sh_size ||
+			    s->sh.sh_offset < f->size)
+				continue;
+			if (out_pad_to(o, s->sh.sh_offset) < 0 ||
+			    out_add(o, bytes[k], s->sh.sh_size) < 0)
+				goto oom;
+		}
+		if (out_pad_to(o, shoff) < 0 || out_add(o, shfile, f->shnum * shsz) < 0)
+			goto oom;
+		o->ehdr = ehfile;
+		o->ehdr_len = ehsz;
+	} else if (linked) {
 		/* Start from the original bytes, then overlay what changed. */
 		uint8_t *img = out_keep(o, malloc(shoff + f->shnum * shsz));
 		if (!img)
@@ -1245,6 +1277,47 @@ oom:
 out:
 	free(bytes);
 	free(order);
+	return ret;
+}
+
+/*
+ * Crash-consistent update of the input itself, for build systems that
+ * cannot afford a new inode per object (see mce_write_in_place() in the
+ * header).  Everything new is appended past the old end; until the final
+ * one-sector write of the ELF header the file still reads as the old
+ * object, and any failure truncates it back to its old bytes.
+ */
+int mce_write_in_place(struct mce_file *f)
+{
+	struct out o = { .in_place = true };
+	int fd = -1, ret = -1;
+
+	if (build_image(f, &o) < 0)
+		goto out;
+	fd = open(f->path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0) {
+		fail(f, "cannot open for writing: %s", strerror(errno));
+		goto out;
+	}
+	if (lseek(fd, (off_t)f->size, SEEK_SET) < 0 || write_all(fd, &o) < 0) {
+		fail(f, "cannot append: %s", strerror(errno));
+		goto undo;
+	}
+	ssize_t w = pwrite(fd, o.ehdr, o.ehdr_len, 0);
+	if (w != (ssize_t)o.ehdr_len) {
+		fail(f, "cannot write the ELF header: %s", w < 0 ? strerror(errno) : "short write");
+		goto undo;
+	}
+	ret = 0;
+	goto out;
+undo:
+	if (ftruncate(fd, (off_t)f->size) < 0)
+		snprintf(f->err + strlen(f->err), sizeof(f->err) - strlen(f->err),
+			 "; and could not truncate back: %s", strerror(errno));
+out:
+	if (fd >= 0 && close(fd) < 0 && ret == 0)
+		ret = fail(f, "cannot write: %s", strerror(errno));
+	out_free(&o);
 	return ret;
 }
 

@@ -159,6 +159,17 @@ void mce_rel_to_gelf(const struct mce_file *f, const struct mce_rel *r,
  */
 int mce_write(struct mce_file *f, const char *out);
 
+/*
+ * Update the input file itself, the way the kernel's recordmcount does but
+ * crash-consistent: every new or changed section and a new section header
+ * table are appended, then the ELF header is rewritten in one write.
+ * Until that write the file is the old object; on any failure it is
+ * truncated back to its old bytes.  Costs no new inode, which on some file
+ * systems is most of the time a temp-and-rename takes.  The old header
+ * table and any replaced section stay behind as unreferenced bytes.
+ */
+int mce_write_in_place(struct mce_file *f);
+
 /* Read an address-sized word in the object's byte order, and write one. */
 uint64_t mce_get_addr(const struct mce_file *f, const void *p);
 void mce_put_addr(const struct mce_file *f, void *p, uint64_t v);

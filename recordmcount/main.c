@@ -31,6 +31,8 @@ static void usage(FILE *out)
 	      "  -S, --symbol NAME     treat calls to NAME as mcount calls too (repeatable)\n"
 	      "  -f, --force           regenerate a table the object already has\n"
 	      "  -o, --output FILE     write the result to FILE (one input only)\n"
+	      "  -i, --in-place        append to the object and rewrite its header instead of\n"
+	      "                        replacing it (crash-consistent; no new inode per file)\n"
 	      "  -N, --dry-run         report what would be done, write nothing\n"
 	      "  -p, --print           list each recorded call on standard output\n"
 	      "  -w, --warn-untraced   warn about calls in sections that are not traced\n"
@@ -52,6 +54,7 @@ int main(int argc, char **argv)
 		{ "symbol", required_argument, NULL, 'S' },
 		{ "force", no_argument, NULL, 'f' },
 		{ "output", required_argument, NULL, 'o' },
+		{ "in-place", no_argument, NULL, 'i' },
 		{ "dry-run", no_argument, NULL, 'N' },
 		{ "print", no_argument, NULL, 'p' },
 		{ "warn-untraced", no_argument, NULL, 'w' },
@@ -68,7 +71,7 @@ int main(int argc, char **argv)
 	o.symbols = calloc((size_t)argc, sizeof(*o.symbols));
 	if (!o.symbols)
 		return 1;
-	while ((c = getopt_long(argc, argv, "kns:gS:fo:NpwvqhV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "kns:gS:fo:iNpwvqhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'k': o.kernel = true; break;
 		case 'n': o.nop = true; break;
@@ -84,6 +87,7 @@ int main(int argc, char **argv)
 		case 'S': o.symbols[o.nsymbols++] = optarg; break;
 		case 'f': o.force = true; break;
 		case 'o': o.output = optarg; break;
+		case 'i': o.in_place = true; break;
 		case 'N': o.dry_run = true; break;
 		case 'p': o.print = true; break;
 		case 'w': o.warn_untraced = true; break;
@@ -97,6 +101,11 @@ int main(int argc, char **argv)
 	if (optind >= argc) {
 		fprintf(stderr, "recordmcount: no input files\n");
 		usage(stderr);
+		status = 2;
+		goto done;
+	}
+	if (o.output && o.in_place) {
+		fprintf(stderr, "recordmcount: --in-place and --output exclude each other\n");
 		status = 2;
 		goto done;
 	}

@@ -531,7 +531,7 @@ int record_file(const char *path, const struct record_opts *o)
 		ret = 0;
 		goto out;
 	}
-	if (mce_write(&f, o->output) < 0) {
+	if ((o->in_place ? mce_write_in_place(&f) : mce_write(&f, o->output)) < 0) {
 		mc_error(path, "%s", f.err);
 		goto out;
 	}

@@ -12,7 +12,8 @@ struct record_opts {
 	bool force;		/* regenerate an existing table */
 	bool warn_untraced;	/* kernel -w: say when untraced sections call mcount */
 	bool dry_run;
-	bool print;		/* list every recorded site on stdout */		/* decide and report, write nothing */
+	bool print;
+	bool in_place;		/* append-and-retarget the input, no new inode */		/* list every recorded site on stdout */		/* decide and report, write nothing */
 	const char *section;	/* table name, default __mcount_loc */
 	const char *output;	/* -o, single input only */
 	const char **symbols;	/* --symbol NAMEs */

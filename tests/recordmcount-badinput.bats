@@ -31,6 +31,16 @@ refused() {
 	done
 }
 
+@test "every malformed object is refused the same way with --in-place" {
+	for f in "$BAD"/*.o; do
+		cp "$f" "$f.ip"
+		run timeout 20 "$RECORDMCOUNT" --in-place "$f.ip"
+		assert_failure 1
+		[ "${#lines[@]}" -eq 1 ]
+		cmp "$f" "$f.ip"
+	done
+}
+
 @test "a directory is refused" {
 	mkdir "$T/d.o"
 	run "$RECORDMCOUNT" "$T/d.o"

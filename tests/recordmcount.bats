@@ -175,3 +175,39 @@ ASM
 	! grep -qx 0x0 "$T/entries"
 	[ "$(sort -u "$T/entries" | wc -l)" -eq "$got" ]
 }
+
+@test "--in-place gives the same table, links, and is idempotent" {
+	build_objs a gcc -O2 -pg -mfentry
+	cp -r "$T/a" "$T/b"
+	run "$RECORDMCOUNT" "$T"/a/*.o
+	assert_success
+	run "$RECORDMCOUNT" --in-place "$T"/b/*.o
+	assert_success
+	run same_tables "$T/b" "$T/a"
+	assert_success
+	ino=$(stat -c %i "$T/b/stats.o")
+	cp "$T/b/stats.o" "$T/once.o"
+	"$RECORDMCOUNT" --in-place "$T/b/stats.o"
+	cmp "$T/once.o" "$T/b/stats.o"
+	[ "$(stat -c %i "$T/b/stats.o")" = "$ino" ]
+	rm "$T"/b/shapes.o
+	gcc "$T"/b/*.o -o "$T/prog" && "$T/prog"
+}
+
+@test "--in-place --nop moves the patched text instead of overwriting it" {
+	gcc -O2 -pg -mfentry -c "$DEMO/fib.c" -I"$DEMO" -o "$T/f.o"
+	size=$(stat -c %s "$T/f.o")
+	head -c "$size" "$T/f.o" > "$T/prefix-before"
+	run "$RECORDMCOUNT" --in-place --nop "$T/f.o"
+	assert_success
+	# Every old byte but the ELF header is untouched: a crash before the
+	# header write leaves the old object.
+	cmp -i 64 <(tail -c +65 "$T/prefix-before") <(head -c "$size" "$T/f.o" | tail -c +65)
+	run bash -c "objdump -dr '$T/f.o' | grep -E 'R_X86_64_(PLT32|GOTPCRELX)[[:space:]]+__fentry__'"
+	assert_failure
+}
+
+@test "--in-place and --output exclude each other" {
+	run "$RECORDMCOUNT" --in-place -o x.o y.o
+	assert_failure 2
+}
