@@ -613,18 +613,6 @@ static int store_rel(struct mce_file *f, struct mce_sec *rs, size_t i)
 	return 0;
 }
 
-int mce_rel_set_type(struct mce_file *f, struct mce_sec *rs, size_t i,
-		     uint32_t type)
-{
-	if (mce_load_rels(f, rs) < 0)
-		return -1;
-	if (i >= rs->nrels)
-		return fail(f, "%s: no relocation %zu", rs->name, i);
-	rs->rels[i].type = type;
-	rs->rels[i].type2 = rs->rels[i].type3 = 0;
-	return store_rel(f, rs, i);
-}
-
 int mce_reserve_sections(struct mce_file *f, size_t extra)
 {
 	if (f->shnum + extra > f->secs_cap && grow_secs(f, f->shnum + extra) < 0)

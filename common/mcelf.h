@@ -98,10 +98,6 @@ static inline bool mce_sec_exec(const struct mce_sec *s)
 /* Overwrite LEN bytes at OFF of a SHT_PROGBITS section. */
 int mce_patch(struct mce_file *f, struct mce_sec *s, uint64_t off,
 	      const void *bytes, size_t len);
-/* Change the type of relocation I of REL/RELA section RS (e.g. to R_*_NONE). */
-int mce_rel_set_type(struct mce_file *f, struct mce_sec *rs, size_t i,
-		     uint32_t type);
-
 /*
  * Make room for EXTRA new sections up front: pointers into f->secs stay
  * valid across mce_add_section() only within a reservation.
