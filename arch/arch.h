@@ -28,6 +28,7 @@ struct mc_text {
 	bool msb;		/* object is big-endian */
 	int elfclass;		/* ELFCLASS32 or ELFCLASS64 */
 	bool thumb;		/* ARM: the code at the site is Thumb */
+	bool describe;		/* fill mc_site.what for call sites too (costly) */
 };
 
 /* What a relocation against an mcount symbol turned out to be. */
@@ -44,7 +45,8 @@ struct mc_site {
 	uint8_t post;		/* bytes after the call that --nop also covers */
 	uint8_t mode;		/* backend-private: e.g. ARM vs Thumb */
 	enum mc_site_verdict verdict;
-	char what[64];		/* for diagnostics: the decoded instruction */
+	char what[64];		/* the decoded instruction: always for a site that
+				 * is not a call, for calls only if t->describe */
 };
 
 #define MC_MAX_SITE 16
@@ -66,6 +68,8 @@ struct mc_arch {
 	 * relocation was at 4 is dropped as well; --kernel reproduces that.
 	 */
 	uint8_t kernel_pair_distance;
+	/* Instructions vary in length, so decode() needs mc_text.boundary. */
+	bool variable_length;
 	bool base_avoid_func;		/* function symbols are poor table bases (ARM
 					 * Thumb symbols carry bit 0) */
 

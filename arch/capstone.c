@@ -47,14 +47,16 @@ unsigned mc_cs_decode(cs_arch arch, cs_mode mode, const struct mc_text *t,
 
 	mode |= t->msb ? CS_MODE_BIG_ENDIAN : CS_MODE_LITTLE_ENDIAN;
 	h = get(arch, mode);
-	if (!h || off >= t->size)
+	if (!h || off >= t->size || (code = t->buf + off, size = t->size - off,
+				      !cs_disasm_iter(h->h, &code, &size, &addr, h->insn))) {
+		if (s)
+			snprintf(s->what, sizeof(s->what), "no instruction decodes there");
 		return 0;
-	code = t->buf + off;
-	size = t->size - off;
-	if (!cs_disasm_iter(h->h, &code, &size, &addr, h->insn))
-		return 0;
+	}
 	*len = h->insn->size;
-	if (s)
+	/* Only -v and --print read the text; formatting it for every site
+	 * would be a good part of the tool's time. */
+	if (s && t->describe)
 		snprintf(s->what, sizeof(s->what), "%.24s %.36s", h->insn->mnemonic,
 			 h->insn->op_str);
 	return h->insn->id;

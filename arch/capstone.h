@@ -10,7 +10,7 @@
 /*
  * Decode the instruction at OFF of T with capstone's ARCH/MODE (the byte
  * order is added from T).  Returns its capstone id and length, or 0 when
- * nothing decodes there.  The text form goes to S->what for diagnostics.
+ * nothing decodes there.  The text form goes to S->what when S is given.
  */
 unsigned mc_cs_decode(cs_arch arch, cs_mode mode, const struct mc_text *t,
 		      uint64_t off, unsigned *len, struct mc_site *s);

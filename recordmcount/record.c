@@ -171,7 +171,7 @@ static int find_sites(struct mce_file *f, const struct mc_arch *a,
 		      struct sites *ss)
 {
 	size_t nb = 0;
-	struct bound *b = collect_bounds(f, &nb);
+	struct bound *b = a->variable_length ? collect_bounds(f, &nb) : calloc(1, sizeof(*b));
 	size_t *idx = NULL;
 	bool *fake = NULL;
 	uint64_t kernel_last = UINT64_MAX;	/* see kernel_pair_distance */
@@ -231,7 +231,8 @@ static int find_sites(struct mce_file *f, const struct mc_arch *a,
 			goto out;
 		}
 		struct mc_text t = { .buf = d->d_buf, .size = d->d_size, .msb = f->msb,
-				     .elfclass = f->cls };
+				     .elfclass = f->cls,
+				     .describe = o->print || mc_noting() };
 		uint64_t prev_end = 0;
 		bool have_prev = false;
 

@@ -14,6 +14,8 @@
 #include "../arch.h"
 #include "../../common/mcelf.h"
 
+#include "zydis.h"
+
 #include <Zydis/Zydis.h>
 #include <stdio.h>
 #include <string.h>
@@ -26,6 +28,8 @@ static const uint32_t relocs32[] = {
 	R_386_PC32, R_386_PLT32, R_386_GOT32, R_386_GOT32X, 0
 };
 
+static const struct mc_zydis *zy;
+
 static bool decode_at(const struct mc_text *t, uint64_t pos,
 		      ZydisDecodedInstruction *insn)
 {
@@ -35,14 +39,14 @@ static bool decode_at(const struct mc_text *t, uint64_t pos,
 
 	if (t->elfclass == ELFCLASS64) {
 		if (!init64) {
-			ZydisDecoderInit(&dec64, ZYDIS_MACHINE_MODE_LONG_64,
+			zy->decoder_init(&dec64, ZYDIS_MACHINE_MODE_LONG_64,
 					 ZYDIS_STACK_WIDTH_64);
 			init64 = true;
 		}
 		d = &dec64;
 	} else {
 		if (!init32) {
-			ZydisDecoderInit(&dec32, ZYDIS_MACHINE_MODE_LEGACY_32,
+			zy->decoder_init(&dec32, ZYDIS_MACHINE_MODE_LEGACY_32,
 					 ZYDIS_STACK_WIDTH_32);
 			init32 = true;
 		}
@@ -50,8 +54,7 @@ static bool decode_at(const struct mc_text *t, uint64_t pos,
 	}
 	if (pos >= t->size)
 		return false;
-	return ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(d, NULL, t->buf + pos,
-							  t->size - pos, insn));
+	return ZYAN_SUCCESS(zy->decode(d, NULL, t->buf + pos, t->size - pos, insn));
 }
 
 /* Does the relocated field at OFF belong to INSN decoded at START, as the
@@ -72,8 +75,7 @@ static bool is_call_through(const ZydisDecodedInstruction *insn, uint64_t start,
 static void describe(const ZydisDecodedInstruction *insn, const struct mc_text *t,
 		     uint64_t start, struct mc_site *s)
 {
-	int n = snprintf(s->what, sizeof(s->what), "%s:",
-			 ZydisMnemonicGetString(insn->mnemonic));
+	int n = snprintf(s->what, sizeof(s->what), "%s:", zy->mnemonic(insn->mnemonic));
 
 	for (unsigned i = 0; i < insn->length && n < (int)sizeof(s->what) - 4; i++)
 		n += snprintf(s->what + n, sizeof(s->what) - (size_t)n, " %02x",
@@ -87,15 +89,18 @@ static int x86_decode(const struct mc_text *t, const struct mce_rel *r,
 	uint64_t pos = t->boundary;
 
 	memset(s, 0, sizeof(*s));
+	if (!zy && !(zy = mc_zydis(s->what, sizeof(s->what))))
+		return -1;
 	/* Linear sweep from a known boundary to the instruction covering the
 	 * relocation. */
 	while (pos <= r->offset && decode_at(t, pos, &insn)) {
 		if (pos + insn.length > r->offset) {
 			s->off = pos;
 			s->len = insn.length;
-			describe(&insn, t, pos, s);
 			s->verdict = is_call_through(&insn, pos, r->offset) ?
 				MC_SITE_CALL : MC_SITE_NOT_CALL;
+			if (t->describe || s->verdict != MC_SITE_CALL)
+				describe(&insn, t, pos, s);
 			return 0;
 		}
 		pos += insn.length;
@@ -110,7 +115,8 @@ static int x86_decode(const struct mc_text *t, const struct mce_rel *r,
 			s->off = start;
 			s->len = insn.length;
 			s->verdict = MC_SITE_CALL;
-			describe(&insn, t, start, s);
+			if (t->describe)
+				describe(&insn, t, start, s);
 			return 0;
 		}
 	}
@@ -152,6 +158,7 @@ const struct mc_arch mc_arch_x86_64 = {
 	.none_reloc = R_X86_64_NONE,
 	.call_relocs = relocs64,
 	.kernel_nops_untraced = true,
+	.variable_length = true,
 	.decode = x86_decode,
 	.make_nop = x86_make_nop,
 };
@@ -164,6 +171,7 @@ const struct mc_arch mc_arch_i386 = {
 	.none_reloc = R_386_NONE,
 	.call_relocs = relocs32,
 	.kernel_nops_untraced = true,
+	.variable_length = true,
 	.decode = x86_decode,
 	.make_nop = x86_make_nop,
 };
