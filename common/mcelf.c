@@ -311,16 +311,22 @@ static int load_symbols(struct mce_file *f)
 
 int mce_open(struct mce_file *f, const char *path)
 {
+	return mce_open_mode(f, path, false);
+}
+
+int mce_open_mode(struct mce_file *f, const char *path, bool writable)
+{
 	memset(f, 0, sizeof(*f));
 	f->path = path;
 	f->fd = -1;
+	f->writable = writable;
 
 	if (!libelf_ready) {
 		if (elf_version(EV_CURRENT) == EV_NONE)
 			return fail(f, "libelf is out of date");
 		libelf_ready = true;
 	}
-	f->fd = open(path, O_RDONLY | O_CLOEXEC);
+	f->fd = open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
 	if (f->fd < 0)
 		return fail(f, "cannot open: %s", strerror(errno));
 	if (fstat(f->fd, &f->st) < 0)
@@ -332,10 +338,31 @@ int mce_open(struct mce_file *f, const char *path)
 	if (f->st.st_size == 0)
 		return fail(f, "empty file");
 	f->size = (size_t)f->st.st_size;
-	f->map = mmap(NULL, f->size, PROT_READ | PROT_WRITE, MAP_PRIVATE, f->fd, 0);
-	if (f->map == MAP_FAILED) {
-		f->map = NULL;
-		return fail(f, "cannot map: %s", strerror(errno));
+	/* Objects are mostly small: one read() into memory costs less than
+	 * mapping them (page faults, and a TLB flush at munmap).  Large
+	 * images are mapped privately and writably, so that edits never
+	 * reach the file. */
+	if (f->size <= MCE_READ_LIMIT) {
+		f->map = malloc(f->size);
+		if (!f->map)
+			return fail(f, "out of memory");
+		f->mapped = false;
+		for (size_t got = 0; got < f->size;) {
+			ssize_t n = pread(f->fd, f->map + got, f->size - got, (off_t)got);
+
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				return fail(f, "cannot read: %s", n ? strerror(errno) : "file shrank");
+			got += (size_t)n;
+		}
+	} else {
+		f->map = mmap(NULL, f->size, PROT_READ | PROT_WRITE, MAP_PRIVATE, f->fd, 0);
+		if (f->map == MAP_FAILED) {
+			f->map = NULL;
+			return fail(f, "cannot map: %s", strerror(errno));
+		}
+		f->mapped = true;
 	}
 	if (f->size >= 8 && !memcmp(f->map, "!<arch>\n", 8))
 		return fail(f, "is an ar archive; run on its member objects");
@@ -488,8 +515,10 @@ void mce_close(struct mce_file *f)
 	free(f->syms);
 	if (f->elf)
 		elf_end(f->elf);
-	if (f->map)
+	if (f->map && f->mapped)
 		munmap(f->map, f->size);
+	else
+		free(f->map);
 	if (f->fd >= 0)
 		close(f->fd);
 	memset(f, 0, sizeof(*f));
@@ -1282,7 +1311,7 @@ int mce_write_in_place(struct mce_file *f)
 
 	if (build_image(f, &o) < 0)
 		goto out;
-	fd = open(f->path, O_WRONLY | O_CLOEXEC);
+	fd = f->writable ? dup(f->fd) : open(f->path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0) {
 		fail(f, "cannot open for writing: %s", strerror(errno));
 		goto out;

@@ -59,7 +59,9 @@ struct mce_file {
 	const char *path;
 	int fd;
 	struct stat st;
-	uint8_t *map;		/* private, writable mapping of the input */
+	uint8_t *map;		/* private, writable copy or mapping of the input */
+	bool mapped;		/* map is an mmap (large files), else malloc'd */
+	bool writable;		/* opened read-write, for mce_write_in_place() */
 	size_t size;
 	Elf *elf;
 	GElf_Ehdr eh;
@@ -78,8 +80,14 @@ struct mce_file {
 	char err[512];
 };
 
+/* Inputs up to this size are read into memory, larger ones mapped. */
+#define MCE_READ_LIMIT (64u << 20)
+
 /* Open and parse PATH (read-only; the file itself is never modified). */
 int mce_open(struct mce_file *f, const char *path);
+/* The same, opening PATH read-write when WRITABLE, for an in-place update
+ * (and so failing early on a file that cannot be written). */
+int mce_open_mode(struct mce_file *f, const char *path, bool writable);
 void mce_close(struct mce_file *f);
 
 /* Section data in memory representation, loaded on first use. */

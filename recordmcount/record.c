@@ -425,7 +425,7 @@ int record_file(const char *path, const struct record_opts *o)
 	size_t ntraced = 0;
 	int ret = -1;
 
-	if (mce_open(&f, path) < 0) {
+	if (mce_open_mode(&f, path, o->in_place && !o->dry_run) < 0) {
 		mc_error(path, "%s", f.err);
 		goto out;
 	}
