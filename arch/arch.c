@@ -24,6 +24,31 @@ const struct mc_arch *mc_arch_find(uint16_t machine, int elfclass)
 	return NULL;
 }
 
+int mc_make_nop(const struct mc_arch *a, const struct mc_text *t,
+		const struct mc_site *site, uint8_t *out)
+{
+	if (a->make_nop)
+		return a->make_nop(t, site, out);
+	if (site->pre || site->post)
+		return -1;
+	for (const struct mc_nop *n = a->nops; n && n->len; n++) {
+		if (n->len != site->len)
+			continue;
+		if (!n->word) {
+			memcpy(out, n->bytes, n->len);
+		} else {
+			for (unsigned i = 0; i < n->len / n->word; i++) {
+				if (n->word == 4)
+					mc_store32(t, out + 4 * i, n->w[i]);
+				else
+					mc_store16(t, out + 2 * i, (uint16_t)n->w[i]);
+			}
+		}
+		return 0;
+	}
+	return -1;
+}
+
 /*
  * The profiling entry points compilers call: mcount (x86 -pg, s390),
  * _mcount (most RISC targets), __fentry__ (-mfentry), __gnu_mcount_nc (ARM

@@ -51,6 +51,16 @@ struct mc_site {
 
 #define MC_MAX_SITE 16
 
+/* One NOP replacement for a call site of LEN bytes: either BYTES as they
+ * are, or (WORD = 2 or 4) the instruction words W stored in the object's
+ * byte order. */
+struct mc_nop {
+	uint8_t len;
+	uint8_t word;
+	uint32_t w[4];
+	uint8_t bytes[MC_MAX_SITE];
+};
+
 struct mc_arch {
 	const char *name;		/* "x86_64", "aarch64", ... */
 	uint16_t machine;		/* EM_* */
@@ -80,10 +90,13 @@ struct mc_arch {
 	 */
 	int (*decode)(const struct mc_text *t, const struct mce_rel *r,
 		      struct mc_site *site);
+	/* NOPs by site length, ended by len 0: one instruction per site. */
+	const struct mc_nop *nops;
 	/*
-	 * Write the NOP replacement of SITE (pre + len + post bytes, starting
-	 * pre bytes before site->off) into OUT.  Returns 0, or -1 when this
-	 * form of site cannot be NOPed safely.
+	 * For sites a plain table cannot cover (setup before the call, delay
+	 * slots): write the replacement of SITE (pre + len + post bytes,
+	 * starting pre bytes before site->off) into OUT.  Returns 0, or -1
+	 * when this form of site cannot be NOPed safely.
 	 */
 	int (*make_nop)(const struct mc_text *t, const struct mc_site *site,
 			uint8_t *out);
@@ -91,6 +104,11 @@ struct mc_arch {
 
 /* The backend for an object, or NULL when the architecture is unsupported. */
 const struct mc_arch *mc_arch_find(uint16_t machine, int elfclass);
+
+/* The NOP replacement of SITE into OUT (pre + len + post bytes), by the
+ * backend's make_nop or its nops table.  -1 when there is none. */
+int mc_make_nop(const struct mc_arch *a, const struct mc_text *t,
+		const struct mc_site *site, uint8_t *out);
 
 /* The names recognised as mcount symbols on every architecture. */
 bool mc_is_mcount_name(const char *name);

@@ -299,7 +299,7 @@ static int nop_site(struct mce_file *f, const struct mc_arch *a,
 	size_t total = (size_t)sr->s.pre + sr->s.len + sr->s.post;
 	char where[256];
 
-	if (total > sizeof(buf) || a->make_nop(&t, &sr->s, buf) < 0) {
+	if (total > sizeof(buf) || mc_make_nop(a, &t, &sr->s, buf) < 0) {
 		if (!must)
 			return 0;
 		mc_error(f->path, "%s: cannot NOP this call (%s)",

@@ -27,14 +27,10 @@ static int arm64_decode(const struct mc_text *t, const struct mce_rel *r,
 	return 0;
 }
 
-static int arm64_make_nop(const struct mc_text *t, const struct mc_site *s,
-			  uint8_t *out)
-{
-	if (s->len != 4 || s->pre || s->post)
-		return -1;
-	mc_store32(t, out, 0xd503201f);	/* nop (hint #0) */
-	return 0;
-}
+static const struct mc_nop nops[] = {
+	{ .len = 4, .word = 4, .w = { 0xd503201f } },	/* nop (hint #0) */
+	{ 0 }
+};
 
 const struct mc_arch mc_arch_aarch64 = {
 	.name = "aarch64",
@@ -45,5 +41,5 @@ const struct mc_arch mc_arch_aarch64 = {
 	.call_relocs = relocs,
 	.kernel_nops_untraced = true,
 	.decode = arm64_decode,
-	.make_nop = arm64_make_nop,
+	.nops = nops,
 };

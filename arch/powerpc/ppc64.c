@@ -35,14 +35,10 @@ static int ppc64_decode(const struct mc_text *t, const struct mce_rel *r,
 	return 0;
 }
 
-static int ppc64_make_nop(const struct mc_text *t, const struct mc_site *s,
-			  uint8_t *out)
-{
-	if (s->len != 4 || s->pre || s->post)
-		return -1;
-	mc_store32(t, out, 0x60000000);
-	return 0;
-}
+static const struct mc_nop nops[] = {
+	{ .len = 4, .word = 4, .w = { 0x60000000 } },	/* ori 0,0,0 */
+	{ 0 }
+};
 
 const struct mc_arch mc_arch_ppc64 = {
 	.name = "ppc64",
@@ -52,5 +48,5 @@ const struct mc_arch mc_arch_ppc64 = {
 	.none_reloc = R_PPC64_NONE,
 	.call_relocs = relocs,
 	.decode = ppc64_decode,
-	.make_nop = ppc64_make_nop,
+	.nops = nops,
 };

@@ -45,15 +45,10 @@ static int riscv_decode(const struct mc_text *t, const struct mce_rel *r,
 	return 0;
 }
 
-static int riscv_make_nop(const struct mc_text *t, const struct mc_site *s,
-			  uint8_t *out)
-{
-	if (s->len != 8 || s->pre || s->post)
-		return -1;
-	mc_store32(t, out, 0x00000013);		/* addi x0, x0, 0 */
-	mc_store32(t, out + 4, 0x00000013);
-	return 0;
-}
+static const struct mc_nop nops[] = {
+	{ .len = 8, .word = 4, .w = { 0x00000013, 0x00000013 } },	/* 2 x addi x0,x0,0 */
+	{ 0 }
+};
 
 const struct mc_arch mc_arch_riscv64 = {
 	.name = "riscv64",
@@ -63,5 +58,5 @@ const struct mc_arch mc_arch_riscv64 = {
 	.none_reloc = R_RISCV_NONE,
 	.call_relocs = relocs,
 	.decode = riscv_decode,
-	.make_nop = riscv_make_nop,
+	.nops = nops,
 };

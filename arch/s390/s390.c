@@ -30,17 +30,10 @@ static int s390_decode(const struct mc_text *t, const struct mce_rel *r,
 	return 0;
 }
 
-static int s390_make_nop(const struct mc_text *t, const struct mc_site *s,
-			 uint8_t *out)
-{
-	static const uint8_t brcl0[6] = { 0xc0, 0x04, 0, 0, 0, 0 };
-
-	(void)t;
-	if (s->len != 6 || s->pre || s->post)
-		return -1;
-	memcpy(out, brcl0, 6);
-	return 0;
-}
+static const struct mc_nop nops[] = {
+	{ .len = 6, .bytes = { 0xc0, 0x04, 0, 0, 0, 0 } },	/* brcl 0,0 */
+	{ 0 }
+};
 
 const struct mc_arch mc_arch_s390x = {
 	.name = "s390x",
@@ -50,5 +43,5 @@ const struct mc_arch mc_arch_s390x = {
 	.none_reloc = R_390_NONE,
 	.call_relocs = relocs,
 	.decode = s390_decode,
-	.make_nop = s390_make_nop,
+	.nops = nops,
 };

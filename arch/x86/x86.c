@@ -125,30 +125,21 @@ static int x86_decode(const struct mc_text *t, const struct mce_rel *r,
 }
 
 /* One instruction per site: the long NOPs the kernel's ftrace uses on
- * x86_64 (P6 NOPL forms), indexed by length. */
-static const uint8_t nops64[8][7] = {
-	[5] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 },
-	[6] = { 0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00 },
-	[7] = { 0x0f, 0x1f, 0x80, 0x00, 0x00, 0x00, 0x00 },
+ * x86_64 (P6 NOPL forms), by length. */
+static const struct mc_nop nops64[] = {
+	{ .len = 5, .bytes = { 0x0f, 0x1f, 0x44, 0x00, 0x00 } },
+	{ .len = 6, .bytes = { 0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00 } },
+	{ .len = 7, .bytes = { 0x0f, 0x1f, 0x80, 0x00, 0x00, 0x00, 0x00 } },
+	{ 0 }
 };
 /* i386 kernels may run on CPUs without NOPL, so 32-bit sites get the
  * lea-based NOPs the kernel uses there. */
-static const uint8_t nops32[8][7] = {
-	[5] = { 0x3e, 0x8d, 0x74, 0x26, 0x00 },
-	[6] = { 0x8d, 0xb6, 0x00, 0x00, 0x00, 0x00 },
-	[7] = { 0x8d, 0xb4, 0x26, 0x00, 0x00, 0x00, 0x00 },
+static const struct mc_nop nops32[] = {
+	{ .len = 5, .bytes = { 0x3e, 0x8d, 0x74, 0x26, 0x00 } },
+	{ .len = 6, .bytes = { 0x8d, 0xb6, 0x00, 0x00, 0x00, 0x00 } },
+	{ .len = 7, .bytes = { 0x8d, 0xb4, 0x26, 0x00, 0x00, 0x00, 0x00 } },
+	{ 0 }
 };
-
-static int x86_make_nop(const struct mc_text *t, const struct mc_site *s,
-			uint8_t *out)
-{
-	const uint8_t (*tab)[7] = t->elfclass == ELFCLASS64 ? nops64 : nops32;
-
-	if (s->len < 5 || s->len > 7 || s->pre || s->post)
-		return -1;
-	memcpy(out, tab[s->len], s->len);
-	return 0;
-}
 
 const struct mc_arch mc_arch_x86_64 = {
 	.name = "x86_64",
@@ -160,7 +151,7 @@ const struct mc_arch mc_arch_x86_64 = {
 	.kernel_nops_untraced = true,
 	.variable_length = true,
 	.decode = x86_decode,
-	.make_nop = x86_make_nop,
+	.nops = nops64,
 };
 
 const struct mc_arch mc_arch_i386 = {
@@ -173,5 +164,5 @@ const struct mc_arch mc_arch_i386 = {
 	.kernel_nops_untraced = true,
 	.variable_length = true,
 	.decode = x86_decode,
-	.make_nop = x86_make_nop,
+	.nops = nops32,
 };
