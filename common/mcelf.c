@@ -513,6 +513,7 @@ void mce_close(struct mce_file *f)
 	}
 	free(f->secs);
 	free(f->syms);
+	free(f->secsym);
 	if (f->elf)
 		elf_end(f->elf);
 	if (f->map && f->mapped)
@@ -693,13 +694,37 @@ long mce_add_section(struct mce_file *f, const char *name, GElf_Word type,
 	return (long)s->idx;
 }
 
-long mce_section_symbol(struct mce_file *f, uint32_t shndx)
+/* Section symbols by section, so that asking for many is not quadratic. */
+static int index_section_symbols(struct mce_file *f)
+{
+	/* Built once: sections this layer adds later have no symbols. */
+	if (f->secsym)
+		return 0;
+	f->nsecsym = f->shnum;
+	f->secsym = calloc(f->nsecsym + 1, sizeof(*f->secsym));
+	if (!f->secsym)
+		return fail(f, "out of memory");
+	for (size_t i = f->nsyms; i-- > 1;)	/* the first one wins */
+		if (f->syms[i].type == STT_SECTION && f->syms[i].shndx < f->nsecsym)
+			f->secsym[f->syms[i].shndx] = (uint32_t)i;
+	return 0;
+}
+
+long mce_find_section_symbol(struct mce_file *f, uint32_t shndx)
 {
 	if (!f->symtab)
 		return fail(f, "no symbol table");
-	for (size_t i = 0; i < f->nsyms; i++)
-		if (f->syms[i].type == STT_SECTION && f->syms[i].shndx == shndx)
-			return (long)i;
+	if (index_section_symbols(f) < 0)
+		return -1;
+	return shndx < f->nsecsym ? f->secsym[shndx] : 0;
+}
+
+long mce_section_symbol(struct mce_file *f, uint32_t shndx)
+{
+	long found = mce_find_section_symbol(f, shndx);
+
+	if (found)
+		return found;
 
 	struct mce_sym *n = realloc(f->syms, (f->nsyms + 1) * sizeof(*n));
 	if (!n)
@@ -724,6 +749,8 @@ long mce_section_symbol(struct mce_file *f, uint32_t shndx)
 	f->nsyms++;
 	f->symtab->sh.sh_info = (GElf_Word)first_global + 1;
 	f->syms_dirty = f->dirty = true;
+	if (shndx < f->nsecsym)
+		f->secsym[shndx] = (uint32_t)first_global;
 	if (first_global == moved_to)
 		return (long)first_global;
 
@@ -1054,12 +1081,25 @@ static int build_image(struct mce_file *f, struct out *o)
 	}
 	memcpy(shstr, sd->d_buf, shlen);
 	bool grew = false;
+	/* New sections mostly repeat a few names (-g makes one table pair per
+	 * text section): look each distinct name up once. */
+	const struct mce_sec *named[8];
+	size_t nnamed = 0;
 	for (size_t i = 0; i < f->shnum; i++) {
 		struct mce_sec *s = &f->secs[i];
 		size_t nl;
 
 		if (!s->is_new)
 			continue;
+		size_t k;
+		for (k = 0; k < nnamed && strcmp(named[k]->name, s->name); k++)
+			;
+		if (k < nnamed) {
+			s->sh.sh_name = named[k]->sh.sh_name;
+			continue;
+		}
+		if (nnamed < sizeof(named) / sizeof(named[0]))
+			named[nnamed++] = s;
 		nl = strlen(s->name);
 		s->sh.sh_name = 0;
 		for (size_t k = 0; k < f->shnum; k++) {

@@ -76,6 +76,9 @@ struct mce_file {
 	struct mce_sym *syms;
 	size_t nsyms;
 	bool syms_dirty;
+	uint32_t *secsym;	/* section index -> its STT_SECTION symbol, or 0;
+				 * built on first use */
+	size_t nsecsym;
 	bool dirty;
 	char err[512];
 };
@@ -132,6 +135,8 @@ long mce_add_section(struct mce_file *f, const char *name, GElf_Word type,
  * among the locals, and every relocation that named it is renumbered).
  */
 long mce_section_symbol(struct mce_file *f, uint32_t shndx);
+/* The section symbol of SHNDX if there is one, else 0 (-1 on error). */
+long mce_find_section_symbol(struct mce_file *f, uint32_t shndx);
 
 /*
  * Append an address table NAME (SHT_PROGBITS, SHF_ALLOC | FLAGS, sh_link

@@ -139,10 +139,11 @@ static int cmp_rel_off(const void *a, const void *b, void *arg)
 static long base_symbol(struct mce_file *f, const struct mc_arch *a,
 			uint32_t shndx, uint64_t *value)
 {
+	long sec = mce_find_section_symbol(f, shndx);
+
 	*value = 0;
-	for (size_t i = 0; i < f->nsyms; i++)
-		if (f->syms[i].type == STT_SECTION && f->syms[i].shndx == shndx)
-			return (long)i;
+	if (sec != 0)
+		return sec;	/* found, or -1 on error */
 	for (size_t i = 1; i < f->symtab->sh.sh_info && i < f->nsyms; i++) {
 		const struct mce_sym *m = &f->syms[i];
 

@@ -211,3 +211,22 @@ ASM
 	run "$RECORDMCOUNT" --in-place -o x.o y.o
 	assert_failure 2
 }
+
+@test "an object with more than 65279 sections (SHN_XINDEX) matches gcc, with and without -g" {
+	$PY -c "
+n = 33000
+print('\n'.join('int f%d(int x) { return x + %d; }' % (i, i) for i in range(n)))" > "$T/big.c"
+	gcc -O0 -ffunction-sections -pg -mfentry -c "$T/big.c" -o "$T/ours.o"
+	gcc -O0 -ffunction-sections -pg -mfentry -mrecord-mcount -c "$T/big.c" -o "$T/gcc.o"
+	# e_shnum 0, the real count in section 0: the SHN_XINDEX encoding.
+	readelf -h "$T/ours.o" | grep -q 'Number of section headers: *0 ('
+	cp "$T/ours.o" "$T/ours-g.o"
+	run "$RECORDMCOUNT" "$T/ours.o"
+	assert_success
+	run "$RECORDMCOUNT" -g "$T/ours-g.o"
+	assert_success
+	$MCTABLE "$T/gcc.o" > "$T/want"
+	[ "$(wc -l < "$T/want")" -eq 33000 ]
+	$MCTABLE "$T/ours.o" | cmp - "$T/want"
+	$MCTABLE "$T/ours-g.o" | cmp - "$T/want"
+}

@@ -14,6 +14,17 @@ def relocatable(elf, want):
     symtab = elf.get_section_by_name(".symtab")
     asize = elf.elfclass // 8
     order = "little" if elf.little_endian else "big"
+    # Objects with more than 65279 sections keep real section indexes of
+    # symbols in SHT_SYMTAB_SHNDX (st_shndx is then SHN_XINDEX).
+    xs = next((s for s in secs if s["sh_type"] == "SHT_SYMTAB_SHNDX"), None)
+    xdata = xs.data() if xs is not None else b""
+
+    def shndx(i, sym):
+        v = sym["st_shndx"]
+        if v in ("SHN_XINDEX", 0xffff):
+            return int.from_bytes(xdata[4 * i:4 * i + 4], order)
+        return v
+
     out = []
     for rs in secs:
         if not isinstance(rs, RelocationSection) or rs["sh_info"] >= len(secs):
@@ -26,12 +37,13 @@ def relocatable(elf, want):
             if r["r_info_type"] == 0:
                 continue
             sym = symtab.get_symbol(r["r_info_sym"])
+            idx = shndx(r["r_info_sym"], sym)
             if rs.is_RELA():
                 add = r["r_addend"]
             else:
                 o = r["r_offset"]
                 add = int.from_bytes(data[o:o + asize], order, signed=True)
-            out.append("%s+%#x" % (secs[sym["st_shndx"]].name, sym["st_value"] + add))
+            out.append("%s+%#x" % (secs[idx].name, sym["st_value"] + add))
     return sorted(out)
 
 
