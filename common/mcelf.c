@@ -514,6 +514,7 @@ void mce_close(struct mce_file *f)
 	free(f->secs);
 	free(f->syms);
 	free(f->secsym);
+	free(f->bounds);
 	if (f->elf)
 		elf_end(f->elf);
 	if (f->map && f->mapped)
@@ -848,6 +849,53 @@ int mce_sec_empty(struct mce_file *f, struct mce_sec *s)
 	s->nrels = 0;
 	s->dirty = f->dirty = true;
 	return 0;
+}
+
+static int cmp_bound(const void *a, const void *b)
+{
+	const struct mce_bound *x = a, *y = b;
+
+	if (x->shndx != y->shndx)
+		return x->shndx < y->shndx ? -1 : 1;
+	if (x->value != y->value)
+		return x->value < y->value ? -1 : 1;
+	return x->sym < y->sym ? -1 : x->sym > y->sym;
+}
+
+long mce_label_before(struct mce_file *f, uint32_t shndx, uint64_t off,
+		      uint64_t *start)
+{
+	if (!f->bounds) {
+		f->bounds = malloc((f->nsyms + 1) * sizeof(*f->bounds));
+		if (!f->bounds)
+			return -1;
+		for (size_t i = 0; i < f->nsyms; i++) {
+			const struct mce_sym *m = &f->syms[i];
+
+			/* Functions, and untyped named labels (assembly). */
+			if ((m->type == STT_FUNC || (m->type == STT_NOTYPE && m->name[0] &&
+						     m->name[0] != '$')) &&
+			    m->shndx && m->shndx < f->shnum)
+				f->bounds[f->nbounds++] = (struct mce_bound){ m->shndx, m->value,
+									     (uint32_t)i };
+		}
+		qsort(f->bounds, f->nbounds, sizeof(*f->bounds), cmp_bound);
+	}
+	size_t lo = 0, hi = f->nbounds;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct mce_bound *b = &f->bounds[mid];
+
+		if (b->shndx < shndx || (b->shndx == shndx && b->value <= off))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo || f->bounds[lo - 1].shndx != shndx)
+		return -1;
+	*start = f->bounds[lo - 1].value;
+	return f->bounds[lo - 1].sym;
 }
 
 const char *mce_where(const struct mce_file *f, uint32_t shndx, uint64_t off,

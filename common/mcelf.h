@@ -55,6 +55,12 @@ struct mce_sym {
 	uint32_t st_name;
 };
 
+struct mce_bound {
+	uint32_t shndx;
+	uint64_t value;
+	uint32_t sym;
+};
+
 struct mce_file {
 	const char *path;
 	int fd;
@@ -76,6 +82,8 @@ struct mce_file {
 	struct mce_sym *syms;
 	size_t nsyms;
 	bool syms_dirty;
+	struct mce_bound *bounds;	/* code labels sorted by place; first use */
+	size_t nbounds;
 	uint32_t *secsym;	/* section index -> its STT_SECTION symbol, or 0;
 				 * built on first use */
 	size_t nsecsym;
@@ -152,6 +160,14 @@ long mce_add_addr_table(struct mce_file *f, const char *name, GElf_Xword flags,
 /* Empty a section (size 0, out of the link's allocation), keeping its index
  * and every reference to it valid. */
 int mce_sec_empty(struct mce_file *f, struct mce_sec *s);
+
+/*
+ * The last function or code label of section SHNDX at or before OFF (its
+ * symbol index, and its value in *START), or -1 when there is none:
+ * a known instruction boundary for decoding variable-length code.
+ */
+long mce_label_before(struct mce_file *f, uint32_t shndx, uint64_t off,
+		      uint64_t *start);
 
 /* "sym+0xoff" for offset OFF of section SHNDX, or "section+0xoff". */
 const char *mce_where(const struct mce_file *f, uint32_t shndx, uint64_t off,

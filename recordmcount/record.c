@@ -71,56 +71,6 @@ static bool kernel_traced(const char *name)
 	return false;
 }
 
-struct bound {
-	uint32_t shndx;
-	uint64_t value;
-};
-
-static int cmp_bound(const void *a, const void *b)
-{
-	const struct bound *x = a, *y = b;
-
-	if (x->shndx != y->shndx)
-		return x->shndx < y->shndx ? -1 : 1;
-	return x->value < y->value ? -1 : x->value > y->value;
-}
-
-/* Known instruction starts: every function (and untyped code label). */
-static struct bound *collect_bounds(const struct mce_file *f, size_t *n)
-{
-	struct bound *b = malloc((f->nsyms + 1) * sizeof(*b));
-
-	*n = 0;
-	if (!b)
-		return NULL;
-	for (size_t i = 0; i < f->nsyms; i++) {
-		const struct mce_sym *m = &f->syms[i];
-
-		if ((m->type == STT_FUNC || (m->type == STT_NOTYPE && m->name[0])) &&
-		    m->shndx && m->shndx < f->shnum)
-			b[(*n)++] = (struct bound){ m->shndx, m->value };
-	}
-	qsort(b, *n, sizeof(*b), cmp_bound);
-	return b;
-}
-
-static uint64_t bound_before(const struct bound *b, size_t n, uint32_t shndx,
-			     uint64_t off)
-{
-	size_t lo = 0, hi = n;
-
-	/* Last entry with (shndx, value) <= (shndx, off). */
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (b[mid].shndx < shndx || (b[mid].shndx == shndx && b[mid].value <= off))
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo && b[lo - 1].shndx == shndx ? b[lo - 1].value : 0;
-}
-
 static int cmp_rel_off(const void *a, const void *b, void *arg)
 {
 	const struct mce_rel *r = arg;
@@ -171,18 +121,12 @@ static int find_sites(struct mce_file *f, const struct mc_arch *a,
 		      const struct record_opts *o, const bool *is_mc,
 		      struct sites *ss)
 {
-	size_t nb = 0;
-	struct bound *b = a->variable_length ? collect_bounds(f, &nb) : calloc(1, sizeof(*b));
 	size_t *idx = NULL;
 	bool *fake = NULL;
 	uint64_t kernel_last = UINT64_MAX;	/* see kernel_pair_distance */
 	int ret = -1;
 	char where[256];
 
-	if (!b) {
-		mc_error(f->path, "out of memory");
-		return -1;
-	}
 	for (size_t k = 1; k < f->shnum; k++) {
 		struct mce_sec *rs = &f->secs[k];
 
@@ -253,7 +197,9 @@ static int find_sites(struct mce_file *f, const struct mc_arch *a,
 					"not recorded", WHERE, r->type, f->syms[r->sym].name);
 				continue;
 			}
-			t.boundary = bound_before(b, nb, (uint32_t)tx->idx, r->offset);
+			t.boundary = 0;
+			if (a->variable_length)
+				mce_label_before(f, (uint32_t)tx->idx, r->offset, &t.boundary);
 			if (have_prev && prev_end <= r->offset && prev_end > t.boundary)
 				t.boundary = prev_end;
 			if (a->decode(&t, r, &sr.s) < 0) {
@@ -284,7 +230,6 @@ static int find_sites(struct mce_file *f, const struct mc_arch *a,
 out:
 	free(fake);
 	free(idx);
-	free(b);
 	return ret;
 }
 
