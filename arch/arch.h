@@ -90,6 +90,11 @@ struct mc_arch {
 	 */
 	int (*decode)(const struct mc_text *t, const struct mce_rel *r,
 		      struct mc_site *site);
+	/* Natural alignment a site needs for atomic patching (riscv64: 4). */
+	uint8_t site_align;
+	/* Bytes of a landing pad (endbr64, BTI) at OFF, which a function-entry
+	 * site may follow; 0 if none.  NULL: the ISA has none. */
+	unsigned (*landing_pad)(const struct mc_text *t, uint64_t off);
 	/* NOPs by site length, ended by len 0: one instruction per site. */
 	const struct mc_nop *nops;
 	/*

@@ -4,6 +4,7 @@ load /usr/lib/bats/bats-assert/load.bash
 
 SRC=${MCLOC_SRC:-$(cd "$BATS_TEST_DIRNAME/.." && pwd)}
 RECORDMCOUNT=${RECORDMCOUNT:-$SRC/build/recordmcount/recordmcount}
+OBJPATCH=${OBJPATCH:-$SRC/build/objpatch/objpatch}
 PY=/usr/bin/python3
 MCTABLE="$PY $SRC/tests/lib/mctable.py"
 KERNEL_RECORDMCOUNT=$(ls /usr/lib/linux-kbuild-*/scripts/recordmcount 2>/dev/null | sort -V | tail -1)

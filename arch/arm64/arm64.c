@@ -27,6 +27,18 @@ static int arm64_decode(const struct mc_text *t, const struct mce_rel *r,
 	return 0;
 }
 
+/* BTI c/j/jc (hint #34, #36, #38) may open a function before its
+ * patchable NOPs. */
+static unsigned arm64_landing_pad(const struct mc_text *t, uint64_t off)
+{
+	uint32_t w;
+
+	if (off + 4 > t->size)
+		return 0;
+	w = mc_load32(t, off);
+	return w == 0xd503245f || w == 0xd503249f || w == 0xd50324df ? 4 : 0;
+}
+
 static const struct mc_nop nops[] = {
 	{ .len = 4, .word = 4, .w = { 0xd503201f } },	/* nop (hint #0) */
 	{ 0 }
@@ -42,4 +54,5 @@ const struct mc_arch mc_arch_aarch64 = {
 	.kernel_nops_untraced = true,
 	.decode = arm64_decode,
 	.nops = nops,
+	.landing_pad = arm64_landing_pad,
 };

@@ -59,4 +59,5 @@ const struct mc_arch mc_arch_riscv64 = {
 	.call_relocs = relocs,
 	.decode = riscv_decode,
 	.nops = nops,
+	.site_align = 4,
 };

@@ -124,6 +124,16 @@ static int x86_decode(const struct mc_text *t, const struct mce_rel *r,
 	return -1;
 }
 
+/* -fcf-protection puts endbr64 (f3 0f 1e fa) or endbr32 (f3 0f 1e fb)
+ * first, and -mfentry's call follows it. */
+static unsigned x86_landing_pad(const struct mc_text *t, uint64_t off)
+{
+	static const uint8_t endbr[3] = { 0xf3, 0x0f, 0x1e };
+
+	return off + 4 <= t->size && !memcmp(t->buf + off, endbr, 3) &&
+	       (t->buf[off + 3] == 0xfa || t->buf[off + 3] == 0xfb) ? 4 : 0;
+}
+
 /* One instruction per site: the long NOPs the kernel's ftrace uses on
  * x86_64 (P6 NOPL forms), by length. */
 static const struct mc_nop nops64[] = {
@@ -150,6 +160,7 @@ const struct mc_arch mc_arch_x86_64 = {
 	.call_relocs = relocs64,
 	.kernel_nops_untraced = true,
 	.variable_length = true,
+	.landing_pad = x86_landing_pad,
 	.decode = x86_decode,
 	.nops = nops64,
 };
@@ -163,6 +174,7 @@ const struct mc_arch mc_arch_i386 = {
 	.call_relocs = relocs32,
 	.kernel_nops_untraced = true,
 	.variable_length = true,
+	.landing_pad = x86_landing_pad,
 	.decode = x86_decode,
 	.nops = nops32,
 };

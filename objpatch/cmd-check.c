@@ -1,0 +1,287 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * objpatch check: is an object's call-site table right?  Every problem is
+ * reported, one line each:
+ *   - a table exists if the code calls an mcount symbol at all, and every
+ *     entry resolves into an executable section;
+ *   - the code there is a call to an mcount symbol, a NOP of a call
+ *     site's length, or a patchable NOP run;
+ *   - each entry sits where its convention puts it: __fentry__ calls and
+ *     patchable entries at the function's entry (after endbr64/BTI), -pg
+ *     mcount calls inside the prologue;
+ *   - no entry twice, and none missing: decoding every call to an mcount
+ *     symbol finds no call the table lacks;
+ *   - sites are aligned as the architecture's atomic patching needs.
+ */
+#include "objpatch.h"
+#include "sites.h"
+
+#include "../common/diag.h"
+
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* How far into a function a -pg mcount call (after the prologue) or a
+ * NOPed one may sit. */
+#define PROLOGUE_MAX 256
+
+struct checker {
+	const char *path;
+	struct mce_file *f;
+	const struct mc_arch *a;
+	const struct op_common *c;
+	struct json *j;
+	size_t problems;
+	size_t ntables;
+};
+
+static void problem(struct checker *k, uint32_t shndx, uint64_t off, bool placed,
+		    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+static void problem(struct checker *k, uint32_t shndx, uint64_t off, bool placed,
+		    const char *fmt, ...)
+{
+	char msg[512], w[256] = "";
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (placed)
+		mce_where(k->f, shndx, off, w, sizeof(w));
+	k->problems++;
+	if (k->c->json) {
+		json_begin(k->j, NULL, '{');
+		json_str(k->j, "where", placed ? w : NULL);
+		json_str(k->j, "problem", msg);
+		json_end(k->j, '}');
+	} else if (placed) {
+		mc_error(k->path, "%s: %s", w, msg);
+	} else {
+		mc_error(k->path, "%s", msg);
+	}
+}
+
+static struct mc_text text_of(struct checker *k, uint32_t shndx)
+{
+	Elf_Data *d = mce_sec_data(k->f, &k->f->secs[shndx]);
+	struct mc_text t = { .msb = k->f->msb, .elfclass = k->f->cls };
+
+	if (d && d->d_buf) {
+		t.buf = d->d_buf;
+		t.size = d->d_size;
+	}
+	return t;
+}
+
+static void check_placement(struct checker *k, const struct op_entry *e)
+{
+	struct mc_text t = text_of(k, e->shndx);
+	uint64_t start;
+	long fn = mce_label_before(k->f, e->shndx, e->off, &start);
+	unsigned pad = 0;
+
+	if (e->state == OP_PATCHABLE) {
+		/* -fpatchable-function-entry=N,M: the run may begin M NOPs
+		 * before the entry; the entry must lie within the run, or right
+		 * after a landing pad that opens it. */
+		uint64_t s2;
+		long next = mce_label_before(k->f, e->shndx, e->off + e->len, &s2);
+
+		if (next >= 0 && s2 >= e->off && s2 <= e->off + e->len)
+			return;
+		if (fn >= 0 && k->a->landing_pad &&
+		    start + k->a->landing_pad(&t, start) == e->off)
+			return;
+		problem(k, e->shndx, e->off, true, "patchable NOPs not at a function entry");
+		return;
+	}
+	if (fn < 0) {
+		problem(k, e->shndx, e->off, true, "not inside any function");
+		return;
+	}
+	/* Past the end of the last sized symbol: code whose symbol the
+	 * object does not keep (modules lose some); its entry is unknown. */
+	if (k->f->syms[fn].size && e->off >= start + k->f->syms[fn].size)
+		return;
+	if (k->a->landing_pad)
+		pad = k->a->landing_pad(&t, start);
+	bool at_entry = e->off == start || e->off == start + pad;
+	bool fentry = e->state == OP_CALL && !strcmp(e->target, "__fentry__");
+
+	if (fentry && !at_entry)
+		problem(k, e->shndx, e->off, true,
+			"call to __fentry__ not at the function's entry");
+	else if (!fentry && e->off - start >= PROLOGUE_MAX)
+		problem(k, e->shndx, e->off, true,
+			"%s %llu bytes into the function, past any prologue",
+			e->state == OP_CALL ? "mcount call" : "site",
+			(unsigned long long)(e->off - start));
+}
+
+static int cmp_place(const void *a, const void *b)
+{
+	const struct op_entry *x = a, *y = b;
+
+	if (x->shndx != y->shndx)
+		return x->shndx < y->shndx ? -1 : 1;
+	if (x->off != y->off)
+		return x->off < y->off ? -1 : 1;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/* Every call to an mcount symbol the code makes must be in the table.
+ * Returns how many such calls there are. */
+static size_t check_complete(struct checker *k, const struct op_entry *sorted, size_t n)
+{
+	struct mce_file *f = k->f;
+	size_t calls = 0;
+
+	for (size_t s = 1; s < f->shnum; s++) {
+		struct mce_sec *rs = &f->secs[s];
+
+		if ((rs->sh.sh_type != SHT_REL && rs->sh.sh_type != SHT_RELA) ||
+		    !rs->sh.sh_info || rs->sh.sh_info >= f->shnum ||
+		    !mce_sec_exec(&f->secs[rs->sh.sh_info]) || mce_load_rels(f, rs) < 0)
+			continue;
+		uint32_t tx = rs->sh.sh_info;
+		struct mc_text t = text_of(k, tx);
+
+		for (size_t i = 0; i < rs->nrels; i++) {
+			const struct mce_rel *r = &rs->rels[i];
+			struct mc_site site;
+
+			if (r->sym >= f->nsyms || !mc_is_mcount_name(f->syms[r->sym].name) ||
+			    !mc_reloc_in(k->a->call_relocs, r->type))
+				continue;
+			t.boundary = 0;
+			if (k->a->variable_length)
+				mce_label_before(f, tx, r->offset, &t.boundary);
+			if (k->a->decode(&t, r, &site) < 0 || site.verdict != MC_SITE_CALL)
+				continue;
+			if (calls++ == 0 && !k->ntables)
+				problem(k, 0, 0, false, "no __mcount_loc or "
+					"__patchable_function_entries table, but calls to %s",
+					f->syms[r->sym].name);
+			size_t lo = 0, hi = n;
+
+			while (lo < hi) {
+				size_t mid = lo + (hi - lo) / 2;
+
+				if (sorted[mid].shndx < tx ||
+				    (sorted[mid].shndx == tx && sorted[mid].off < site.off))
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			if (lo == n || sorted[lo].shndx != tx || sorted[lo].off != site.off)
+				problem(k, tx, site.off, true, "call to %s missing from the table",
+					f->syms[r->sym].name);
+		}
+	}
+	return calls;
+}
+
+static int check_one(const char *path, const struct op_common *c, struct json *j,
+		     size_t *total)
+{
+	struct mce_file f;
+	struct op_sites s = { 0 };
+	struct checker k = { .path = path, .f = &f, .c = c, .j = j };
+	struct op_entry *sorted = NULL;
+	int ret = -1;
+
+	k.a = op_open(&f, path);
+	if (!k.a)
+		goto out;
+	if (op_sites_load(&f, k.a, &s) < 0) {
+		mc_error(path, "%s", f.err);
+		goto out;
+	}
+	if (c->json) {
+		json_begin(j, NULL, '{');
+		json_str(j, "file", path);
+		json_u64(j, "entries", s.n);
+		json_begin(j, "problems", '[');
+	}
+	k.ntables = s.ntables;
+	for (size_t i = 0; i < s.n; i++) {
+		const struct op_entry *e = &s.v[i];
+
+		if (!e->resolved) {
+			problem(&k, 0, 0, false, "%s entry %zu has no relocation (a zero entry)",
+				e->table, e->idx);
+			continue;
+		}
+		if (!mce_sec_exec(&f.secs[e->shndx])) {
+			problem(&k, e->shndx, e->off, true, "%s entry %zu points into %s, "
+				"which is not executable", e->table, e->idx, f.secs[e->shndx].name);
+			continue;
+		}
+		if (e->state == OP_OTHER) {
+			problem(&k, e->shndx, e->off, true, "%s entry %zu: neither a call to an "
+				"mcount symbol nor a NOP (%s)", e->table, e->idx,
+				e->bytes[0] ? e->bytes : "past the end of the section");
+			continue;
+		}
+		check_placement(&k, e);
+		if (k.a->site_align && e->off % k.a->site_align)
+			problem(&k, e->shndx, e->off, true, "not aligned to %u bytes, which "
+				"atomic patching needs", k.a->site_align);
+	}
+	sorted = malloc((s.n + 1) * sizeof(*sorted));
+	if (!sorted) {
+		mc_error(path, "out of memory");
+		goto out;
+	}
+	size_t n = 0;
+	for (size_t i = 0; i < s.n; i++)
+		if (s.v[i].resolved)
+			sorted[n++] = s.v[i];
+	qsort(sorted, n, sizeof(*sorted), cmp_place);
+	for (size_t i = 1; i < n; i++)
+		if (sorted[i].shndx == sorted[i - 1].shndx && sorted[i].off == sorted[i - 1].off)
+			problem(&k, sorted[i].shndx, sorted[i].off, true,
+				"%s entry %zu duplicates entry %zu", sorted[i].table,
+				sorted[i].idx, sorted[i - 1].idx);
+	check_complete(&k, sorted, n);
+	if (c->json) {
+		json_end(j, ']');
+		json_end(j, '}');
+	}
+	*total += k.problems;
+	ret = k.problems ? 1 : 0;
+out:
+	free(sorted);
+	op_sites_free(&s);
+	mce_close(&f);
+	return ret;
+}
+
+int cmd_check(int argc, char **argv, const struct op_common *c)
+{
+	struct json j;
+	size_t total = 0;
+	int status = 0;
+
+	if (getopt(argc, argv, "") != -1)
+		return 2;
+	if (optind >= argc) {
+		fprintf(stderr, "objpatch check: no input files\n");
+		return 2;
+	}
+	json_init(&j, stdout, c->pretty);
+	if (c->json)
+		json_begin(&j, NULL, '[');
+	for (int i = optind; i < argc; i++)
+		if (check_one(argv[i], c, &j, &total) != 0)
+			status = 1;
+	if (c->json) {
+		json_end(&j, ']');
+		json_done(&j);
+	}
+	return status;
+}

@@ -1,0 +1,205 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * objpatch inspect: the offline available_filter_functions.  For every
+ * entry of an object's call-site table: where it is, in which function,
+ * and what the code there is now (a call to what, a NOP of what length, a
+ * patchable NOP run, or something else), then a summary.
+ */
+#include "objpatch.h"
+#include "sites.h"
+
+#include "../common/diag.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct summary {
+	size_t states[4];
+	bool sorted;
+	size_t duplicates;
+};
+
+static int cmp_place(const void *a, const void *b)
+{
+	const struct op_entry *x = *(const struct op_entry *const *)a;
+	const struct op_entry *y = *(const struct op_entry *const *)b;
+
+	if (x->shndx != y->shndx)
+		return x->shndx < y->shndx ? -1 : 1;
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+static void summarize(const struct op_sites *s, struct summary *sum)
+{
+	const struct op_entry **p = malloc((s->n + 1) * sizeof(*p));
+
+	memset(sum, 0, sizeof(*sum));
+	sum->sorted = true;
+	for (size_t i = 0; i < s->n; i++) {
+		sum->states[s->v[i].state]++;
+		if (i && s->v[i].table == s->v[i - 1].table &&
+		    cmp_place(&(const struct op_entry *){ &s->v[i - 1] },
+			      &(const struct op_entry *){ &s->v[i] }) > 0)
+			sum->sorted = false;
+		if (p)
+			p[i] = &s->v[i];
+	}
+	if (!p)
+		return;
+	qsort(p, s->n, sizeof(*p), cmp_place);
+	for (size_t i = 1; i < s->n; i++)
+		if (p[i]->resolved && !cmp_place(&p[i - 1], &p[i]))
+			sum->duplicates++;
+	free(p);
+}
+
+/* The function an entry belongs to.  A patchable NOP run may start before
+ * its function's symbol (-fpatchable-function-entry=N,M), so look across
+ * the run. */
+static long function_of(struct mce_file *f, const struct op_entry *e)
+{
+	uint64_t start;
+
+	if (!e->resolved)
+		return -1;
+	return mce_label_before(f, e->shndx, e->off + (e->state == OP_PATCHABLE ? e->len - 1 : 0),
+				&start);
+}
+
+static const char *where(struct mce_file *f, const struct op_entry *e, char *buf, size_t n)
+{
+	if (!e->resolved)
+		return "?";
+	return mce_where(f, e->shndx, e->off, buf, n);
+}
+
+static void state_text(const struct op_entry *e, char *buf, size_t n)
+{
+	switch (e->state) {
+	case OP_CALL: snprintf(buf, n, "call %s (%u bytes)", e->target, e->len); break;
+	case OP_NOP: snprintf(buf, n, "nop (%u bytes)", e->len); break;
+	case OP_PATCHABLE: snprintf(buf, n, "patchable nops (%u bytes)", e->len); break;
+	default: snprintf(buf, n, "other: %s", e->bytes[0] ? e->bytes : "no code there");
+	}
+}
+
+static int inspect_one(const char *path, const struct op_common *c, bool functions,
+		       struct json *j)
+{
+	struct mce_file f;
+	const struct mc_arch *a = op_open(&f, path);
+	struct op_sites s = { 0 };
+	struct summary sum;
+	char buf[256], st[96];
+	int ret = -1;
+
+	if (!a)
+		goto out;
+	if (op_sites_load(&f, a, &s) < 0) {
+		mc_error(path, "%s", f.err);
+		goto out;
+	}
+	summarize(&s, &sum);
+	if (functions) {
+		/* One name per function, in table order (a function with two
+		 * entries is listed once). */
+		for (size_t i = 0; i < s.n; i++) {
+			long sym = function_of(&f, &s.v[i]);
+			bool dup = false;
+
+			if (sym < 0)
+				continue;
+			for (size_t k = 0; k < i && !dup; k++)
+				dup = function_of(&f, &s.v[k]) == sym;
+			if (!dup)
+				printf("%s\n", f.syms[sym].name);
+		}
+	} else if (c->json) {
+		json_begin(j, NULL, '{');
+		json_str(j, "file", path);
+		json_str(j, "arch", a->name);
+		json_begin(j, "sites", '[');
+		for (size_t i = 0; i < s.n; i++) {
+			const struct op_entry *e = &s.v[i];
+
+			json_begin(j, NULL, '{');
+			json_str(j, "table", e->table);
+			json_u64(j, "index", e->idx);
+			json_str(j, "section", e->resolved ? f.secs[e->shndx].name : NULL);
+			json_u64(j, "offset", e->off);
+			json_str(j, "where", where(&f, e, buf, sizeof(buf)));
+			json_str(j, "state", op_state_name[e->state]);
+			json_u64(j, "length", e->len);
+			if (e->state == OP_CALL)
+				json_str(j, "target", e->target);
+			if (e->state == OP_OTHER)
+				json_str(j, "bytes", e->bytes);
+			json_end(j, '}');
+		}
+		json_end(j, ']');
+		json_begin(j, "summary", '{');
+		json_u64(j, "entries", s.n);
+		for (int k = 0; k < 4; k++)
+			json_u64(j, op_state_name[k], sum.states[k]);
+		json_bool(j, "sorted", sum.sorted);
+		json_u64(j, "duplicates", sum.duplicates);
+		json_end(j, '}');
+		json_end(j, '}');
+	} else {
+		printf("%s: %zu entr%s in %zu table%s (%s)\n", path, s.n, s.n == 1 ? "y" : "ies",
+		       s.ntables, s.ntables == 1 ? "" : "s", a->name);
+		for (size_t i = 0; i < s.n; i++) {
+			const struct op_entry *e = &s.v[i];
+			char place[128];
+
+			snprintf(place, sizeof(place), "%s+0x%llx",
+				 e->resolved ? f.secs[e->shndx].name : "?",
+				 (unsigned long long)e->off);
+			state_text(e, st, sizeof(st));
+			printf("  %-24s %-36s %s\n", place, where(&f, e, buf, sizeof(buf)), st);
+		}
+		printf("summary: %zu call, %zu nop, %zu patchable, %zu other; %s; %zu duplicate%s\n",
+		       sum.states[OP_CALL], sum.states[OP_NOP], sum.states[OP_PATCHABLE],
+		       sum.states[OP_OTHER], sum.sorted ? "sorted" : "not sorted",
+		       sum.duplicates, sum.duplicates == 1 ? "" : "s");
+	}
+	ret = 0;
+out:
+	op_sites_free(&s);
+	mce_close(&f);
+	return ret;
+}
+
+int cmd_inspect(int argc, char **argv, const struct op_common *c)
+{
+	static const struct option longopts[] = {
+		{ "functions", no_argument, NULL, 'F' },
+		{ 0 }
+	};
+	bool functions = false;
+	struct json j;
+	int opt, status = 0;
+
+	while ((opt = getopt_long(argc, argv, "F", longopts, NULL)) != -1) {
+		if (opt != 'F')
+			return 2;
+		functions = true;
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "objpatch inspect: no input files\n");
+		return 2;
+	}
+	json_init(&j, stdout, c->pretty);
+	if (c->json && !functions)
+		json_begin(&j, NULL, '[');
+	for (int i = optind; i < argc; i++)
+		if (inspect_one(argv[i], c, functions, &j) < 0)
+			status = 1;
+	if (c->json && !functions) {
+		json_end(&j, ']');
+		json_done(&j);
+	}
+	return status;
+}

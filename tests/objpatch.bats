@@ -1,0 +1,128 @@
+#!/usr/bin/env bats
+# objpatch inspect and check on relocatable objects.
+load helpers
+
+entries() { $PY -c 'import json,sys; print(sum(f["summary"]["entries"] for f in json.load(sys.stdin)))'; }
+
+@test "check is clean on recordmcount's tables, and inspect counts every entry" {
+	build_objs o gcc -O2 -pg -mfentry
+	"$RECORDMCOUNT" "$T"/o/*.o
+	run "$OBJPATCH" check "$T"/o/*.o
+	assert_success
+	assert_output ""
+	want=$(for o in "$T"/o/*.o; do $MCTABLE "$o"; done | wc -l)
+	[ "$("$OBJPATCH" -j inspect "$T"/o/*.o | entries)" -eq "$want" ]
+}
+
+@test "check is clean on gcc -mrecord-mcount and -pg (mcount in the prologue) tables" {
+	build_objs g gcc -O2 -pg -mfentry -mrecord-mcount
+	build_objs p gcc -O2 -pg -mrecord-mcount
+	run "$OBJPATCH" check "$T"/g/*.o "$T"/p/*.o
+	assert_success
+}
+
+@test "check accepts NOPed sites and inspect reports them as NOPs" {
+	build_objs n gcc -O2 -pg -mfentry
+	"$RECORDMCOUNT" --nop "$T"/n/*.o
+	run "$OBJPATCH" check "$T"/n/*.o
+	assert_success
+	run "$OBJPATCH" inspect "$T/n/stats.o"
+	assert_output --partial "nop (6 bytes)"
+	refute_output --partial "call __fentry__"
+}
+
+@test "aarch64 -fpatchable-function-entry=2 entries are patchable NOP pairs" {
+	need aarch64-linux-gnu-gcc
+	build_objs a aarch64-linux-gnu-gcc -O2 -fpatchable-function-entry=2
+	run "$OBJPATCH" check "$T"/a/*.o
+	assert_success
+	run "$OBJPATCH" inspect "$T/a/stats.o"
+	assert_output --partial "patchable nops (8 bytes)"
+}
+
+@test "inspect --functions prints one name per traced function" {
+	gcc -O2 -pg -mfentry -c "$DEMO/stats.c" -I"$DEMO" -o "$T/s.o"
+	"$RECORDMCOUNT" "$T/s.o"
+	run "$OBJPATCH" inspect --functions "$T/s.o"
+	assert_success
+	assert_output "stats_clamp
+stats_add
+stats_mean"
+}
+
+@test "-j and -p print the same JSON, before or after the subcommand" {
+	gcc -O2 -pg -mfentry -c "$DEMO/fib.c" -I"$DEMO" -o "$T/f.o"
+	"$RECORDMCOUNT" "$T/f.o"
+	a=$("$OBJPATCH" -j inspect "$T/f.o" | $PY -c 'import json,sys; print(json.dumps(json.load(sys.stdin)))')
+	b=$("$OBJPATCH" inspect -p "$T/f.o" | $PY -c 'import json,sys; print(json.dumps(json.load(sys.stdin)))')
+	[ "$a" = "$b" ]
+	run "$OBJPATCH" -j check "$T/f.o"
+	assert_success
+	assert_output --partial '"problems":[]'
+}
+
+@test "check finds every planted defect: deleted, shifted, duplicate, into data, on a non-call" {
+	cat > "$T/pl.c" <<'C'
+int data_word = 42;
+int one(int x) { return x + data_word; }
+int two(int x) { return one(x) * 2 + 1; }
+int three(int x) { return two(x) - one(x); }
+C
+	gcc -O2 -pg -mfentry -c "$T/pl.c" -o "$T/pl.o"
+	"$RECORDMCOUNT" "$T/pl.o"
+	mkdir "$T/bad"
+	$PY "$SRC/tests/lib/plant.py" "$T/pl.o" "$T/bad"
+	declare -A want=(
+		[deleted-entry]="has no relocation"
+		[shifted-entry]="neither a call to an mcount symbol nor a NOP"
+		[duplicate-entry]="duplicates entry 0"
+		[entry-into-data]="which is not executable"
+		[entry-on-non-call]="neither a call to an mcount symbol nor a NOP"
+	)
+	for d in "${!want[@]}"; do
+		run "$OBJPATCH" check "$T/bad/$d.o"
+		assert_failure 1
+		assert_output --partial "${want[$d]}"
+		assert_output --partial "two+0x0: call to __fentry__ missing from the table"
+	done
+}
+
+@test "an object without calls and without a table is clean; calls without a table are not" {
+	gcc -O2 -c "$DEMO/fib.c" -I"$DEMO" -o "$T/plain.o"
+	run "$OBJPATCH" check "$T/plain.o"
+	assert_success
+	gcc -O2 -pg -mfentry -c "$DEMO/fib.c" -I"$DEMO" -o "$T/untabled.o"
+	run "$OBJPATCH" check "$T/untabled.o"
+	assert_failure 1
+	assert_output --partial "no __mcount_loc or __patchable_function_entries table"
+}
+
+@test "malformed objects get one diagnostic line and exit 1 from inspect and check" {
+	gcc -O2 -pg -mfentry -c "$DEMO/stats.c" -I"$DEMO" -o "$T/good.o"
+	mkdir "$T/bad"
+	$PY "$SRC/tests/lib/corrupt.py" "$T/good.o" "$T/bad"
+	[ "$(ls "$T"/bad/*.o | wc -l)" -ge 20 ]
+	for f in "$T"/bad/*.o; do
+		cp "$f" "$f.orig"
+		for cmd in inspect check; do
+			run timeout 20 "$OBJPATCH" "$cmd" "$f"
+			assert_failure 1
+			[ "${#lines[@]}" -eq 1 ] || { echo "$cmd $f: $output"; false; }
+			assert_output --regexp "^$f: error: objpatch: "
+		done
+		cmp "$f.orig" "$f"
+	done
+}
+
+@test "usage errors exit 2; commands match by prefix" {
+	run "$OBJPATCH"
+	assert_failure 2
+	run "$OBJPATCH" frobnicate x.o
+	assert_failure 2
+	run "$OBJPATCH" check
+	assert_failure 2
+	gcc -O2 -pg -mfentry -c "$DEMO/fib.c" -I"$DEMO" -o "$T/f.o"
+	"$RECORDMCOUNT" "$T/f.o"
+	run "$OBJPATCH" ch "$T/f.o"
+	assert_success
+}
