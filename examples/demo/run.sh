@@ -14,9 +14,12 @@ for c in main.c fib.c stats.c; do
 	cc -O2 -pg -mfentry -c "$c" -o "$o"
 	"$rm_" --print "$o" | sed "s|$out/||"
 done
+op=$build/objpatch/objpatch
 echo
-echo "\$ readelf -r fib.o   # the table's relocations"
-readelf -rW "$out/fib.o" | sed -n '/__mcount_loc/,/^$/p'
+echo "\$ objpatch inspect stats.o     # each site, decoded"
+"$op" inspect "$out/stats.o" | sed "s|$out/||"
+echo "\$ objpatch check *.o && echo clean"
+"$op" check "$out"/*.o && echo clean
 cc "$out"/*.o -o "$out/demo"
 echo "\$ ./demo"
 "$out/demo"
