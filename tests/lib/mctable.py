@@ -3,7 +3,8 @@
 sorted "section+0xoffset" lines, independent of the base symbol chosen, of
 REL vs RELA and of how the table is split into sections, so that two tools'
 tables compare with cmp(1).  With --linked, print the raw entries of a
-linked image's table section as hex addresses instead."""
+linked image's table section as hex addresses instead.  With --out-dir
+DIR, write DIR/<basename>.txt per object instead of printing."""
 import sys
 from elftools.elf.elffile import ELFFile
 from elftools.elf.relocation import RelocationSection
@@ -58,19 +59,27 @@ def linked(elf, want):
 
 
 def main(argv):
-    want, mode, files = "__mcount_loc", relocatable, []
+    want, mode, files, outdir = "__mcount_loc", relocatable, [], None
     it = iter(argv)
     for a in it:
         if a == "--section":
             want = next(it)
         elif a == "--linked":
             mode = linked
+        elif a == "--out-dir":
+            outdir = next(it)
         else:
             files.append(a)
     for path in files:
         with open(path, "rb") as f:
-            for line in mode(ELFFile(f), want):
-                print(line)
+            lines = mode(ELFFile(f), want)
+        text = "".join(line + "\n" for line in lines)
+        if outdir:
+            import os
+            with open(os.path.join(outdir, os.path.basename(path) + ".txt"), "w") as o:
+                o.write(text)
+        else:
+            sys.stdout.write(text)
 
 
 if __name__ == "__main__":
