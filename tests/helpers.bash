@@ -43,3 +43,25 @@ same_tables() {
 	done
 	[ "$n" -gt 0 ] || { echo "no entries at all"; return 1; }
 }
+
+# assert_finds_planted OBJ: plant each table defect of tests/lib/plant.py in
+# copies of OBJ (which has a correct RELA __mcount_loc) and require objpatch
+# check to report it, and the call its entry stood for as missing.
+assert_finds_planted() {
+	local d
+	declare -A want=(
+		[deleted-entry]="has no relocation"
+		[shifted-entry]="neither a call to an mcount symbol nor a NOP"
+		[duplicate-entry]="duplicates entry 0"
+		[entry-into-data]="which is not executable"
+		[entry-on-non-call]="neither a call to an mcount symbol nor a NOP"
+	)
+	mkdir "$T/planted"
+	$PY "$SRC/tests/lib/plant.py" "$1" "$T/planted"
+	for d in "${!want[@]}"; do
+		run "$OBJPATCH" check "$T/planted/$d.o"
+		assert_failure 1
+		assert_output --partial "${want[$d]}"
+		assert_output --partial "missing from the table"
+	done
+}

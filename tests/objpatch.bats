@@ -70,19 +70,9 @@ int three(int x) { return two(x) - one(x); }
 C
 	gcc -O2 -pg -mfentry -c "$T/pl.c" -o "$T/pl.o"
 	"$RECORDMCOUNT" "$T/pl.o"
-	mkdir "$T/bad"
-	$PY "$SRC/tests/lib/plant.py" "$T/pl.o" "$T/bad"
-	declare -A want=(
-		[deleted-entry]="has no relocation"
-		[shifted-entry]="neither a call to an mcount symbol nor a NOP"
-		[duplicate-entry]="duplicates entry 0"
-		[entry-into-data]="which is not executable"
-		[entry-on-non-call]="neither a call to an mcount symbol nor a NOP"
-	)
-	for d in "${!want[@]}"; do
-		run "$OBJPATCH" check "$T/bad/$d.o"
-		assert_failure 1
-		assert_output --partial "${want[$d]}"
+	assert_finds_planted "$T/pl.o"
+	for d in "$T"/planted/*.o; do
+		run "$OBJPATCH" check "$d"
 		assert_output --partial "two+0x0: call to __fentry__ missing from the table"
 	done
 }
