@@ -229,11 +229,9 @@ static int check_overlaps(struct mce_file *f)
 	for (size_t i = 1; i < n && !ret; i++) {
 		if (r[i].lo >= r[i - 1].hi)
 			continue;
-		/* Linked images may legitimately share bytes between a
-		 * section and the program headers (e.g. .interp in PT_PHDR
-		 * layouts never do, but note sections can sit inside
-		 * segments); only section/section and section/ELF header
-		 * overlaps are errors. */
+		/* The program header table may sit inside a segment that a
+		 * section also covers; only overlaps between sections, the ELF
+		 * header and the section header table are errors. */
 		if (r[i].idx == SIZE_MAX - 2 || r[i - 1].idx == SIZE_MAX - 2)
 			continue;
 		const char *a = r[i - 1].idx < f->shnum ? f->secs[r[i - 1].idx].name
@@ -1128,7 +1126,6 @@ static int build_image(struct mce_file *f, struct out *o)
 		goto out;
 	}
 	memcpy(shstr, sd->d_buf, shlen);
-	bool grew = false;
 	/* New sections mostly repeat a few names (-g makes one table pair per
 	 * text section): look each distinct name up once. */
 	const struct mce_sec *named[8];
@@ -1170,7 +1167,6 @@ static int build_image(struct mce_file *f, struct out *o)
 			s->sh.sh_name = (GElf_Word)shlen;
 			memcpy(shstr + shlen, s->name, nl + 1);
 			shlen += nl + 1;
-			grew = true;
 		}
 	}
 	ss->sh.sh_size = shlen;
@@ -1209,12 +1205,8 @@ static int build_image(struct mce_file *f, struct out *o)
 		order[i] = i;
 	qsort_r(order + 1, f->shnum - 1, sizeof(*order), cmp_off, f);
 
-	uint64_t pos = f->cls == ELFCLASS64 ? sizeof(Elf64_Ehdr) : sizeof(Elf32_Ehdr);
-	uint64_t end = linked ? f->size : pos;
-	size_t old_shnum_end = 0;
-	for (size_t i = 0; i < f->shnum; i++)
-		if (!f->secs[i].is_new)
-			old_shnum_end = i + 1;
+	uint64_t end = linked ? f->size
+			      : f->cls == ELFCLASS64 ? sizeof(Elf64_Ehdr) : sizeof(Elf32_Ehdr);
 	if (linked) {
 		for (size_t i = 1; i < f->shnum; i++) {
 			struct mce_sec *s = &f->secs[i];
@@ -1251,8 +1243,6 @@ static int build_image(struct mce_file *f, struct out *o)
 				end += s->sh.sh_size;
 		}
 	}
-	(void)old_shnum_end;
-	(void)grew;
 	uint64_t shoff = align_up(end, f->addrsize);
 
 	/* Headers. */
