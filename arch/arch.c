@@ -24,6 +24,14 @@ const struct mc_arch *mc_arch_find(uint16_t machine, int elfclass)
 	return NULL;
 }
 
+const struct mc_arch *mc_arch_by_name(const char *name)
+{
+	for (size_t i = 0; i < sizeof(backends) / sizeof(backends[0]); i++)
+		if (!strcmp(backends[i]->name, name))
+			return backends[i];
+	return NULL;
+}
+
 int mc_make_nop(const struct mc_arch *a, const struct mc_text *t,
 		const struct mc_site *site, uint8_t *out)
 {

@@ -61,6 +61,16 @@ struct mc_nop {
 	uint8_t bytes[MC_MAX_SITE];
 };
 
+/* One instruction (or call sequence) of linked code, where no relocation
+ * says what a call reaches: decoded from the bytes and the address. */
+struct mc_insn {
+	uint8_t len;		/* bytes, 0 if nothing decodes */
+	bool call;		/* links a return address */
+	bool via_slot;		/* the callee is read from memory at target */
+	bool has_target;	/* target is known */
+	uint64_t target;	/* the callee's address, or the slot's */
+};
+
 struct mc_arch {
 	const char *name;		/* "x86_64", "aarch64", ... */
 	uint16_t machine;		/* EM_* */
@@ -80,6 +90,13 @@ struct mc_arch {
 	uint8_t kernel_pair_distance;
 	/* Instructions vary in length, so decode() needs mc_text.boundary. */
 	bool variable_length;
+	/*
+	 * A linker-relaxation hint (R_RISCV_RELAX), or 0.  Relaxation shrinks
+	 * code, and moves symbols with it but not section-relative addends in
+	 * other sections: tables then point at a label per site, and the hint
+	 * is removed at each recorded call so it keeps its patchable shape.
+	 */
+	uint32_t relax_reloc;
 	bool base_avoid_func;		/* function symbols are poor table bases (ARM
 					 * Thumb symbols carry bit 0) */
 
@@ -105,7 +122,27 @@ struct mc_arch {
 	 */
 	int (*make_nop)(const struct mc_text *t, const struct mc_site *site,
 			uint8_t *out);
+
+	/* --- linked images (objpatch), NULL/0 where not supported --- */
+	uint32_t relative_reloc;	/* R_*_RELATIVE */
+	/* Decode the instruction at OFF of T, loaded at address PC.  A call
+	 * sequence (riscv64 auipc+jalr) is one unit.  Returns 0, or -1 when
+	 * nothing decodes there. */
+	int (*insn)(const struct mc_text *t, uint64_t off, uint64_t pc,
+		    struct mc_insn *out);
+	/* The slot a PLT entry at OFF (address PC) jumps through, or 0. */
+	uint64_t (*plt_slot)(const struct mc_text *t, uint64_t off, uint64_t pc);
+
+	/* --- static trampolines (objpatch tramp), NULL where not supported --- */
+	/* GNU as text: mcloc_tramp_args, mcloc_tramp_regs, the mcount stub,
+	 * and __mcloc_ctor/__mcloc_dtor, which pass __mcloc_image to the
+	 * runtime's weak mcloc_register_image/mcloc_unregister_image. */
+	const char *tramp_asm;
+	const char *cross_prefix;	/* Debian's cross toolchain: "aarch64-linux-gnu-" */
 };
+
+/* The backend called NAME ("x86_64", "aarch64", ...), or NULL. */
+const struct mc_arch *mc_arch_by_name(const char *name);
 
 /* The backend for an object, or NULL when the architecture is unsupported. */
 const struct mc_arch *mc_arch_find(uint16_t machine, int elfclass);

@@ -10,6 +10,7 @@
  * the target byte-identical.
  */
 #include "mcelf.h"
+#include "mcelf-priv.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -23,10 +24,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-static int fail(struct mce_file *f, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static int fail(struct mce_file *f, const char *fmt, ...)
+int mce_fail(struct mce_file *f, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -36,7 +34,7 @@ static int fail(struct mce_file *f, const char *fmt, ...)
 	return -1;
 }
 
-static bool add_overflows(uint64_t a, uint64_t b, uint64_t limit)
+bool mce_add_overflows(uint64_t a, uint64_t b, uint64_t limit)
 {
 	return a > limit || b > limit - a;
 }
@@ -209,7 +207,7 @@ static int check_overlaps(struct mce_file *f)
 	int ret = 0;
 
 	if (!r)
-		return fail(f, "out of memory");
+		return mce_fail(f, "out of memory");
 	r[n++] = (struct range){ 0, f->eh.e_ehsize, SIZE_MAX };
 	r[n++] = (struct range){ f->eh.e_shoff,
 				 f->eh.e_shoff + (uint64_t)f->shnum * f->eh.e_shentsize,
@@ -240,7 +238,7 @@ static int check_overlaps(struct mce_file *f)
 		const char *b = r[i].idx < f->shnum ? f->secs[r[i].idx].name
 			       : r[i].idx == SIZE_MAX ? "ELF header"
 						       : "section header table";
-		ret = fail(f, "%s overlaps %s", b, a);
+		ret = mce_fail(f, "%s overlaps %s", b, a);
 	}
 	free(r);
 	return ret;
@@ -255,7 +253,7 @@ static int load_symbols(struct mce_file *f)
 		return 0;
 	if (st->sh.sh_link >= f->shnum ||
 	    f->secs[st->sh.sh_link].sh.sh_type != SHT_STRTAB)
-		return fail(f, "%s: bad string table link %u", st->name,
+		return mce_fail(f, "%s: bad string table link %u", st->name,
 			    st->sh.sh_link);
 	f->strtab = &f->secs[st->sh.sh_link];
 	d = mce_sec_data(f, st);
@@ -263,7 +261,7 @@ static int load_symbols(struct mce_file *f)
 		return -1;
 	size_t esz = gelf_fsize(f->elf, ELF_T_SYM, 1, EV_CURRENT);
 	if (st->sh.sh_entsize != esz)
-		return fail(f, "%s: bad entry size %llu", st->name,
+		return mce_fail(f, "%s: bad entry size %llu", st->name,
 			    (unsigned long long)st->sh.sh_entsize);
 	f->nsyms = st->sh.sh_size / esz;
 	if (f->symtab_shndx) {
@@ -271,25 +269,25 @@ static int load_symbols(struct mce_file *f)
 		if (!xd)
 			return -1;
 		if (f->symtab_shndx->sh.sh_size / 4 < f->nsyms)
-			return fail(f, "%s: shorter than the symbol table",
+			return mce_fail(f, "%s: shorter than the symbol table",
 				    f->symtab_shndx->name);
 	}
 	if (st->sh.sh_info > f->nsyms)
-		return fail(f, "%s: first global index %u out of range",
+		return mce_fail(f, "%s: first global index %u out of range",
 			    st->name, st->sh.sh_info);
 	f->syms = calloc(f->nsyms ? f->nsyms : 1, sizeof(*f->syms));
 	if (!f->syms)
-		return fail(f, "out of memory");
+		return mce_fail(f, "out of memory");
 	for (size_t i = 0; i < f->nsyms; i++) {
 		GElf_Sym s;
 		Elf32_Word x = 0;
 		struct mce_sym *m = &f->syms[i];
 
 		if (!gelf_getsymshndx(d, xd, (int)i, &s, &x))
-			return fail(f, "%s: cannot read symbol %zu", st->name, i);
+			return mce_fail(f, "%s: cannot read symbol %zu", st->name, i);
 		m->name = elf_strptr(f->elf, f->strtab->idx, s.st_name);
 		if (!m->name)
-			return fail(f, "symbol %zu: name offset %u out of range",
+			return mce_fail(f, "symbol %zu: name offset %u out of range",
 				    i, s.st_name);
 		m->value = s.st_value;
 		m->size = s.st_size;
@@ -301,7 +299,7 @@ static int load_symbols(struct mce_file *f)
 		m->shndx = s.st_shndx == SHN_XINDEX ? x : s.st_shndx;
 		if (m->shndx >= f->shnum && (m->shndx < SHN_LORESERVE ||
 					      s.st_shndx == SHN_XINDEX))
-			return fail(f, "symbol %zu (%s): section index %u out of range",
+			return mce_fail(f, "symbol %zu (%s): section index %u out of range",
 				    i, m->name, m->shndx);
 	}
 	return 0;
@@ -321,20 +319,20 @@ int mce_open_mode(struct mce_file *f, const char *path, bool writable)
 
 	if (!libelf_ready) {
 		if (elf_version(EV_CURRENT) == EV_NONE)
-			return fail(f, "libelf is out of date");
+			return mce_fail(f, "libelf is out of date");
 		libelf_ready = true;
 	}
 	f->fd = open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
 	if (f->fd < 0)
-		return fail(f, "cannot open: %s", strerror(errno));
+		return mce_fail(f, "cannot open: %s", strerror(errno));
 	if (fstat(f->fd, &f->st) < 0)
-		return fail(f, "cannot stat: %s", strerror(errno));
+		return mce_fail(f, "cannot stat: %s", strerror(errno));
 	if (S_ISDIR(f->st.st_mode))
-		return fail(f, "is a directory");
+		return mce_fail(f, "is a directory");
 	if (!S_ISREG(f->st.st_mode))
-		return fail(f, "not a regular file");
+		return mce_fail(f, "not a regular file");
 	if (f->st.st_size == 0)
-		return fail(f, "empty file");
+		return mce_fail(f, "empty file");
 	f->size = (size_t)f->st.st_size;
 	/* Objects are mostly small: one read() into memory costs less than
 	 * mapping them (page faults, and a TLB flush at munmap).  Large
@@ -343,7 +341,7 @@ int mce_open_mode(struct mce_file *f, const char *path, bool writable)
 	if (f->size <= MCE_READ_LIMIT) {
 		f->map = malloc(f->size);
 		if (!f->map)
-			return fail(f, "out of memory");
+			return mce_fail(f, "out of memory");
 		f->mapped = false;
 		for (size_t got = 0; got < f->size;) {
 			ssize_t n = pread(f->fd, f->map + got, f->size - got, (off_t)got);
@@ -351,105 +349,105 @@ int mce_open_mode(struct mce_file *f, const char *path, bool writable)
 			if (n < 0 && errno == EINTR)
 				continue;
 			if (n <= 0)
-				return fail(f, "cannot read: %s", n ? strerror(errno) : "file shrank");
+				return mce_fail(f, "cannot read: %s", n ? strerror(errno) : "file shrank");
 			got += (size_t)n;
 		}
 	} else {
 		f->map = mmap(NULL, f->size, PROT_READ | PROT_WRITE, MAP_PRIVATE, f->fd, 0);
 		if (f->map == MAP_FAILED) {
 			f->map = NULL;
-			return fail(f, "cannot map: %s", strerror(errno));
+			return mce_fail(f, "cannot map: %s", strerror(errno));
 		}
 		f->mapped = true;
 	}
 	if (f->size >= 8 && !memcmp(f->map, "!<arch>\n", 8))
-		return fail(f, "is an ar archive; run on its member objects");
+		return mce_fail(f, "is an ar archive; run on its member objects");
 	if (f->size < SELFMAG || memcmp(f->map, ELFMAG, SELFMAG))
-		return fail(f, "not an ELF file");
+		return mce_fail(f, "not an ELF file");
 	if (f->size < EI_NIDENT)
-		return fail(f, "truncated: too short for an ELF header");
+		return mce_fail(f, "truncated: too short for an ELF header");
 	if (f->map[EI_CLASS] != ELFCLASS32 && f->map[EI_CLASS] != ELFCLASS64)
-		return fail(f, "unknown ELF class %u", f->map[EI_CLASS]);
+		return mce_fail(f, "unknown ELF class %u", f->map[EI_CLASS]);
 	if (f->map[EI_DATA] != ELFDATA2LSB && f->map[EI_DATA] != ELFDATA2MSB)
-		return fail(f, "unknown ELF byte order %u", f->map[EI_DATA]);
+		return mce_fail(f, "unknown ELF byte order %u", f->map[EI_DATA]);
 	if (f->map[EI_VERSION] != EV_CURRENT)
-		return fail(f, "unknown ELF version %u", f->map[EI_VERSION]);
+		return mce_fail(f, "unknown ELF version %u", f->map[EI_VERSION]);
 	f->cls = f->map[EI_CLASS];
 	f->msb = f->map[EI_DATA] == ELFDATA2MSB;
 	f->addrsize = f->cls == ELFCLASS64 ? 8 : 4;
 	size_t ehsz = f->cls == ELFCLASS64 ? sizeof(Elf64_Ehdr) : sizeof(Elf32_Ehdr);
 	if (f->size < ehsz)
-		return fail(f, "truncated: too short for an ELF header");
+		return mce_fail(f, "truncated: too short for an ELF header");
 
 	f->elf = elf_memory((char *)f->map, f->size);
 	if (!f->elf || elf_kind(f->elf) != ELF_K_ELF)
-		return fail(f, "not an ELF file: %s", elf_errmsg(-1));
+		return mce_fail(f, "not an ELF file: %s", elf_errmsg(-1));
 	if (!gelf_getehdr(f->elf, &f->eh))
-		return fail(f, "bad ELF header: %s", elf_errmsg(-1));
+		return mce_fail(f, "bad ELF header: %s", elf_errmsg(-1));
 	f->mips64 = f->eh.e_machine == EM_MIPS && f->cls == ELFCLASS64;
 	if (f->eh.e_ehsize != ehsz)
-		return fail(f, "bad ELF header size %u", f->eh.e_ehsize);
+		return mce_fail(f, "bad ELF header size %u", f->eh.e_ehsize);
 
 	size_t shentsz = f->cls == ELFCLASS64 ? sizeof(Elf64_Shdr) : sizeof(Elf32_Shdr);
 	if (f->eh.e_shoff == 0)
-		return fail(f, "no section header table");
+		return mce_fail(f, "no section header table");
 	if (f->eh.e_shentsize != shentsz)
-		return fail(f, "bad section header size %u", f->eh.e_shentsize);
+		return mce_fail(f, "bad section header size %u", f->eh.e_shentsize);
 	/* libelf reports a table that runs past the end as "no sections";
 	 * say what is really wrong. */
 	if (f->eh.e_shnum &&
-	    add_overflows(f->eh.e_shoff, (uint64_t)f->eh.e_shnum * shentsz, f->size))
-		return fail(f, "truncated: section header table (%u entries at 0x%llx) "
+	    mce_add_overflows(f->eh.e_shoff, (uint64_t)f->eh.e_shnum * shentsz, f->size))
+		return mce_fail(f, "truncated: section header table (%u entries at 0x%llx) "
 			    "runs past the end of the file (0x%zx)", f->eh.e_shnum,
 			    (unsigned long long)f->eh.e_shoff, f->size);
 	if (elf_getshdrnum(f->elf, &f->shnum) < 0)
-		return fail(f, "bad section count: %s", elf_errmsg(-1));
+		return mce_fail(f, "bad section count: %s", elf_errmsg(-1));
 	if (f->shnum == 0)
-		return fail(f, "no sections");
-	if (add_overflows(f->eh.e_shoff, (uint64_t)f->shnum * shentsz, f->size))
-		return fail(f, "truncated: section header table (%zu entries at 0x%llx) "
+		return mce_fail(f, "no sections");
+	if (mce_add_overflows(f->eh.e_shoff, (uint64_t)f->shnum * shentsz, f->size))
+		return mce_fail(f, "truncated: section header table (%zu entries at 0x%llx) "
 			    "runs past the end of the file", f->shnum,
 			    (unsigned long long)f->eh.e_shoff);
 	if (f->eh.e_phnum &&
-	    add_overflows(f->eh.e_phoff, (uint64_t)f->eh.e_phnum * f->eh.e_phentsize, f->size))
-		return fail(f, "truncated: program header table runs past the end of the file");
+	    mce_add_overflows(f->eh.e_phoff, (uint64_t)f->eh.e_phnum * f->eh.e_phentsize, f->size))
+		return mce_fail(f, "truncated: program header table runs past the end of the file");
 	if (elf_getshdrstrndx(f->elf, &f->shstrndx) < 0)
-		return fail(f, "bad section name table index: %s", elf_errmsg(-1));
+		return mce_fail(f, "bad section name table index: %s", elf_errmsg(-1));
 	if (f->shstrndx == 0 || f->shstrndx >= f->shnum)
-		return fail(f, "section name table index %zu out of range", f->shstrndx);
+		return mce_fail(f, "section name table index %zu out of range", f->shstrndx);
 
 	size_t n = f->shnum;
 	f->shnum = 0;
 	if (grow_secs(f, n + 8) < 0)
-		return fail(f, "out of memory");
+		return mce_fail(f, "out of memory");
 	for (size_t i = 0; i < n; i++) {
 		struct mce_sec *s = new_sec(f);
 
 		s->scn = elf_getscn(f->elf, i);
 		if (!s->scn || !gelf_getshdr(s->scn, &s->sh))
-			return fail(f, "cannot read section header %zu: %s", i,
+			return mce_fail(f, "cannot read section header %zu: %s", i,
 				    elf_errmsg(-1));
 	}
 	if (f->secs[f->shstrndx].sh.sh_type != SHT_STRTAB)
-		return fail(f, "section name table is not a string table");
+		return mce_fail(f, "section name table is not a string table");
 	for (size_t i = 0; i < n; i++) {
 		struct mce_sec *s = &f->secs[i];
 		const GElf_Shdr *sh = &s->sh;
 
 		s->name = elf_strptr(f->elf, f->shstrndx, sh->sh_name);
 		if (!s->name)
-			return fail(f, "section %zu: name offset %u out of range", i,
+			return mce_fail(f, "section %zu: name offset %u out of range", i,
 				    sh->sh_name);
 		if (i == 0)
 			continue;
 		if (sh->sh_type != SHT_NOBITS &&
-		    add_overflows(sh->sh_offset, sh->sh_size, f->size))
-			return fail(f, "truncated or oversized: section %s (0x%llx bytes at "
+		    mce_add_overflows(sh->sh_offset, sh->sh_size, f->size))
+			return mce_fail(f, "truncated or oversized: section %s (0x%llx bytes at "
 				    "0x%llx) runs past the end of the file (0x%zx)", s->name,
 				    (unsigned long long)sh->sh_size,
 				    (unsigned long long)sh->sh_offset, f->size);
 		if (sh->sh_addralign & (sh->sh_addralign - 1))
-			return fail(f, "section %s: alignment %llu is not a power of two",
+			return mce_fail(f, "section %s: alignment %llu is not a power of two",
 				    s->name, (unsigned long long)sh->sh_addralign);
 		switch (sh->sh_type) {
 		case SHT_REL:
@@ -458,21 +456,21 @@ int mce_open_mode(struct mce_file *f, const char *path, bool writable)
 
 			s->is_rela = sh->sh_type == SHT_RELA;
 			if (sh->sh_entsize != gelf_fsize(f->elf, t, 1, EV_CURRENT))
-				return fail(f, "section %s: bad relocation entry size %llu",
+				return mce_fail(f, "section %s: bad relocation entry size %llu",
 					    s->name, (unsigned long long)sh->sh_entsize);
 			if (sh->sh_link >= n)
-				return fail(f, "section %s: symbol table link %u out of range",
+				return mce_fail(f, "section %s: symbol table link %u out of range",
 					    s->name, sh->sh_link);
 			/* Dynamic relocations of linked images relocate the
 			 * whole image; sh_info 0 is normal there. */
 			if (sh->sh_info >= n)
-				return fail(f, "section %s: target section %u out of range",
+				return mce_fail(f, "section %s: target section %u out of range",
 					    s->name, sh->sh_info);
 			break;
 		}
 		case SHT_SYMTAB:
 			if (f->symtab)
-				return fail(f, "more than one symbol table");
+				return mce_fail(f, "more than one symbol table");
 			f->symtab = s;
 			break;
 		case SHT_SYMTAB_SHNDX:
@@ -491,7 +489,7 @@ int mce_open_mode(struct mce_file *f, const char *path, bool writable)
 			f->secs[s->sh.sh_info].rela = s;
 	}
 	if (f->symtab_shndx && f->symtab_shndx->sh.sh_link != (f->symtab ? f->symtab->idx : 0))
-		return fail(f, "%s does not belong to the symbol table",
+		return mce_fail(f, "%s does not belong to the symbol table",
 			    f->symtab_shndx->name);
 	if (check_overlaps(f) < 0)
 		return -1;
@@ -513,6 +511,11 @@ void mce_close(struct mce_file *f)
 	free(f->syms);
 	free(f->secsym);
 	free(f->bounds);
+	free(f->byaddr);
+	free(f->dynrels);
+	for (size_t i = 0; i < f->ngarbage; i++)
+		free(f->garbage[i]);
+	free(f->garbage);
 	if (f->elf)
 		elf_end(f->elf);
 	if (f->map && f->mapped)
@@ -530,7 +533,7 @@ Elf_Data *mce_sec_data(struct mce_file *f, struct mce_sec *s)
 	if (s->data)
 		return s->data;
 	if (!s->scn) {
-		fail(f, "section %s has no data", s->name);
+		mce_fail(f, "section %s has no data", s->name);
 		return NULL;
 	}
 	s->data = elf_getdata(s->scn, NULL);
@@ -541,7 +544,7 @@ Elf_Data *mce_sec_data(struct mce_file *f, struct mce_sec *s)
 			empty.d_type = ELF_T_BYTE;
 			return &empty;
 		}
-		fail(f, "cannot read section %s: %s", s->name, elf_errmsg(-1));
+		mce_fail(f, "cannot read section %s: %s", s->name, elf_errmsg(-1));
 		return NULL;
 	}
 	return s->data;
@@ -568,7 +571,7 @@ int mce_load_rels(struct mce_file *f, struct mce_sec *rs)
 	rs->nrels = rs->sh.sh_size / rs->sh.sh_entsize;
 	rs->rels = calloc(rs->nrels ? rs->nrels : 1, sizeof(*rs->rels));
 	if (!rs->rels)
-		return fail(f, "out of memory");
+		return mce_fail(f, "out of memory");
 	tgt = rs->sh.sh_info && !(rs->sh.sh_flags & SHF_ALLOC) ?
 		&f->secs[rs->sh.sh_info] : NULL;
 	bool symtab_link = f->symtab && rs->sh.sh_link == f->symtab->idx;
@@ -579,13 +582,13 @@ int mce_load_rels(struct mce_file *f, struct mce_sec *rs)
 
 		if (rs->is_rela) {
 			if (!gelf_getrela(d, (int)i, &ra))
-				return fail(f, "%s: cannot read relocation %zu", rs->name, i);
+				return mce_fail(f, "%s: cannot read relocation %zu", rs->name, i);
 			r->addend = ra.r_addend;
 		} else {
 			GElf_Rel rl;
 
 			if (!gelf_getrel(d, (int)i, &rl))
-				return fail(f, "%s: cannot read relocation %zu", rs->name, i);
+				return mce_fail(f, "%s: cannot read relocation %zu", rs->name, i);
 			ra.r_offset = rl.r_offset;
 			ra.r_info = rl.r_info;
 		}
@@ -593,10 +596,10 @@ int mce_load_rels(struct mce_file *f, struct mce_sec *rs)
 		info = ra.r_info;
 		decode_info(f, info, r);
 		if (symtab_link && r->sym >= f->nsyms)
-			return fail(f, "%s: relocation %zu: symbol index %u out of range",
+			return mce_fail(f, "%s: relocation %zu: symbol index %u out of range",
 				    rs->name, i, r->sym);
 		if (tgt && tgt->sh.sh_type != SHT_NOBITS && r->offset >= tgt->sh.sh_size)
-			return fail(f, "%s: relocation %zu: offset 0x%llx outside %s (size 0x%llx)",
+			return mce_fail(f, "%s: relocation %zu: offset 0x%llx outside %s (size 0x%llx)",
 				    rs->name, i, (unsigned long long)r->offset, tgt->name,
 				    (unsigned long long)tgt->sh.sh_size);
 	}
@@ -613,15 +616,15 @@ int mce_patch(struct mce_file *f, struct mce_sec *s, uint64_t off,
 
 	if (!d)
 		return -1;
-	if (d->d_type != ELF_T_BYTE || !d->d_buf || add_overflows(off, len, d->d_size))
-		return fail(f, "cannot patch %zu bytes at %s+0x%llx", len, s->name,
+	if (d->d_type != ELF_T_BYTE || !d->d_buf || mce_add_overflows(off, len, d->d_size))
+		return mce_fail(f, "cannot patch %zu bytes at %s+0x%llx", len, s->name,
 			    (unsigned long long)off);
 	memcpy((uint8_t *)d->d_buf + off, bytes, len);
 	s->dirty = f->dirty = true;
 	return 0;
 }
 
-static int store_rel(struct mce_file *f, struct mce_sec *rs, size_t i)
+int mce_store_rel(struct mce_file *f, struct mce_sec *rs, size_t i)
 {
 	Elf_Data *d = mce_sec_data(f, rs);
 	GElf_Rela ra;
@@ -631,12 +634,12 @@ static int store_rel(struct mce_file *f, struct mce_sec *rs, size_t i)
 	mce_rel_to_gelf(f, &rs->rels[i], &ra);
 	if (rs->is_rela) {
 		if (!gelf_update_rela(d, (int)i, &ra))
-			return fail(f, "%s: cannot update relocation %zu", rs->name, i);
+			return mce_fail(f, "%s: cannot update relocation %zu", rs->name, i);
 	} else {
 		GElf_Rel rl = { .r_offset = ra.r_offset, .r_info = ra.r_info };
 
 		if (!gelf_update_rel(d, (int)i, &rl))
-			return fail(f, "%s: cannot update relocation %zu", rs->name, i);
+			return mce_fail(f, "%s: cannot update relocation %zu", rs->name, i);
 	}
 	rs->dirty = f->dirty = true;
 	return 0;
@@ -645,7 +648,7 @@ static int store_rel(struct mce_file *f, struct mce_sec *rs, size_t i)
 int mce_reserve_sections(struct mce_file *f, size_t extra)
 {
 	if (f->shnum + extra > f->secs_cap && grow_secs(f, f->shnum + extra) < 0)
-		return fail(f, "out of memory");
+		return mce_fail(f, "out of memory");
 	return 0;
 }
 
@@ -655,9 +658,9 @@ int mce_rel_retire(struct mce_file *f, struct mce_sec *rs, size_t i,
 	if (mce_load_rels(f, rs) < 0)
 		return -1;
 	if (i >= rs->nrels)
-		return fail(f, "%s: no relocation %zu", rs->name, i);
+		return mce_fail(f, "%s: no relocation %zu", rs->name, i);
 	rs->rels[i] = (struct mce_rel){ .offset = rs->rels[i].offset, .type = none };
-	return store_rel(f, rs, i);
+	return mce_store_rel(f, rs, i);
 }
 
 long mce_add_section(struct mce_file *f, const char *name, GElf_Word type,
@@ -668,13 +671,13 @@ long mce_add_section(struct mce_file *f, const char *name, GElf_Word type,
 	struct mce_sec *s = new_sec(f);
 
 	if (!s)
-		return fail(f, "out of memory");
+		return mce_fail(f, "out of memory");
 	s->is_new = true;
 	s->name = strdup(name);
 	s->data = calloc(1, sizeof(*s->data));
 	s->owned = malloc(size ? size : 1);
 	if (!s->name || !s->data || !s->owned)
-		return fail(f, "out of memory");
+		return mce_fail(f, "out of memory");
 	if (size)
 		memcpy(s->owned, data, size);
 	s->data->d_buf = s->owned;
@@ -702,7 +705,7 @@ static int index_section_symbols(struct mce_file *f)
 	f->nsecsym = f->shnum;
 	f->secsym = calloc(f->nsecsym + 1, sizeof(*f->secsym));
 	if (!f->secsym)
-		return fail(f, "out of memory");
+		return mce_fail(f, "out of memory");
 	for (size_t i = f->nsyms; i-- > 1;)	/* the first one wins */
 		if (f->syms[i].type == STT_SECTION && f->syms[i].shndx < f->nsecsym)
 			f->secsym[f->syms[i].shndx] = (uint32_t)i;
@@ -712,7 +715,7 @@ static int index_section_symbols(struct mce_file *f)
 long mce_find_section_symbol(struct mce_file *f, uint32_t shndx)
 {
 	if (!f->symtab)
-		return fail(f, "no symbol table");
+		return mce_fail(f, "no symbol table");
 	if (index_section_symbols(f) < 0)
 		return -1;
 	return shndx < f->nsecsym ? f->secsym[shndx] : 0;
@@ -727,7 +730,7 @@ long mce_section_symbol(struct mce_file *f, uint32_t shndx)
 
 	struct mce_sym *n = realloc(f->syms, (f->nsyms + 1) * sizeof(*n));
 	if (!n)
-		return fail(f, "out of memory");
+		return mce_fail(f, "out of memory");
 	f->syms = n;
 
 	size_t first_global = f->symtab->sh.sh_info;
@@ -737,7 +740,7 @@ long mce_section_symbol(struct mce_file *f, uint32_t shndx)
 			       .raw_shndx = shndx >= SHN_LORESERVE ? SHN_XINDEX : shndx };
 
 	if (shndx >= SHN_LORESERVE && !f->symtab_shndx)
-		return fail(f, "section index %u needs a SHT_SYMTAB_SHNDX table", shndx);
+		return mce_fail(f, "section index %u needs a SHT_SYMTAB_SHNDX table", shndx);
 	/*
 	 * Locals must precede globals (sh_info is the first global), so a new
 	 * local takes the first global's slot and that global moves to the end.
@@ -763,7 +766,7 @@ long mce_section_symbol(struct mce_file *f, uint32_t shndx)
 			for (size_t k = 0; k < s->nrels; k++)
 				if (s->rels[k].sym == first_global) {
 					s->rels[k].sym = (uint32_t)moved_to;
-					if (store_rel(f, s, k) < 0)
+					if (mce_store_rel(f, s, k) < 0)
 						return -1;
 				}
 		} else if (s->sh.sh_type == SHT_GROUP && s->sh.sh_link == f->symtab->idx &&
@@ -789,11 +792,11 @@ long mce_add_addr_table(struct mce_file *f, const char *name, GElf_Xword flags,
 
 	if (!tab || !rel || asprintf(&rname, "%s%s", rela ? ".rela" : ".rel", name) < 0) {
 		rname = NULL;
-		fail(f, "out of memory");
+		mce_fail(f, "out of memory");
 		goto out;
 	}
 	if (!f->symtab) {
-		fail(f, "no symbol table");
+		mce_fail(f, "no symbol table");
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -872,10 +875,11 @@ long mce_label_before(struct mce_file *f, uint32_t shndx, uint64_t off,
 
 			/* Functions, and untyped named labels (assembly). */
 			if ((m->type == STT_FUNC || (m->type == STT_NOTYPE && m->name[0] &&
-						     m->name[0] != '$')) &&
+						     m->name[0] != '$' &&
+						     strncmp(m->name, ".L", 2))) &&
 			    m->shndx && m->shndx < f->shnum)
-				f->bounds[f->nbounds++] = (struct mce_bound){ m->shndx, m->value,
-									     (uint32_t)i };
+				f->bounds[f->nbounds++] = (struct mce_bound){
+					m->shndx, m->value - mce_sec_base(f, m->shndx), (uint32_t)i };
 		}
 		qsort(f->bounds, f->nbounds, sizeof(*f->bounds), cmp_bound);
 	}
@@ -896,16 +900,28 @@ long mce_label_before(struct mce_file *f, uint32_t shndx, uint64_t off,
 	return f->bounds[lo - 1].sym;
 }
 
-const char *mce_where(const struct mce_file *f, uint32_t shndx, uint64_t off,
+const char *mce_where(struct mce_file *f, uint32_t shndx, uint64_t off,
 		      char *buf, size_t len)
 {
 	const struct mce_sym *best = NULL;
+	uint64_t start;
+	long fn = mce_label_before(f, shndx, off, &start);
 
+	/* The common case, a place inside a function, from the index; only
+	 * places outside every function scan all symbols. */
+	if (fn > 0 && f->syms[fn].type == STT_FUNC && off - start < f->syms[fn].size) {
+		snprintf(buf, len, "%s+0x%llx", f->syms[fn].name,
+			 (unsigned long long)(off - start));
+		return buf;
+	}
+
+	/* Symbol values of a linked image are addresses. */
+	off += mce_sec_base(f, shndx);
 	for (size_t i = 0; i < f->nsyms; i++) {
 		const struct mce_sym *m = &f->syms[i];
 
 		if (m->shndx != shndx || m->type == STT_SECTION || !m->name[0] ||
-		    m->value > off)
+		    m->name[0] == '$' || !strncmp(m->name, ".L", 2) || m->value > off)
 			continue;
 		/* Prefer the function that contains OFF, then the closest. */
 		bool inside = off < m->value + m->size;
@@ -917,6 +933,9 @@ const char *mce_where(const struct mce_file *f, uint32_t shndx, uint64_t off,
 	if (best)
 		snprintf(buf, len, "%s+0x%llx", best->name,
 			 (unsigned long long)(off - best->value));
+	else if (mce_sec_base(f, shndx))
+		snprintf(buf, len, "%s+0x%llx", f->secs[shndx].name,
+			 (unsigned long long)(off - mce_sec_base(f, shndx)));
 	else
 		snprintf(buf, len, "%s+0x%llx", shndx < f->shnum ? f->secs[shndx].name : "?",
 			 (unsigned long long)off);
@@ -1009,7 +1028,7 @@ static void *to_file(struct mce_file *f, struct out *o, Elf_Type t,
 	if (!size)
 		return dst;
 	if (!gelf_xlatetof(f->elf, &d, &s, f->map[EI_DATA])) {
-		fail(f, "cannot convert section data: %s", elf_errmsg(-1));
+		mce_fail(f, "cannot convert section data: %s", elf_errmsg(-1));
 		return NULL;
 	}
 	return dst;
@@ -1105,7 +1124,7 @@ static int build_image(struct mce_file *f, struct out *o)
 	bool linked = f->eh.e_phnum != 0 || o->in_place;
 
 	if (!bytes || !order) {
-		fail(f, "out of memory");
+		mce_fail(f, "out of memory");
 		goto out;
 	}
 
@@ -1122,7 +1141,7 @@ static int build_image(struct mce_file *f, struct out *o)
 			shcap += strlen(f->secs[i].name) + 1;
 	shstr = out_keep(o, malloc(shcap));
 	if (!shstr) {
-		fail(f, "out of memory");
+		mce_fail(f, "out of memory");
 		goto out;
 	}
 	memcpy(shstr, sd->d_buf, shlen);
@@ -1368,7 +1387,7 @@ static int build_image(struct mce_file *f, struct out *o)
 	ret = 0;
 	goto out;
 oom:
-	fail(f, "out of memory");
+	mce_fail(f, "out of memory");
 out:
 	free(bytes);
 	free(order);
@@ -1391,16 +1410,16 @@ int mce_write_in_place(struct mce_file *f)
 		goto out;
 	fd = f->writable ? dup(f->fd) : open(f->path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0) {
-		fail(f, "cannot open for writing: %s", strerror(errno));
+		mce_fail(f, "cannot open for writing: %s", strerror(errno));
 		goto out;
 	}
 	if (lseek(fd, (off_t)f->size, SEEK_SET) < 0 || write_all(fd, &o) < 0) {
-		fail(f, "cannot append: %s", strerror(errno));
+		mce_fail(f, "cannot append: %s", strerror(errno));
 		goto undo;
 	}
 	ssize_t w = pwrite(fd, o.ehdr, o.ehdr_len, 0);
 	if (w != (ssize_t)o.ehdr_len) {
-		fail(f, "cannot write the ELF header: %s", w < 0 ? strerror(errno) : "short write");
+		mce_fail(f, "cannot write the ELF header: %s", w < 0 ? strerror(errno) : "short write");
 		goto undo;
 	}
 	ret = 0;
@@ -1411,7 +1430,7 @@ undo:
 			 "; and could not truncate back: %s", strerror(errno));
 out:
 	if (fd >= 0 && close(fd) < 0 && ret == 0)
-		ret = fail(f, "cannot write: %s", strerror(errno));
+		ret = mce_fail(f, "cannot write: %s", strerror(errno));
 	out_free(&o);
 	return ret;
 }
@@ -1426,10 +1445,10 @@ int mce_write(struct mce_file *f, const char *outpath)
 	mode_t mode = f->st.st_mode & 07777;
 
 	if (!dup)
-		return fail(f, "out of memory");
+		return mce_fail(f, "out of memory");
 	if (outpath && stat(outpath, &tst) == 0) {
 		if (!S_ISREG(tst.st_mode)) {
-			fail(f, "%s: not a regular file", outpath);
+			mce_fail(f, "%s: not a regular file", outpath);
 			goto out;
 		}
 		mode = tst.st_mode & 07777;
@@ -1439,31 +1458,31 @@ int mce_write(struct mce_file *f, const char *outpath)
 	if (asprintf(&tmp, "%s/.%s.XXXXXX", dirname(dup),
 		     strrchr(target, '/') ? strrchr(target, '/') + 1 : target) < 0) {
 		tmp = NULL;
-		fail(f, "out of memory");
+		mce_fail(f, "out of memory");
 		goto out;
 	}
 	fd = mkstemp(tmp);
 	if (fd < 0) {
-		fail(f, "cannot create a temporary file beside %s: %s", target,
+		mce_fail(f, "cannot create a temporary file beside %s: %s", target,
 		     strerror(errno));
 		goto out;
 	}
 	if (write_all(fd, &o) < 0) {
-		fail(f, "cannot write %s: %s", tmp, strerror(errno));
+		mce_fail(f, "cannot write %s: %s", tmp, strerror(errno));
 		goto out;
 	}
 	if (fchmod(fd, mode) < 0) {
-		fail(f, "cannot set the mode of %s: %s", tmp, strerror(errno));
+		mce_fail(f, "cannot set the mode of %s: %s", tmp, strerror(errno));
 		goto out;
 	}
 	if (close(fd) < 0) {
 		fd = -1;
-		fail(f, "cannot write %s: %s", tmp, strerror(errno));
+		mce_fail(f, "cannot write %s: %s", tmp, strerror(errno));
 		goto out;
 	}
 	fd = -1;
 	if (rename(tmp, target) < 0) {
-		fail(f, "cannot replace %s: %s", target, strerror(errno));
+		mce_fail(f, "cannot replace %s: %s", target, strerror(errno));
 		goto out;
 	}
 	ret = 0;

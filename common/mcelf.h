@@ -55,6 +55,8 @@ struct mce_sym {
 	uint32_t st_name;
 };
 
+struct mce_dynrel;
+
 struct mce_bound {
 	uint32_t shndx;
 	uint64_t value;
@@ -87,12 +89,25 @@ struct mce_file {
 	uint32_t *secsym;	/* section index -> its STT_SECTION symbol, or 0;
 				 * built on first use */
 	size_t nsecsym;
+	struct mce_sec **byaddr;	/* allocated sections by address; first use */
+	size_t nbyaddr;
+	struct mce_dynrel *dynrels;	/* linked images: by address; first use */
+	size_t ndynrels;
+	bool dynrels_loaded;
+	uint32_t relative_type;
+	void **garbage;		/* replaced buffers names may still point into */
+	size_t ngarbage;
 	bool dirty;
 	char err[512];
 };
 
 /* Inputs up to this size are read into memory, larger ones mapped. */
 #define MCE_READ_LIMIT (64u << 20)
+
+/* Set f->err from FMT (for callers that fail on the layer's behalf too);
+ * always returns -1. */
+int mce_fail(struct mce_file *f, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 /* Open and parse PATH (read-only; the file itself is never modified). */
 int mce_open(struct mce_file *f, const char *path);
@@ -169,8 +184,16 @@ int mce_sec_empty(struct mce_file *f, struct mce_sec *s);
 long mce_label_before(struct mce_file *f, uint32_t shndx, uint64_t off,
 		      uint64_t *start);
 
+/* What symbol values of section SHNDX count from: its address in a
+ * linked image, 0 in a relocatable object.  Places are always offsets. */
+static inline uint64_t mce_sec_base(const struct mce_file *f, uint32_t shndx)
+{
+	return (f->eh.e_type == ET_EXEC || f->eh.e_type == ET_DYN) && shndx < f->shnum ?
+		f->secs[shndx].sh.sh_addr : 0;
+}
+
 /* "sym+0xoff" for offset OFF of section SHNDX, or "section+0xoff". */
-const char *mce_where(const struct mce_file *f, uint32_t shndx, uint64_t off,
+const char *mce_where(struct mce_file *f, uint32_t shndx, uint64_t off,
 		      char *buf, size_t len);
 
 /* Relocation encoding helpers (class- and MIPS64-aware). */
@@ -201,5 +224,64 @@ void mce_put_addr(const struct mce_file *f, void *p, uint64_t v);
 uint32_t mce_get32(const struct mce_file *f, const void *p);
 void mce_put32(const struct mce_file *f, void *p, uint32_t v);
 uint16_t mce_get16(const struct mce_file *f, const void *p);
+
+/* --- symbols ------------------------------------------------------------ */
+
+/* The .symtab index of the first symbol called NAME, or -1. */
+long mce_sym_lookup(const struct mce_file *f, const char *name);
+/* Change symbol I's value (and section). */
+int mce_sym_set(struct mce_file *f, size_t i, uint32_t shndx, uint64_t value);
+/* Append a global (or weak) symbol NAME to .symtab; its index. */
+long mce_add_global(struct mce_file *f, const char *name, uint32_t shndx,
+		    uint64_t value, uint64_t size, uint8_t bind, uint8_t type,
+		    uint8_t other);
+/*
+ * Insert N local symbols SYMS (names in SYMS[i].name, copied into .strtab)
+ * before the first global, in one pass: every global moves up by N and
+ * every relocation and group that names one is renumbered.  Returns the
+ * index of the first new symbol.
+ */
+long mce_add_locals(struct mce_file *f, const struct mce_sym *syms, size_t n);
+
+/* --- linked images (ET_EXEC, ET_DYN) ------------------------------------ */
+
+static inline bool mce_linked(const struct mce_file *f)
+{
+	return f->eh.e_type == ET_EXEC || f->eh.e_type == ET_DYN;
+}
+
+/* The allocated section with contents that holds address VA, or NULL. */
+struct mce_sec *mce_sec_of_vaddr(struct mce_file *f, uint64_t va);
+
+/* One dynamic relocation of a linked image, from any SHF_ALLOC REL/RELA
+ * section or from SHT_RELR (rs NULL). */
+struct mce_dynrel {
+	uint64_t where;
+	struct mce_sec *rs;	/* NULL: DT_RELR, the addend is in place */
+	size_t i;		/* index in rs */
+	uint32_t type, sym;
+	int64_t addend;
+};
+
+/*
+ * Index every dynamic relocation by address.  RELATIVE is the
+ * architecture's R_*_RELATIVE type, which the word accessors below follow.
+ */
+int mce_dynrels_load(struct mce_file *f, uint32_t relative);
+/* The dynamic relocation at exactly VA, or NULL. */
+const struct mce_dynrel *mce_dynrel_at(struct mce_file *f, uint64_t va);
+/* The dynamic symbol a relocation names ("" if none). */
+const char *mce_dynrel_name(struct mce_file *f, const struct mce_dynrel *d);
+
+/*
+ * The address-sized word at VA as the loaded image sees it relative to its
+ * load address: the addend of a RELA R_*_RELATIVE relocation there (the
+ * place itself may hold 0, as on aarch64 and riscv64), else the bytes in
+ * place (REL, DT_RELR, absolute images).  -1 if VA has no contents.
+ */
+int mce_word_read(struct mce_file *f, uint64_t va, uint64_t *value);
+/* Store VALUE at VA so that every view agrees: in place, and in the
+ * addend of a RELA relocation there. */
+int mce_word_write(struct mce_file *f, uint64_t va, uint64_t value);
 
 #endif

@@ -105,8 +105,14 @@ static void check_placement(struct checker *k, const struct op_entry *e)
 	}
 	/* Past the end of the last sized symbol: code whose symbol the
 	 * object does not keep (modules lose some); its entry is unknown. */
-	if (k->f->syms[fn].size && e->off >= start + k->f->syms[fn].size)
+	if (k->f->syms[fn].size && e->off >= start + k->f->syms[fn].size) {
+		/* A linked image keeps every function's symbol; code no
+		 * symbol covers is a weak definition another replaced. */
+		if (mce_linked(k->f))
+			problem(k, e->shndx, e->off, true, "lies in no function (the code of "
+				"a weak definition the link replaced?); objpatch sort drops it");
 		return;
+	}
 	if (k->a->landing_pad)
 		pad = k->a->landing_pad(&t, start);
 	bool at_entry = e->off == start || e->off == start + pad;
@@ -125,12 +131,71 @@ static void check_placement(struct checker *k, const struct op_entry *e)
 static int cmp_place(const void *a, const void *b)
 {
 	const struct op_entry *x = a, *y = b;
+	int c = op_cmp_place(x, y);
 
-	if (x->shndx != y->shndx)
-		return x->shndx < y->shndx ? -1 : 1;
-	if (x->off != y->off)
-		return x->off < y->off ? -1 : 1;
+	if (c)
+		return c;
 	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+static bool in_table(const struct op_entry *sorted, size_t n, uint32_t shndx, uint64_t off)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (sorted[mid].shndx < shndx ||
+		    (sorted[mid].shndx == shndx && sorted[mid].off < off))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && sorted[lo].shndx == shndx && sorted[lo].off == off;
+}
+
+/*
+ * A linked image has no relocations to say where mcount is called: decode
+ * every function the symbol table names, from its first byte to its last,
+ * and resolve each call's target (a symbol, a PLT entry, a GOT slot).
+ */
+static size_t check_complete_linked(struct checker *k, const struct op_entry *sorted,
+				    size_t n)
+{
+	struct mce_file *f = k->f;
+	size_t calls = 0;
+
+	for (size_t i = 1; i < f->nsyms; i++) {
+		const struct mce_sym *m = &f->syms[i];
+
+		if (m->type != STT_FUNC || !m->size || !m->shndx || m->shndx >= f->shnum ||
+		    !mce_sec_exec(&f->secs[m->shndx]))
+			continue;
+		struct mce_sec *tx = &f->secs[m->shndx];
+		struct mc_text t = text_of(k, m->shndx);
+		uint64_t off = m->value - tx->sh.sh_addr, end = off + m->size;
+
+		if (m->value < tx->sh.sh_addr || end > t.size)
+			continue;
+		while (off < end) {
+			struct mc_insn in;
+
+			if (k->a->insn(&t, off, tx->sh.sh_addr + off, &in) < 0 || !in.len)
+				break;	/* data in code: the rest is not ours to judge */
+			if (in.call && mc_is_mcount_name(op_callee(f, k->a, &in))) {
+				if (calls++ == 0 && !k->ntables)
+					problem(k, 0, 0, false, "no __mcount_loc or "
+						"__patchable_function_entries table, but calls to %s",
+						op_callee(f, k->a, &in));
+				if (!in_table(sorted, n, m->shndx, off))
+					problem(k, m->shndx, off, true,
+						"call to %s missing from the table",
+						op_callee(f, k->a, &in));
+			}
+			off += in.len;
+		}
+	}
+	return calls;
 }
 
 /* Every call to an mcount symbol the code makes must be in the table.
@@ -166,18 +231,7 @@ static size_t check_complete(struct checker *k, const struct op_entry *sorted, s
 				problem(k, 0, 0, false, "no __mcount_loc or "
 					"__patchable_function_entries table, but calls to %s",
 					f->syms[r->sym].name);
-			size_t lo = 0, hi = n;
-
-			while (lo < hi) {
-				size_t mid = lo + (hi - lo) / 2;
-
-				if (sorted[mid].shndx < tx ||
-				    (sorted[mid].shndx == tx && sorted[mid].off < site.off))
-					lo = mid + 1;
-				else
-					hi = mid;
-			}
-			if (lo == n || sorted[lo].shndx != tx || sorted[lo].off != site.off)
+			if (!in_table(sorted, n, tx, site.off))
 				problem(k, tx, site.off, true, "call to %s missing from the table",
 					f->syms[r->sym].name);
 		}
@@ -212,10 +266,23 @@ static int check_one(const char *path, const struct op_common *c, struct json *j
 		const struct op_entry *e = &s.v[i];
 
 		if (!e->resolved) {
-			problem(&k, 0, 0, false, "%s entry %zu has no relocation (a zero entry)",
-				e->table, e->idx);
+			if (!mce_linked(&f))
+				problem(&k, 0, 0, false, "%s entry %zu has no relocation "
+					"(a zero entry)", e->table, e->idx);
+			else if (!e->addr)
+				problem(&k, 0, 0, false, "%s entry %zu is zero", e->table, e->idx);
+			else
+				problem(&k, 0, 0, false, "%s entry %zu (0x%llx) points outside "
+					"every section", e->table, e->idx,
+					(unsigned long long)e->addr);
 			continue;
 		}
+		if (mce_linked(&f) && i && s.v[i - 1].table == e->table &&
+		    s.v[i - 1].addr > e->addr)
+			problem(&k, e->shndx, e->off, true, "%s entry %zu is out of order "
+				"(0x%llx after 0x%llx): the table is not sorted", e->table,
+				e->idx, (unsigned long long)e->addr,
+				(unsigned long long)s.v[i - 1].addr);
 		if (!mce_sec_exec(&f.secs[e->shndx])) {
 			problem(&k, e->shndx, e->off, true, "%s entry %zu points into %s, "
 				"which is not executable", e->table, e->idx, f.secs[e->shndx].name);
@@ -241,13 +308,20 @@ static int check_one(const char *path, const struct op_common *c, struct json *j
 	for (size_t i = 0; i < s.n; i++)
 		if (s.v[i].resolved)
 			sorted[n++] = s.v[i];
+	/* in_table() searches by section and offset. */
+	if (mce_linked(&f))
+		for (size_t i = 0; i < n; i++)
+			sorted[i].addr = 0;
 	qsort(sorted, n, sizeof(*sorted), cmp_place);
 	for (size_t i = 1; i < n; i++)
 		if (sorted[i].shndx == sorted[i - 1].shndx && sorted[i].off == sorted[i - 1].off)
 			problem(&k, sorted[i].shndx, sorted[i].off, true,
 				"%s entry %zu duplicates entry %zu", sorted[i].table,
 				sorted[i].idx, sorted[i - 1].idx);
-	check_complete(&k, sorted, n);
+	if (mce_linked(&f))
+		check_complete_linked(&k, sorted, n);
+	else
+		check_complete(&k, sorted, n);
 	if (c->json) {
 		json_end(j, ']');
 		json_end(j, '}');

@@ -23,6 +23,10 @@ static const struct {
 } cmds[] = {
 	{ "inspect", cmd_inspect, "inspect [-j|-p] [--functions] FILE..." },
 	{ "check", cmd_check, "check [-j|-p] FILE..." },
+	{ "sort", cmd_sort, "sort [-v] IMAGE..." },
+	{ "nop", cmd_nop, "nop [-v] FILE..." },
+	{ "link", cmd_link, "link [--nop] [--no-sort] [--check] [--runtime] [-v] -- LINK-COMMAND..." },
+	{ "tramp", cmd_tramp, "tramp --arch ARCH -o FILE.o|FILE.S" },
 };
 
 static void usage(FILE *out)

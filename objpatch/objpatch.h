@@ -14,5 +14,13 @@ struct op_common {
 
 int cmd_inspect(int argc, char **argv, const struct op_common *c);
 int cmd_check(int argc, char **argv, const struct op_common *c);
+int cmd_sort(int argc, char **argv, const struct op_common *c);
+int cmd_nop(int argc, char **argv, const struct op_common *c);
+int cmd_link(int argc, char **argv, const struct op_common *c);
+int cmd_tramp(int argc, char **argv, const struct op_common *c);
+
+/* Emit the runtime object for the link command ARGV (its compiler
+ * driver CC) into OUT.  -1 with a diagnostic printed on failure. */
+int op_tramp_for_link(const char *cc, int argc, char **argv, const char *out);
 
 #endif

@@ -11,22 +11,32 @@ const char *const op_state_name[] = { "call", "nop", "patchable", "other" };
 
 static const char *const table_names[] = { "__mcount_loc", "__patchable_function_entries" };
 
-const struct mc_arch *op_open(struct mce_file *f, const char *path)
+const struct mc_arch *op_open_mode(struct mce_file *f, const char *path, bool writable)
 {
 	const struct mc_arch *a;
 
-	if (mce_open(f, path) < 0) {
+	if (mce_open_mode(f, path, writable) < 0) {
 		mc_error(path, "%s", f->err);
 		return NULL;
 	}
-	if (f->eh.e_type != ET_REL) {
-		mc_error(path, "only relocatable objects are supported so far (ELF type %u)",
+	if (f->eh.e_type != ET_REL && !mce_linked(f)) {
+		mc_error(path, "neither a relocatable object nor a linked image (ELF type %u)",
+			 f->eh.e_type);
+		return NULL;
+	}
+	if (mce_linked(f) && !f->eh.e_phnum) {
+		mc_error(path, "a linked image (ELF type %u) without program headers",
 			 f->eh.e_type);
 		return NULL;
 	}
 	a = mc_arch_find(f->eh.e_machine, f->cls);
 	if (!a) {
 		mc_error(path, "unsupported machine %u", f->eh.e_machine);
+		return NULL;
+	}
+	if (mce_linked(f) && !a->insn) {
+		mc_error(path, "linked %s images are not supported yet (relocatable objects are)",
+			 a->name);
 		return NULL;
 	}
 	/* Validate every relocation up front: a bad one is an error here,
@@ -37,7 +47,81 @@ const struct mc_arch *op_open(struct mce_file *f, const char *path)
 			mc_error(path, "%s", f->err);
 			return NULL;
 		}
+	if (mce_linked(f) && mce_dynrels_load(f, a->relative_reloc) < 0) {
+		mc_error(path, "%s", f->err);
+		return NULL;
+	}
 	return a;
+}
+
+const struct mc_arch *op_open(struct mce_file *f, const char *path)
+{
+	return op_open_mode(f, path, false);
+}
+
+int op_cmp_place(const struct op_entry *x, const struct op_entry *y)
+{
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	if (x->shndx != y->shndx)
+		return x->shndx < y->shndx ? -1 : 1;
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+static struct mc_text text_at(struct mce_file *f, struct mce_sec *s)
+{
+	Elf_Data *d = mce_sec_data(f, s);
+	struct mc_text t = { .msb = f->msb, .elfclass = f->cls };
+
+	if (d && d->d_buf) {
+		t.buf = d->d_buf;
+		t.size = d->d_size;
+	}
+	return t;
+}
+
+const char *op_callee(struct mce_file *f, const struct mc_arch *a,
+		      const struct mc_insn *in)
+{
+	static struct mce_file *cf;
+	static uint64_t ctarget;
+	static bool cslot;
+	static const char *cname;
+	const struct mce_dynrel *d;
+	uint64_t slot = in->target;
+	const char *name = "";
+
+	if (!in->has_target)
+		return "";
+	/* Calls of one image mostly reach the same few places. */
+	if (cf == f && ctarget == in->target && cslot == in->via_slot)
+		return cname;
+	if (!in->via_slot) {
+		struct mce_sec *s = mce_sec_of_vaddr(f, in->target);
+		uint64_t start;
+		long sym;
+
+		slot = 0;
+		if (s && (s->sh.sh_flags & SHF_EXECINSTR)) {
+			sym = mce_label_before(f, (uint32_t)s->idx, in->target - s->sh.sh_addr,
+					       &start);
+			if (sym > 0 && start == in->target - s->sh.sh_addr)
+				name = f->syms[sym].name;
+			else if (!strncmp(s->name, ".plt", 4) || !strcmp(s->name, ".iplt")) {
+				struct mc_text t = text_at(f, s);
+
+				slot = a->plt_slot ? a->plt_slot(&t, in->target - s->sh.sh_addr,
+								 in->target) : 0;
+			}
+		}
+	}
+	if (slot && (d = mce_dynrel_at(f, slot)))
+		name = mce_dynrel_name(f, d);
+	cf = f;
+	ctarget = in->target;
+	cslot = in->via_slot;
+	cname = name;
+	return name;
 }
 
 static bool is_mcount_target(const struct mce_file *f, uint32_t sym)
@@ -60,6 +144,19 @@ void op_classify(struct mce_file *f, const struct mc_arch *a, uint32_t shndx,
 		return;
 	t.buf = d->d_buf;
 	t.size = d->d_size;
+
+	/* Linked: no relocations left; decode, and name what is called. */
+	if (mce_linked(f)) {
+		struct mc_insn in;
+
+		if (a->insn(&t, off, tx->sh.sh_addr + off, &in) == 0 && in.call &&
+		    mc_is_mcount_name(op_callee(f, a, &in))) {
+			e->state = OP_CALL;
+			e->len = in.len;
+			e->target = op_callee(f, a, &in);
+			return;
+		}
+	}
 
 	/* A call: a relocation against an mcount symbol inside the first
 	 * instruction(s) at OFF, that decodes as a call starting at OFF. */
@@ -106,18 +203,112 @@ void op_classify(struct mce_file *f, const struct mc_arch *a, uint32_t shndx,
 
 static int push(struct op_sites *s, const struct op_entry *e)
 {
-	struct op_entry *n = realloc(s->v, (s->n + 1) * sizeof(*n));
+	/* Capacity doubles at powers of two. */
+	if (!s->n || (s->n >= 16 && !(s->n & (s->n - 1)))) {
+		struct op_entry *n = realloc(s->v, (s->n ? 2 * s->n : 16) * sizeof(*n));
 
-	if (!n)
-		return -1;
-	s->v = n;
+		if (!n)
+			return -1;
+		s->v = n;
+	}
 	s->v[s->n++] = *e;
+	return 0;
+}
+
+/*
+ * The tables of a linked image.  The kernel's bounds (__start_mcount_loc,
+ * __stop_mcount_loc, around whatever vmlinux.lds collected, often inside
+ * .init.data) come first; then, per table name, the GNU __start_/__stop_
+ * symbols, or the output section of that name.
+ */
+static void find_tables(struct mce_file *f, struct op_sites *s)
+{
+	long ks = mce_sym_lookup(f, "__start_mcount_loc");
+	long ke = mce_sym_lookup(f, "__stop_mcount_loc");
+
+	for (size_t j = 0; j < sizeof(table_names) / sizeof(table_names[0]); j++) {
+		struct op_table *t = &s->tables[s->ntables];
+		char b[64], e[64];
+
+		snprintf(b, sizeof(b), "__start_%s", table_names[j]);
+		snprintf(e, sizeof(e), "__stop_%s", table_names[j]);
+		*t = (struct op_table){ .name = table_names[j],
+					.bound = { mce_sym_lookup(f, b), mce_sym_lookup(f, e),
+						   -1, -1 } };
+		struct mce_sec *sec = mce_sec_by_name(f, table_names[j]);
+
+		if (sec && sec->sh.sh_type == SHT_PROGBITS) {
+			t->sec = sec;
+			t->own_section = true;
+			t->start = sec->sh.sh_addr;
+			t->end = sec->sh.sh_addr + sec->sh.sh_size;
+		}
+		if (t->bound[0] > 0 && t->bound[1] > 0) {
+			t->start = f->syms[t->bound[0]].value;
+			t->end = f->syms[t->bound[1]].value;
+		}
+		/* The kernel's names bound the first table vmlinux.lds fills. */
+		if (ks > 0 && ke > 0 && (j == 0 || !s->ntables)) {
+			if (!t->sec || f->syms[ks].value != t->start)
+				t->own_section = false;
+			t->bound[2] = ks;
+			t->bound[3] = ke;
+			t->start = f->syms[ks].value;
+			t->end = f->syms[ke].value;
+			ks = ke = -1;
+		}
+		if (t->end <= t->start)
+			continue;
+		if (!t->own_section)
+			t->sec = mce_sec_of_vaddr(f, t->start);
+		if (t->sec)
+			s->ntables++;
+	}
+}
+
+static int push(struct op_sites *s, const struct op_entry *e);
+
+static int load_linked(struct mce_file *f, const struct mc_arch *a, struct op_sites *s)
+{
+	find_tables(f, s);
+	for (size_t k = 0; k < s->ntables; k++) {
+		const struct op_table *t = &s->tables[k];
+		size_t n = (t->end - t->start) / f->addrsize;
+
+		if (t->start < t->sec->sh.sh_addr ||
+		    t->end > t->sec->sh.sh_addr + t->sec->sh.sh_size ||
+		    (t->end - t->start) % f->addrsize)
+			return mce_fail(f, "%s: bounds 0x%llx..0x%llx do not fit section %s",
+					       t->name, (unsigned long long)t->start,
+					       (unsigned long long)t->end, t->sec->name);
+		for (size_t i = 0; i < n; i++) {
+			struct op_entry e = { .idx = i, .table = t->name,
+					      .slot = t->start + i * f->addrsize };
+			struct mce_sec *in;
+
+			if (mce_word_read(f, e.slot, &e.addr) < 0)
+				return -1;
+			in = e.addr ? mce_sec_of_vaddr(f, e.addr) : NULL;
+			if (in) {
+				e.resolved = true;
+				e.shndx = (uint32_t)in->idx;
+				e.off = e.addr - in->sh.sh_addr;
+			}
+			if (push(s, &e) < 0)
+				return mce_fail(f, "out of memory");
+		}
+	}
+	for (size_t i = 0; i < s->n; i++)
+		if (s->v[i].resolved && mce_sec_exec(&f->secs[s->v[i].shndx]))
+			op_classify(f, a, s->v[i].shndx, s->v[i].off, &s->v[i]);
 	return 0;
 }
 
 int op_sites_load(struct mce_file *f, const struct mc_arch *a, struct op_sites *s)
 {
 	memset(s, 0, sizeof(*s));
+	if (mce_linked(f))
+		return load_linked(f, a, s);
 	for (size_t k = 1; k < f->shnum; k++) {
 		struct mce_sec *tab = &f->secs[k];
 		const char *name = NULL;

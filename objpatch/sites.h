@@ -20,7 +20,10 @@ enum op_state {
 struct op_entry {
 	size_t idx;		/* position in the table */
 	const char *table;	/* __mcount_loc or __patchable_function_entries */
-	bool resolved;		/* its relocation names a place */
+	bool resolved;		/* its relocation names a place (linked: its
+				 * address lies in a section) */
+	uint64_t addr;		/* linked images: the address the entry holds */
+	uint64_t slot;		/* linked images: the entry's own address */
 	uint32_t shndx;
 	uint64_t off;
 	enum op_state state;
@@ -29,11 +32,30 @@ struct op_entry {
 	char bytes[48];		/* OP_OTHER: what is there, in hex */
 };
 
+/* A table of a linked image: the entries between START and END. */
+struct op_table {
+	const char *name;	/* as entries report it */
+	uint64_t start, end;
+	struct mce_sec *sec;	/* the section holding it */
+	bool own_section;	/* sec is the table itself, not e.g. .init.data */
+	long bound[4];		/* __start_X, __stop_X, __start_mcount_loc,
+				 * __stop_mcount_loc (symbol indices or -1) */
+};
+
 struct op_sites {
 	struct op_entry *v;
 	size_t n;
 	size_t ntables;
+	struct op_table tables[2];	/* linked images */
 };
+
+/* Place order: by address in a linked image, else by section and offset. */
+int op_cmp_place(const struct op_entry *x, const struct op_entry *y);
+
+/* The name of what a decoded call in a linked image reaches ("" if not
+ * known): a symbol, or the dynamic symbol behind a PLT entry or GOT slot. */
+const char *op_callee(struct mce_file *f, const struct mc_arch *a,
+		      const struct mc_insn *in);
 
 extern const char *const op_state_name[];
 
@@ -45,8 +67,10 @@ void op_sites_free(struct op_sites *s);
 void op_classify(struct mce_file *f, const struct mc_arch *a, uint32_t shndx,
 		 uint64_t off, struct op_entry *e);
 
-/* Open FILE as a relocatable object of a known architecture, or print one
- * diagnostic and return NULL. */
+/* Open FILE (a relocatable object, or a linked image of an architecture
+ * objpatch can decode linked code of) read-only, or read-write when
+ * WRITABLE; or print one diagnostic and return NULL. */
 const struct mc_arch *op_open(struct mce_file *f, const char *path);
+const struct mc_arch *op_open_mode(struct mce_file *f, const char *path, bool writable);
 
 #endif

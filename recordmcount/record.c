@@ -15,6 +15,7 @@
 
 #include "../arch/arch.h"
 #include "../common/diag.h"
+#include "../common/sitenop.h"
 #include "../common/mcelf.h"
 
 #include <stdio.h>
@@ -237,34 +238,60 @@ out:
 static int nop_site(struct mce_file *f, const struct mc_arch *a,
 		    const struct site_rec *sr, bool must)
 {
-	struct mce_sec *tx = &f->secs[sr->shndx];
-	Elf_Data *d = mce_sec_data(f, tx);
-	struct mc_text t = { .buf = d->d_buf, .size = d->d_size, .msb = f->msb,
-			     .elfclass = f->cls };
-	uint8_t buf[MC_MAX_SITE * 2];
-	size_t total = (size_t)sr->s.pre + sr->s.len + sr->s.post;
 	char where[256];
+	int r = mc_nop_site(f, a, &f->secs[sr->shndx], sr->rs, &sr->s);
 
-	if (total > sizeof(buf) || mc_make_nop(a, &t, &sr->s, buf) < 0) {
-		if (!must)
-			return 0;
+	if (r < 0)
+		mc_error(f->path, "%s", f->err);
+	else if (r > 0 && must)
 		mc_error(f->path, "%s: cannot NOP this call (%s)",
 			 mce_where(f, sr->shndx, sr->s.off, where, sizeof(where)), sr->s.what);
-		return -1;
-	}
-	uint64_t lo = sr->s.off - sr->s.pre, hi = sr->s.off + sr->s.len;
+	return r < 0 || (r > 0 && must) ? -1 : 0;
+}
 
-	if (mce_patch(f, tx, lo, buf, total) < 0)
+/*
+ * Relaxing linkers (riscv64): one local label per traced site, in site
+ * order, for the table to point at; and no relaxation hint left on a
+ * recorded call, so the linker keeps the auipc+jalr pair that run-time
+ * patching expects instead of shrinking it to a jal.
+ */
+static long add_site_labels(struct mce_file *f, const struct mc_arch *a,
+			    const struct sites *ss)
+{
+	struct mce_sym *v = calloc(ss->n + 1, sizeof(*v));
+	char (*names)[24] = calloc(ss->n + 1, sizeof(*names));
+	size_t n = 0;
+	long first = -1;
+
+	if (!v || !names) {
+		mc_error(f->path, "out of memory");
+		goto out;
+	}
+	for (size_t k = 0; k < ss->n; k++) {
+		const struct site_rec *sr = &ss->v[k];
+
+		if (!sr->traced)
+			continue;
+		snprintf(names[n], sizeof(names[n]), ".Lmcount%zu", n);
+		v[n++] = (struct mce_sym){ .name = names[n - 1], .value = sr->s.off,
+					   .shndx = sr->shndx, .type = STT_NOTYPE };
+		for (size_t i = 0; i < sr->rs->nrels; i++)
+			if (sr->rs->rels[i].offset == sr->s.off &&
+			    sr->rs->rels[i].type == a->relax_reloc &&
+			    mce_rel_retire(f, sr->rs, i, a->none_reloc) < 0)
+				goto fail;
+	}
+	first = mce_add_locals(f, v, n);
+	if (first < 0)
 		goto fail;
-	for (size_t i = 0; i < sr->rs->nrels; i++)
-		if (sr->rs->rels[i].offset >= lo && sr->rs->rels[i].offset < hi &&
-		    sr->rs->rels[i].type != a->none_reloc &&
-		    mce_rel_retire(f, sr->rs, i, a->none_reloc) < 0)
-			goto fail;
-	return 0;
+	goto out;
 fail:
 	mc_error(f->path, "%s", f->err);
-	return -1;
+	first = -1;
+out:
+	free(v);
+	free(names);
+	return first;
 }
 
 static int emit_tables(struct mce_file *f, const struct mc_arch *a,
@@ -291,10 +318,14 @@ static int emit_tables(struct mce_file *f, const struct mc_arch *a,
 			rela = ss->v[i].rs->is_rela;
 			found = true;
 		}
+	long labels = 0;
+	size_t nl = 0;
+	if (a->relax_reloc && (labels = add_site_labels(f, a, ss)) < 0)
+		goto out;
 	for (size_t i = 0; i < ss->n;) {
 		size_t j = i, n = 0;
 		uint32_t shndx = ss->v[i].shndx;
-		uint64_t value;
+		uint64_t value = 0;
 		long sym;
 
 		/* Sites come grouped by relocation section, hence by text
@@ -307,7 +338,7 @@ static int emit_tables(struct mce_file *f, const struct mc_arch *a,
 			i = j;
 			continue;
 		}
-		sym = base_symbol(f, a, shndx, &value);
+		sym = a->relax_reloc ? 0 : base_symbol(f, a, shndx, &value);
 		if (sym < 0) {
 			mc_error(f->path, "%s", f->err);
 			goto out;
@@ -319,8 +350,13 @@ static int emit_tables(struct mce_file *f, const struct mc_arch *a,
 				continue;
 			size_t at = o->gc ? n : k;
 
-			syms[at] = (uint32_t)sym;
-			adds[at] = (int64_t)(ss->v[k].s.off - value);
+			if (a->relax_reloc) {
+				syms[at] = (uint32_t)(labels + nl++);
+				adds[at] = 0;
+			} else {
+				syms[at] = (uint32_t)sym;
+				adds[at] = (int64_t)(ss->v[k].s.off - value);
+			}
 			n++;
 		}
 		if (o->gc && n &&

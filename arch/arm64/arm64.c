@@ -8,6 +8,8 @@
 #include "../capstone.h"
 #include "../../common/mcelf.h"
 
+extern const char mc_tramp_aarch64[];
+
 #include <string.h>
 
 static const uint32_t relocs[] = { R_AARCH64_CALL26, R_AARCH64_JUMP26, 0 };
@@ -39,6 +41,54 @@ static unsigned arm64_landing_pad(const struct mc_text *t, uint64_t off)
 	return w == 0xd503245f || w == 0xd503249f || w == 0xd50324df ? 4 : 0;
 }
 
+static int64_t sext(uint64_t v, unsigned bits)
+{
+	return (int64_t)(v << (64 - bits)) >> (64 - bits);
+}
+
+/* Linked code: BL is found by its encoding and confirmed by capstone, so
+ * a sweep over a whole image decodes only the candidates in full. */
+static int arm64_decode_linked(const struct mc_text *t, uint64_t off, uint64_t pc,
+		      struct mc_insn *out)
+{
+	unsigned len;
+	uint32_t w;
+
+	memset(out, 0, sizeof(*out));
+	if (off + 4 > t->size)
+		return -1;
+	out->len = 4;
+	w = mc_load32(t, off);
+	if ((w & 0xfc000000) != 0x94000000)
+		return 0;
+	if (mc_cs_decode(CS_ARCH_ARM64, CS_MODE_ARM, t, off, &len, NULL) != ARM64_INS_BL)
+		return 0;
+	out->call = out->has_target = true;
+	out->target = pc + (uint64_t)(sext(w & 0x03ffffff, 26) * 4);
+	return 0;
+}
+
+/* A PLT entry: adrp x16, page; ldr x17, [x16, #lo]; add x16, x16, #lo;
+ * br x17 (after a BTI under -mbranch-protection). */
+static uint64_t arm64_plt_slot(const struct mc_text *t, uint64_t off, uint64_t pc)
+{
+	if (arm64_landing_pad(t, off)) {
+		off += 4;
+		pc += 4;
+	}
+	if (off + 16 > t->size)
+		return 0;
+	uint32_t adrp = mc_load32(t, off), ldr = mc_load32(t, off + 4);
+	uint32_t br = mc_load32(t, off + 12);
+
+	if ((adrp & 0x9f00001f) != 0x90000010 || (ldr & 0xffc003ff) != 0xf9400211 ||
+	    br != 0xd61f0220)
+		return 0;
+	int64_t page = sext(((adrp >> 29) & 3) | ((adrp >> 3) & 0x1ffffc), 21) * 4096;
+
+	return (pc & ~(uint64_t)0xfff) + (uint64_t)page + ((ldr >> 10) & 0xfff) * 8;
+}
+
 static const struct mc_nop nops[] = {
 	{ .len = 4, .word = 4, .w = { 0xd503201f } },	/* nop (hint #0) */
 	{ 0 }
@@ -55,4 +105,9 @@ const struct mc_arch mc_arch_aarch64 = {
 	.decode = arm64_decode,
 	.nops = nops,
 	.landing_pad = arm64_landing_pad,
+	.relative_reloc = R_AARCH64_RELATIVE,
+	.tramp_asm = mc_tramp_aarch64,
+	.cross_prefix = "aarch64-linux-gnu-",
+	.insn = arm64_decode_linked,
+	.plt_slot = arm64_plt_slot,
 };

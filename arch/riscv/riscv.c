@@ -11,6 +11,8 @@
 #include "../arch.h"
 #include "../../common/mcelf.h"
 
+extern const char mc_tramp_riscv64[];
+
 #include <stdio.h>
 #include <string.h>
 
@@ -45,6 +47,64 @@ static int riscv_decode(const struct mc_text *t, const struct mce_rel *r,
 	return 0;
 }
 
+static int64_t sext(uint64_t v, unsigned bits)
+{
+	return (int64_t)(v << (64 - bits)) >> (64 - bits);
+}
+
+/* Linked code: auipc+jalr through the same register is one call; jal
+ * with a link register is a call (the relaxed form).  Compressed
+ * instructions are 2 bytes. */
+static int riscv_insn(const struct mc_text *t, uint64_t off, uint64_t pc,
+		      struct mc_insn *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (off + 2 > t->size)
+		return -1;
+	if ((mc_load16(t, off) & 3) != 3) {
+		out->len = 2;
+		return 0;
+	}
+	if (off + 4 > t->size)
+		return -1;
+	uint32_t w = mc_load32(t, off);
+
+	out->len = 4;
+	if ((w & 0x7f) == 0x6f && ((w >> 7) & 31)) {	/* jal rd!=0 */
+		uint64_t imm = ((w >> 31) & 1) << 20 | ((w >> 12) & 0xff) << 12 |
+			       ((w >> 20) & 1) << 11 | ((w >> 21) & 0x3ff) << 1;
+		out->call = out->has_target = true;
+		out->target = pc + (uint64_t)sext(imm, 21);
+		return 0;
+	}
+	if ((w & 0x7f) != 0x17 || off + 8 > t->size)
+		return 0;
+	uint32_t j = mc_load32(t, off + 4);
+	unsigned rd = (w >> 7) & 31;
+
+	if ((j & 0x7f) == 0x67 && ((j >> 12) & 7) == 0 && ((j >> 15) & 31) == rd &&
+	    ((j >> 7) & 31)) {
+		out->len = 8;
+		out->call = out->has_target = true;
+		out->target = pc + (uint64_t)sext(w & 0xfffff000, 32) +
+			      (uint64_t)sext(j >> 20, 12);
+	}
+	return 0;
+}
+
+/* A PLT entry: auipc t3, hi; ld t3, lo(t3); jalr t1, t3; nop. */
+static uint64_t riscv_plt_slot(const struct mc_text *t, uint64_t off, uint64_t pc)
+{
+	if (off + 12 > t->size)
+		return 0;
+	uint32_t au = mc_load32(t, off), ld = mc_load32(t, off + 4);
+	uint32_t jr = mc_load32(t, off + 8);
+
+	if ((au & 0xfff) != 0xe17 || (ld & 0xfffff) != 0xe3e03 || (jr & 0xfffff) != 0xe0367)
+		return 0;
+	return pc + (uint64_t)sext(au & 0xfffff000, 32) + (uint64_t)sext(ld >> 20, 12);
+}
+
 static const struct mc_nop nops[] = {
 	{ .len = 8, .word = 4, .w = { 0x00000013, 0x00000013 } },	/* 2 x addi x0,x0,0 */
 	{ 0 }
@@ -60,4 +120,10 @@ const struct mc_arch mc_arch_riscv64 = {
 	.decode = riscv_decode,
 	.nops = nops,
 	.site_align = 4,
+	.relax_reloc = R_RISCV_RELAX,
+	.relative_reloc = R_RISCV_RELATIVE,
+	.tramp_asm = mc_tramp_riscv64,
+	.cross_prefix = "riscv64-linux-gnu-",
+	.insn = riscv_insn,
+	.plt_slot = riscv_plt_slot,
 };

@@ -14,6 +14,8 @@
 #include "../arch.h"
 #include "../../common/mcelf.h"
 
+extern const char mc_tramp_x86_64[];
+
 #include "zydis.h"
 
 #include <Zydis/Zydis.h>
@@ -134,6 +136,47 @@ static unsigned x86_landing_pad(const struct mc_text *t, uint64_t off)
 	       (t->buf[off + 3] == 0xfa || t->buf[off + 3] == 0xfb) ? 4 : 0;
 }
 
+static int x86_insn(const struct mc_text *t, uint64_t off, uint64_t pc,
+		    struct mc_insn *out)
+{
+	ZydisDecodedInstruction insn;
+	char err[64];
+
+	memset(out, 0, sizeof(*out));
+	if (!zy && !(zy = mc_zydis(err, sizeof(err))))
+		return -1;
+	if (!decode_at(t, off, &insn))
+		return -1;
+	out->len = insn.length;
+	out->call = insn.mnemonic == ZYDIS_MNEMONIC_CALL;
+	if (insn.mnemonic != ZYDIS_MNEMONIC_CALL && insn.mnemonic != ZYDIS_MNEMONIC_JMP)
+		return 0;
+	if (insn.raw.imm[0].size && insn.raw.imm[0].is_relative) {
+		out->has_target = true;
+		out->target = pc + insn.length + (uint64_t)insn.raw.imm[0].value.s;
+	} else if (t->elfclass == ELFCLASS64 && insn.raw.modrm.mod == 0 &&
+		   insn.raw.modrm.rm == 5 && insn.raw.disp.size == 32) {
+		/* call/jmp *disp32(%rip): through a GOT slot */
+		out->has_target = out->via_slot = true;
+		out->target = pc + insn.length + (uint64_t)insn.raw.disp.value;
+	}
+	if (t->elfclass == ELFCLASS32)
+		out->target &= 0xffffffffu;
+	return 0;
+}
+
+/* .plt, .plt.sec and .plt.got entries: [endbr64] [bnd] jmp *slot(%rip).
+ * (i386 PLTs jump through %ebx, which only the caller knows.) */
+static uint64_t x86_plt_slot(const struct mc_text *t, uint64_t off, uint64_t pc)
+{
+	struct mc_insn in;
+	unsigned pad = x86_landing_pad(t, off);
+
+	if (x86_insn(t, off + pad, pc + pad, &in) < 0 || in.call || !in.via_slot)
+		return 0;
+	return in.target;
+}
+
 /* One instruction per site: the long NOPs the kernel's ftrace uses on
  * x86_64 (P6 NOPL forms), by length. */
 static const struct mc_nop nops64[] = {
@@ -163,6 +206,11 @@ const struct mc_arch mc_arch_x86_64 = {
 	.landing_pad = x86_landing_pad,
 	.decode = x86_decode,
 	.nops = nops64,
+	.relative_reloc = R_X86_64_RELATIVE,
+	.tramp_asm = mc_tramp_x86_64,
+	.cross_prefix = "x86_64-linux-gnu-",
+	.insn = x86_insn,
+	.plt_slot = x86_plt_slot,
 };
 
 const struct mc_arch mc_arch_i386 = {
@@ -177,4 +225,7 @@ const struct mc_arch mc_arch_i386 = {
 	.landing_pad = x86_landing_pad,
 	.decode = x86_decode,
 	.nops = nops32,
+	.relative_reloc = R_386_RELATIVE,
+	.insn = x86_insn,
+	.plt_slot = x86_plt_slot,
 };

@@ -1,0 +1,440 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The ELF layer, continued: adding and changing symbols, and the view of a
+ * linked image (ET_EXEC, ET_DYN) by address: which section holds an
+ * address, which dynamic relocation applies there, and what word the
+ * loaded image will see.  Sorting a table of a position-independent image
+ * goes through these, so that the bytes in place, RELA addends and DT_RELR
+ * all keep agreeing.
+ */
+#include "mcelf.h"
+#include "mcelf-priv.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef SHT_RELR
+#define SHT_RELR 19
+#endif
+
+int mce_keep(struct mce_file *f, void *p)
+{
+	void **n = realloc(f->garbage, (f->ngarbage + 1) * sizeof(*n));
+
+	if (!n) {
+		free(p);
+		return mce_fail(f, "out of memory");
+	}
+	f->garbage = n;
+	f->garbage[f->ngarbage++] = p;
+	return 0;
+}
+
+/* ---- symbols ------------------------------------------------------------ */
+
+long mce_sym_lookup(const struct mce_file *f, const char *name)
+{
+	for (size_t i = 1; i < f->nsyms; i++)
+		if (f->syms[i].type != STT_SECTION && !strcmp(f->syms[i].name, name))
+			return (long)i;
+	return -1;
+}
+
+static void symbols_changed(struct mce_file *f)
+{
+	f->syms_dirty = f->dirty = true;
+	free(f->bounds);
+	f->bounds = NULL;
+	f->nbounds = 0;
+}
+
+static int set_shndx(struct mce_file *f, struct mce_sym *m, uint32_t shndx)
+{
+	m->shndx = shndx;
+	if (shndx < SHN_LORESERVE || (shndx >= SHN_LORESERVE && shndx <= SHN_HIRESERVE &&
+				      shndx >= f->shnum)) {
+		m->raw_shndx = (uint16_t)shndx;
+		return 0;
+	}
+	if (!f->symtab_shndx)
+		return mce_fail(f, "section index %u needs a SHT_SYMTAB_SHNDX table", shndx);
+	m->raw_shndx = SHN_XINDEX;
+	return 0;
+}
+
+int mce_sym_set(struct mce_file *f, size_t i, uint32_t shndx, uint64_t value)
+{
+	if (i >= f->nsyms)
+		return mce_fail(f, "no symbol %zu", i);
+	if (set_shndx(f, &f->syms[i], shndx) < 0)
+		return -1;
+	f->syms[i].value = value;
+	symbols_changed(f);
+	return 0;
+}
+
+/*
+ * Append NAMES (N strings, each NUL-terminated) to .strtab in one copy;
+ * OFFS receives their offsets.  The old buffer stays alive, since every
+ * existing symbol name points into it.
+ */
+static int strtab_add(struct mce_file *f, const char *const *names, size_t n,
+		      uint32_t *offs)
+{
+	struct mce_sec *st = f->strtab;
+	Elf_Data *d;
+	size_t add = 0;
+
+	if (!st)
+		return mce_fail(f, "no string table for the symbol table");
+	d = mce_sec_data(f, st);
+	if (!d)
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		add += strlen(names[i]) + 1;
+	if (d->d_size + add > UINT32_MAX)
+		return mce_fail(f, "%s: too large", st->name);
+	char *buf = malloc(d->d_size + add + 1);
+	Elf_Data *nd = calloc(1, sizeof(*nd));
+	if (!buf || !nd) {
+		free(buf);
+		free(nd);
+		return mce_fail(f, "out of memory");
+	}
+	if (d->d_size)
+		memcpy(buf, d->d_buf, d->d_size);
+	size_t at = d->d_size;
+	for (size_t i = 0; i < n; i++) {
+		size_t l = strlen(names[i]) + 1;
+
+		memcpy(buf + at, names[i], l);
+		offs[i] = (uint32_t)at;
+		at += l;
+	}
+	if (st->owned && (mce_keep(f, st->owned) < 0 || mce_keep(f, st->data) < 0)) {
+		free(buf);
+		free(nd);
+		return -1;
+	}
+	*nd = *d;
+	nd->d_buf = buf;
+	nd->d_size = at;
+	nd->d_type = ELF_T_BYTE;
+	st->data = nd;
+	st->owned = buf;
+	st->sh.sh_size = at;
+	st->dirty = f->dirty = true;
+	return 0;
+}
+
+long mce_add_global(struct mce_file *f, const char *name, uint32_t shndx,
+		    uint64_t value, uint64_t size, uint8_t bind, uint8_t type,
+		    uint8_t other)
+{
+	uint32_t off;
+	struct mce_sym *n;
+
+	if (!f->symtab)
+		return mce_fail(f, "no symbol table");
+	n = realloc(f->syms, (f->nsyms + 1) * sizeof(*n));
+	if (!n)
+		return mce_fail(f, "out of memory");
+	f->syms = n;
+	if (strtab_add(f, &name, 1, &off) < 0)
+		return -1;
+	struct mce_sym *m = &f->syms[f->nsyms];
+	*m = (struct mce_sym){ .name = (char *)f->strtab->owned + off, .value = value,
+			       .size = size, .bind = bind, .type = type, .other = other,
+			       .st_name = off };
+	if (set_shndx(f, m, shndx) < 0)
+		return -1;
+	symbols_changed(f);
+	return (long)f->nsyms++;
+}
+
+long mce_add_locals(struct mce_file *f, const struct mce_sym *syms, size_t n)
+{
+	size_t first = f->symtab ? f->symtab->sh.sh_info : 0;
+	const char **names = NULL;
+	uint32_t *offs = NULL;
+	struct mce_sym *v;
+	long ret = -1;
+
+	if (!f->symtab)
+		return mce_fail(f, "no symbol table");
+	if (!n)
+		return (long)first;
+	names = malloc(n * sizeof(*names));
+	offs = malloc(n * sizeof(*offs));
+	v = realloc(f->syms, (f->nsyms + n) * sizeof(*v));
+	if (!names || !offs || !v) {
+		mce_fail(f, "out of memory");
+		goto out;
+	}
+	f->syms = v;
+	for (size_t i = 0; i < n; i++)
+		names[i] = syms[i].name;
+	if (strtab_add(f, names, n, offs) < 0)
+		goto out;
+	/* Locals precede globals: the globals move up by N. */
+	memmove(v + first + n, v + first, (f->nsyms - first) * sizeof(*v));
+	for (size_t i = 0; i < n; i++) {
+		v[first + i] = syms[i];
+		v[first + i].bind = STB_LOCAL;
+		v[first + i].name = (char *)f->strtab->owned + offs[i];
+		v[first + i].st_name = offs[i];
+		if (set_shndx(f, &v[first + i], syms[i].shndx) < 0)
+			goto out;
+	}
+	f->nsyms += n;
+	f->symtab->sh.sh_info = (GElf_Word)(first + n);
+	symbols_changed(f);
+	free(f->secsym);	/* rebuilt on next use */
+	f->secsym = NULL;
+
+	for (size_t i = 1; i < f->shnum; i++) {
+		struct mce_sec *s = &f->secs[i];
+
+		if ((s->sh.sh_type == SHT_REL || s->sh.sh_type == SHT_RELA) &&
+		    s->sh.sh_link == f->symtab->idx) {
+			if (mce_load_rels(f, s) < 0)
+				goto out;
+			for (size_t k = 0; k < s->nrels; k++)
+				if (s->rels[k].sym >= first) {
+					s->rels[k].sym += (uint32_t)n;
+					if (mce_store_rel(f, s, k) < 0)
+						goto out;
+				}
+		} else if (s->sh.sh_type == SHT_GROUP && s->sh.sh_link == f->symtab->idx &&
+			   s->sh.sh_info >= first) {
+			s->sh.sh_info += (GElf_Word)n;
+			s->dirty = f->dirty = true;
+		}
+	}
+	ret = (long)first;
+out:
+	free(names);
+	free(offs);
+	return ret;
+}
+
+/* ---- linked images: addresses -------------------------------------------- */
+
+static int cmp_addr(const void *a, const void *b)
+{
+	const struct mce_sec *x = *(struct mce_sec *const *)a, *y = *(struct mce_sec *const *)b;
+
+	return x->sh.sh_addr < y->sh.sh_addr ? -1 : x->sh.sh_addr > y->sh.sh_addr;
+}
+
+struct mce_sec *mce_sec_of_vaddr(struct mce_file *f, uint64_t va)
+{
+	if (!f->byaddr) {
+		f->byaddr = malloc(f->shnum * sizeof(*f->byaddr));
+		if (!f->byaddr)
+			return NULL;
+		for (size_t i = 1; i < f->shnum; i++) {
+			const GElf_Shdr *sh = &f->secs[i].sh;
+
+			if ((sh->sh_flags & SHF_ALLOC) && sh->sh_type != SHT_NOBITS && sh->sh_size)
+				f->byaddr[f->nbyaddr++] = &f->secs[i];
+		}
+		qsort(f->byaddr, f->nbyaddr, sizeof(*f->byaddr), cmp_addr);
+	}
+	size_t lo = 0, hi = f->nbyaddr;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (f->byaddr[mid]->sh.sh_addr <= va)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* Sections do not overlap in a linked image, but TLS templates and
+	 * empty ones may share an address: look back a little. */
+	for (size_t k = lo; k-- > 0 && lo - k <= 4;) {
+		struct mce_sec *s = f->byaddr[k];
+
+		if (va - s->sh.sh_addr < s->sh.sh_size)
+			return s;
+	}
+	return NULL;
+}
+
+/* ---- linked images: dynamic relocations ----------------------------------- */
+
+static int push_dynrel(struct mce_file *f, size_t *cap, const struct mce_dynrel *d)
+{
+	if (f->ndynrels == *cap) {
+		size_t nc = *cap ? *cap * 2 : 256;
+		struct mce_dynrel *n = realloc(f->dynrels, nc * sizeof(*n));
+
+		if (!n)
+			return mce_fail(f, "out of memory");
+		f->dynrels = n;
+		*cap = nc;
+	}
+	f->dynrels[f->ndynrels++] = *d;
+	return 0;
+}
+
+/* DT_RELR: an address word (even) relocates one place and sets the base;
+ * a bitmap word (odd) relocates each set bit's place after the base. */
+static int load_relr(struct mce_file *f, struct mce_sec *s, size_t *cap)
+{
+	unsigned w = f->addrsize;
+	uint64_t base = 0;
+
+	if (s->sh.sh_entsize && s->sh.sh_entsize != w)
+		return mce_fail(f, "%s: bad entry size %llu", s->name,
+				(unsigned long long)s->sh.sh_entsize);
+	for (uint64_t o = 0; o + w <= s->sh.sh_size; o += w) {
+		uint64_t v = mce_get_addr(f, f->map + s->sh.sh_offset + o);
+		struct mce_dynrel d = { .type = f->relative_type };
+
+		if (!(v & 1)) {
+			d.where = v;
+			if (push_dynrel(f, cap, &d) < 0)
+				return -1;
+			base = v + w;
+			continue;
+		}
+		for (unsigned b = 1; b < 8 * w; b++)
+			if ((v >> b) & 1) {
+				d.where = base + (b - 1) * (uint64_t)w;
+				if (push_dynrel(f, cap, &d) < 0)
+					return -1;
+			}
+		base += (8 * w - 1) * (uint64_t)w;
+	}
+	return 0;
+}
+
+static int cmp_dynrel(const void *a, const void *b)
+{
+	const struct mce_dynrel *x = a, *y = b;
+
+	return x->where < y->where ? -1 : x->where > y->where;
+}
+
+int mce_dynrels_load(struct mce_file *f, uint32_t relative)
+{
+	size_t cap = 0;
+
+	if (f->dynrels_loaded)
+		return 0;
+	f->relative_type = relative;
+	for (size_t i = 1; i < f->shnum; i++) {
+		struct mce_sec *s = &f->secs[i];
+
+		if (!(s->sh.sh_flags & SHF_ALLOC))
+			continue;
+		if (s->sh.sh_type == SHT_RELR) {
+			if (load_relr(f, s, &cap) < 0)
+				return -1;
+			continue;
+		}
+		if (s->sh.sh_type != SHT_REL && s->sh.sh_type != SHT_RELA)
+			continue;
+		if (mce_load_rels(f, s) < 0)
+			return -1;
+		for (size_t k = 0; k < s->nrels; k++) {
+			const struct mce_rel *r = &s->rels[k];
+			struct mce_dynrel d = { .where = r->offset, .rs = s, .i = k,
+						.type = r->type, .sym = r->sym,
+						.addend = r->addend };
+
+			if (push_dynrel(f, &cap, &d) < 0)
+				return -1;
+		}
+	}
+	qsort(f->dynrels, f->ndynrels, sizeof(*f->dynrels), cmp_dynrel);
+	f->dynrels_loaded = true;
+	return 0;
+}
+
+const struct mce_dynrel *mce_dynrel_at(struct mce_file *f, uint64_t va)
+{
+	size_t lo = 0, hi = f->ndynrels;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (f->dynrels[mid].where < va)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < f->ndynrels && f->dynrels[lo].where == va ? &f->dynrels[lo] : NULL;
+}
+
+const char *mce_dynrel_name(struct mce_file *f, const struct mce_dynrel *d)
+{
+	GElf_Sym sym;
+	struct mce_sec *ds;
+	Elf_Data *data;
+	const char *name;
+
+	if (!d->rs || !d->sym || d->rs->sh.sh_link >= f->shnum)
+		return "";
+	ds = &f->secs[d->rs->sh.sh_link];
+	if (ds == f->symtab)
+		return d->sym < f->nsyms ? f->syms[d->sym].name : "";
+	data = mce_sec_data(f, ds);
+	if (!data || !gelf_getsym(data, (int)d->sym, &sym))
+		return "";
+	name = elf_strptr(f->elf, ds->sh.sh_link, sym.st_name);
+	return name ? name : "";
+}
+
+static uint8_t *place(struct mce_file *f, uint64_t va, struct mce_sec **sp)
+{
+	struct mce_sec *s = mce_sec_of_vaddr(f, va);
+	Elf_Data *d;
+
+	if (!s || va - s->sh.sh_addr + f->addrsize > s->sh.sh_size)
+		return NULL;
+	d = mce_sec_data(f, s);
+	if (!d || !d->d_buf || d->d_type != ELF_T_BYTE || d->d_size != s->sh.sh_size)
+		return NULL;
+	*sp = s;
+	return (uint8_t *)d->d_buf + (va - s->sh.sh_addr);
+}
+
+int mce_word_read(struct mce_file *f, uint64_t va, uint64_t *value)
+{
+	struct mce_sec *s;
+	uint8_t *p = place(f, va, &s);
+	const struct mce_dynrel *d;
+
+	if (!p)
+		return mce_fail(f, "no contents at address 0x%llx", (unsigned long long)va);
+	d = f->dynrels_loaded ? mce_dynrel_at(f, va) : NULL;
+	if (d && d->rs && d->rs->is_rela && d->type == f->relative_type)
+		*value = (uint64_t)d->addend;
+	else
+		*value = mce_get_addr(f, p);
+	if (f->addrsize == 4)
+		*value &= 0xffffffffu;
+	return 0;
+}
+
+int mce_word_write(struct mce_file *f, uint64_t va, uint64_t value)
+{
+	struct mce_sec *s;
+	uint8_t *p = place(f, va, &s);
+	struct mce_dynrel *d;
+
+	if (!p)
+		return mce_fail(f, "no contents at address 0x%llx", (unsigned long long)va);
+	mce_put_addr(f, p, value);
+	s->dirty = f->dirty = true;
+	d = f->dynrels_loaded ? (struct mce_dynrel *)mce_dynrel_at(f, va) : NULL;
+	if (d && d->rs && d->rs->is_rela) {
+		d->addend = (int64_t)value;
+		d->rs->rels[d->i].addend = (int64_t)value;
+		return mce_store_rel(f, d->rs, d->i);
+	}
+	return 0;
+}

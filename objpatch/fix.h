@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Post-link work on a table: clean, sort, bound with symbols, NOP.  Shared
+ * by objpatch sort, nop and link.
+ */
+#ifndef MCLOC_OBJPATCH_FIX_H
+#define MCLOC_OBJPATCH_FIX_H
+
+#include "sites.h"
+
+struct fix_opts {
+	bool sort;		/* clean and sort (linked images) */
+	bool nop;		/* NOP every call site */
+};
+
+struct fix_stats {
+	size_t entries, kept;
+	size_t zero, outside, stale, duplicate;	/* dropped, by reason */
+	size_t nopped;
+	size_t symbols_added;
+	bool changed;
+};
+
+/* Apply OPTS to the open file F (op_open_mode, writable or not) whose
+ * sites S are loaded.  -1 with a diagnostic printed on failure. */
+int op_fix(struct mce_file *f, const struct mc_arch *a, struct op_sites *s,
+	   const struct fix_opts *o, struct fix_stats *st);
+
+/* Open PATH, fix it and write it back atomically if anything changed. */
+int op_fix_file(const char *path, const struct fix_opts *o, struct fix_stats *st);
+
+#endif

@@ -1,0 +1,119 @@
+#!/usr/bin/env bats
+# objpatch link: every form of program a user links (PIE with RELA, PIE with
+# DT_RELR, non-PIE, a shared library and its program, -ffunction-sections
+# with --gc-sections), each with and without a weak function overridden
+# elsewhere.  Objects go through recordmcount after each cc, the link goes
+# through `objpatch link --nop`; every table must end up sorted, clean and
+# check-clean, and every program must print what a plain build prints.
+# The same matrix runs for aarch64 and riscv64 under qemu-user.
+
+load helpers
+
+FIX=$SRC/tests/fixtures/link
+
+# inspect_clean FILE...: sorted, no duplicate, no call left, nothing else.
+inspect_clean() {
+	"$OBJPATCH" -j inspect "$@" | $PY -c '
+import json, sys
+bad = 0
+for f in json.load(sys.stdin):
+    s = f["summary"]
+    ok = s["entries"] > 0 and s["sorted"] and s["duplicates"] == 0 and \
+         s["call"] == 0 and s["other"] == 0
+    if not ok:
+        bad += 1
+        print("not clean:", f["file"], s)
+sys.exit(bad)'
+}
+
+# (util.o links first and main goes to .text.startup, first in .text, so
+# the linker's table is out of order: sorting has work to do.)
+
+# objs DIR NAME...: the paths of the objects NAME in DIR.
+objs() {
+	local d=$1; shift
+	printf "$d/%s.o " "$@"
+}
+
+# matrix CC RUN CFLAGS...: RUN runs a program ("" natively).
+matrix() {
+	local cc=$1 run=$2; shift 2
+	local form weak o d
+	need "$cc"
+	for form in pie relr nopie shared gc; do
+		for weak in weak strong; do
+			d=$T/$form-$weak
+			mkdir -p "$d/plain"
+			local names=(util main lib) cf=() lf=() rf=()
+			[ $weak = strong ] && names+=(hook_strong)
+			case $form in
+			relr) lf=(-Wl,-z,pack-relative-relocs) ;;
+			nopie) cf=(-fno-pie); lf=(-no-pie) ;;
+			shared) cf=(-fPIC) ;;
+			gc) cf=(-ffunction-sections); lf=(-Wl,--gc-sections); rf=(-g) ;;
+			esac
+			for o in "${names[@]}"; do
+				"$cc" -O2 "$@" "${cf[@]}" -c "$FIX/$o.c" -o "$d/plain/$o.o"
+				"$cc" -O2 "$@" -pg "${cf[@]}" $FENTRY -c "$FIX/$o.c" -o "$d/$o.o"
+				"$RECORDMCOUNT" "${rf[@]}" "$d/$o.o"
+			done
+			local main=(util main) images=("$d/prog")
+			[ $weak = strong ] && main+=(hook_strong)
+			if [ $form = shared ]; then
+				"$cc" -shared "$d/plain/lib.o" -o "$d/plain/libprog.so"
+				"$cc" $(objs "$d/plain" "${main[@]}") -o "$d/plain/prog" -L"$d/plain" -lprog
+				run "$OBJPATCH" link --nop -- "$cc" -shared "$d/lib.o" -o "$d/libprog.so"
+				assert_success
+				run "$OBJPATCH" link --nop -- "$cc" $(objs "$d" "${main[@]}") -o "$d/prog" \
+					-L"$d" -lprog
+				assert_success
+				images+=("$d/libprog.so")
+			else
+				"$cc" "${lf[@]}" $(objs "$d/plain" "${names[@]}") -o "$d/plain/prog"
+				run "$OBJPATCH" link --nop -- "$cc" "${lf[@]}" $(objs "$d" "${names[@]}") -o "$d/prog"
+				assert_success
+			fi
+			echo "# $form-$weak" >&3
+			run "$OBJPATCH" check "${images[@]}"
+			assert_success
+			run inspect_clean "${images[@]}"
+			assert_success
+			want=$(LD_LIBRARY_PATH=$d/plain $run "$d/plain/prog")
+			run env LD_LIBRARY_PATH="$d" $run "$d/prog"
+			assert_success
+			assert_output "$want"
+			if [ $form = gc ]; then
+				# The unused function went, and its entry with it.
+				run "$OBJPATCH" inspect --functions "$d/prog"
+				assert_success
+				refute_line util_unused
+				assert_line util_fib
+			fi
+		done
+	done
+	# The replaced weak hook leaves an entry behind that only sorting
+	# removes: an unsorted link of the same objects fails check on it.
+	d=$T/pie-strong
+	run "$OBJPATCH" link --no-sort -- "$cc" "$d"/{util,main,lib,hook_strong}.o -o "$d/unsorted"
+	assert_success
+	run "$OBJPATCH" check "$d/unsorted"
+	assert_failure 1
+	assert_output --partial "lies in no function"
+	assert_output --partial "the table is not sorted"
+}
+
+@test "x86_64: every link form is sorted, clean, NOPed and runs" {
+	FENTRY=-mfentry matrix cc ""
+}
+
+@test "aarch64 under qemu: every link form is sorted, clean, NOPed and runs" {
+	need qemu-aarch64
+	FENTRY= matrix aarch64-linux-gnu-gcc "qemu-aarch64 -L /usr/aarch64-linux-gnu"
+}
+
+# riscv64 sites must be 4-byte aligned for atomic patching, which compressed
+# code does not give an mcount call after the prologue: build without C.
+@test "riscv64 under qemu: every link form is sorted, clean, NOPed and runs" {
+	need qemu-riscv64
+	FENTRY= matrix riscv64-linux-gnu-gcc "qemu-riscv64 -L /usr/riscv64-linux-gnu" -march=rv64g
+}
