@@ -1224,6 +1224,7 @@ static int build_image(struct mce_file *f, struct out *o)
 		order[i] = i;
 	qsort_r(order + 1, f->shnum - 1, sizeof(*order), cmp_off, f);
 
+	bool moved = false;
 	uint64_t end = linked ? f->size
 			      : f->cls == ELFCLASS64 ? sizeof(Elf64_Ehdr) : sizeof(Elf32_Ehdr);
 	if (linked) {
@@ -1247,6 +1248,7 @@ static int build_image(struct mce_file *f, struct out *o)
 			 * native-order data went straight into the private
 			 * mapping, which no longer shows the file.) */
 			if (changed) {
+				moved = true;
 				end = align_up(end, s->sh.sh_addralign);
 				s->sh.sh_offset = end;
 				end += s->sh.sh_type == SHT_NOBITS ? 0 : s->sh.sh_size;
@@ -1263,6 +1265,12 @@ static int build_image(struct mce_file *f, struct out *o)
 		}
 	}
 	uint64_t shoff = align_up(end, f->addrsize);
+	/* A linked image whose sections all stayed put keeps its section
+	 * header table where it was: the file keeps its size. */
+	size_t shbytes = f->shnum * (f->cls == ELFCLASS64 ? sizeof(Elf64_Shdr) : sizeof(Elf32_Shdr));
+	if (linked && !moved && !o->in_place && f->eh.e_shoff &&
+	    !mce_add_overflows(f->eh.e_shoff, shbytes, f->size))
+		shoff = f->eh.e_shoff;
 
 	/* Headers. */
 	GElf_Ehdr eh = f->eh;
@@ -1353,11 +1361,12 @@ static int build_image(struct mce_file *f, struct out *o)
 		o->ehdr_len = ehsz;
 	} else if (linked) {
 		/* Start from the original bytes, then overlay what changed. */
-		uint8_t *img = out_keep(o, malloc(shoff + f->shnum * shsz));
+		uint64_t total = shoff + f->shnum * shsz > f->size ? shoff + f->shnum * shsz : f->size;
+		uint8_t *img = out_keep(o, malloc(total));
 		if (!img)
 			goto oom;
 		memcpy(img, f->map, f->size);
-		memset(img + f->size, 0, shoff + f->shnum * shsz - f->size);
+		memset(img + f->size, 0, total - f->size);
 		memcpy(img, ehfile, ehsz);
 		for (size_t i = 1; i < f->shnum; i++) {
 			const struct mce_sec *s = &f->secs[i];
@@ -1367,7 +1376,7 @@ static int build_image(struct mce_file *f, struct out *o)
 				memcpy(img + s->sh.sh_offset, bytes[i], s->sh.sh_size);
 		}
 		memcpy(img + shoff, shfile, f->shnum * shsz);
-		if (out_add(o, img, shoff + f->shnum * shsz) < 0)
+		if (out_add(o, img, total) < 0)
 			goto oom;
 	} else {
 		if (out_add(o, ehfile, ehsz) < 0)

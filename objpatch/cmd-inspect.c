@@ -105,17 +105,21 @@ static int inspect_one(const char *path, const struct op_common *c, bool functio
 	if (functions) {
 		/* One name per function, in table order (a function with two
 		 * entries is listed once). */
+		bool *seen = calloc(f.nsyms + 1, sizeof(*seen));
+
+		if (!seen) {
+			mc_error(path, "out of memory");
+			goto out;
+		}
 		for (size_t i = 0; i < s.n; i++) {
 			long sym = function_of(&f, &s.v[i]);
-			bool dup = false;
 
-			if (sym < 0)
-				continue;
-			for (size_t k = 0; k < i && !dup; k++)
-				dup = function_of(&f, &s.v[k]) == sym;
-			if (!dup)
+			if (sym >= 0 && !seen[sym]) {
+				seen[sym] = true;
 				printf("%s\n", f.syms[sym].name);
+			}
 		}
+		free(seen);
 	} else if (c->json) {
 		json_begin(j, NULL, '{');
 		json_str(j, "file", path);
@@ -129,6 +133,8 @@ static int inspect_one(const char *path, const struct op_common *c, bool functio
 			json_u64(j, "index", e->idx);
 			json_str(j, "section", e->resolved ? f.secs[e->shndx].name : NULL);
 			json_u64(j, "offset", e->off);
+			if (mce_linked(&f))
+				json_u64(j, "address", e->addr);
 			json_str(j, "where", where(&f, e, buf, sizeof(buf)));
 			json_str(j, "state", op_state_name[e->state]);
 			json_u64(j, "length", e->len);
@@ -154,9 +160,14 @@ static int inspect_one(const char *path, const struct op_common *c, bool functio
 			const struct op_entry *e = &s.v[i];
 			char place[128];
 
-			snprintf(place, sizeof(place), "%s+0x%llx",
-				 e->resolved ? f.secs[e->shndx].name : "?",
-				 (unsigned long long)e->off);
+			if (mce_linked(&f))
+				snprintf(place, sizeof(place), "0x%llx %s",
+					 (unsigned long long)e->addr,
+					 e->resolved ? f.secs[e->shndx].name : "?");
+			else
+				snprintf(place, sizeof(place), "%s+0x%llx",
+					 e->resolved ? f.secs[e->shndx].name : "?",
+					 (unsigned long long)e->off);
 			state_text(e, st, sizeof(st));
 			printf("  %-24s %-36s %s\n", place, where(&f, e, buf, sizeof(buf)), st);
 		}
