@@ -181,12 +181,17 @@ int cmd_link(int argc, char **argv, const struct op_common *c)
 
 	/* An image without any table (nothing in it was built for tracing)
 	 * links through unchanged. */
-	if (mce_open(&probe, out) == 0) {
-		has_table = mce_sec_by_name(&probe, "__mcount_loc") ||
-			    mce_sec_by_name(&probe, "__patchable_function_entries") ||
-			    mce_sym_lookup(&probe, "__start_mcount_loc") > 0;
+	if (mce_open(&probe, out) < 0 || (!mce_linked(&probe) && probe.eh.e_type != ET_REL)) {
+		mc_error(out, "%s", probe.err[0] ? probe.err : "the link produced no ELF image");
 		mce_close(&probe);
+		unlink(out);
+		status = 1;
+		goto out;
 	}
+	has_table = mce_sec_by_name(&probe, "__mcount_loc") ||
+		    mce_sec_by_name(&probe, "__patchable_function_entries") ||
+		    mce_sym_lookup(&probe, "__start_mcount_loc") > 0;
+	mce_close(&probe);
 	if (has_table && (o.sort || o.nop)) {
 		if (op_fix_file(out, &o, &st) < 0) {
 			status = 1;

@@ -221,7 +221,7 @@ static int push(struct op_sites *s, const struct op_entry *e)
  * .init.data) come first; then, per table name, the GNU __start_/__stop_
  * symbols, or the output section of that name.
  */
-static void find_tables(struct mce_file *f, struct op_sites *s)
+static int find_tables(struct mce_file *f, struct op_sites *s)
 {
 	long ks = mce_sym_lookup(f, "__start_mcount_loc");
 	long ke = mce_sym_lookup(f, "__stop_mcount_loc");
@@ -249,6 +249,14 @@ static void find_tables(struct mce_file *f, struct op_sites *s)
 		}
 		/* The kernel's names bound the first table vmlinux.lds fills. */
 		if (ks > 0 && ke > 0 && (j == 0 || !s->ntables)) {
+			if (t->bound[0] > 0 && t->bound[1] > 0 &&
+			    (f->syms[ks].value != t->start || f->syms[ke].value != t->end))
+				return mce_fail(f, "%s: __start_/__stop_%s (0x%llx..0x%llx) and "
+						"__start_/__stop_mcount_loc (0x%llx..0x%llx) disagree",
+						t->name, t->name, (unsigned long long)t->start,
+						(unsigned long long)t->end,
+						(unsigned long long)f->syms[ks].value,
+						(unsigned long long)f->syms[ke].value);
 			if (!t->sec || f->syms[ks].value != t->start)
 				t->own_section = false;
 			t->bound[2] = ks;
@@ -257,20 +265,26 @@ static void find_tables(struct mce_file *f, struct op_sites *s)
 			t->end = f->syms[ke].value;
 			ks = ke = -1;
 		}
-		if (t->end <= t->start)
+		if (t->end < t->start)
+			return mce_fail(f, "%s: its end (0x%llx) lies before its start (0x%llx)",
+					t->name, (unsigned long long)t->end,
+					(unsigned long long)t->start);
+		if (t->end == t->start && !t->sec)
 			continue;
 		if (!t->own_section)
 			t->sec = mce_sec_of_vaddr(f, t->start);
 		if (t->sec)
 			s->ntables++;
 	}
+	return 0;
 }
 
 static int push(struct op_sites *s, const struct op_entry *e);
 
 static int load_linked(struct mce_file *f, const struct mc_arch *a, struct op_sites *s)
 {
-	find_tables(f, s);
+	if (find_tables(f, s) < 0)
+		return -1;
 	for (size_t k = 0; k < s->ntables; k++) {
 		const struct op_table *t = &s->tables[k];
 		size_t n = (t->end - t->start) / f->addrsize;
@@ -286,6 +300,15 @@ static int load_linked(struct mce_file *f, const struct mc_arch *a, struct op_si
 					      .slot = t->start + i * f->addrsize };
 			struct mce_sec *in;
 
+			const struct mce_dynrel *d = mce_dynrel_at(f, e.slot);
+
+			/* Entries are addresses in the image: relocated, if at
+			 * all, relative to the load address.  Anything else is
+			 * not a call-site table this tool can read or sort. */
+			if (d && d->type != a->relative_reloc && d->type != a->none_reloc)
+				return mce_fail(f, "%s entry %zu: relocation type %u against "
+						"'%s', not a relative one", t->name, i, d->type,
+						mce_dynrel_name(f, d));
 			if (mce_word_read(f, e.slot, &e.addr) < 0)
 				return -1;
 			in = e.addr ? mce_sec_of_vaddr(f, e.addr) : NULL;
