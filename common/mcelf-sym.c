@@ -35,7 +35,8 @@ int mce_keep(struct mce_file *f, void *p)
 long mce_sym_lookup(const struct mce_file *f, const char *name)
 {
 	for (size_t i = 1; i < f->nsyms; i++)
-		if (f->syms[i].type != STT_SECTION && !strcmp(f->syms[i].name, name))
+		if (f->syms[i].name[0] == name[0] && f->syms[i].type != STT_SECTION &&
+		    !strcmp(f->syms[i].name, name))
 			return (long)i;
 	return -1;
 }

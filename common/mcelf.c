@@ -11,6 +11,7 @@
  */
 #include "mcelf.h"
 #include "mcelf-priv.h"
+#include "mcsort.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -852,24 +853,20 @@ int mce_sec_empty(struct mce_file *f, struct mce_sec *s)
 	return 0;
 }
 
-static int cmp_bound(const void *a, const void *b)
-{
-	const struct mce_bound *x = a, *y = b;
-
-	if (x->shndx != y->shndx)
-		return x->shndx < y->shndx ? -1 : 1;
-	if (x->value != y->value)
-		return x->value < y->value ? -1 : 1;
-	return x->sym < y->sym ? -1 : x->sym > y->sym;
-}
-
 long mce_label_before(struct mce_file *f, uint32_t shndx, uint64_t off,
 		      uint64_t *start)
 {
 	if (!f->bounds) {
+		struct mc_kv *kv = malloc((f->nsyms + 1) * sizeof(*kv));
+		size_t n = 0;
+
 		f->bounds = malloc((f->nsyms + 1) * sizeof(*f->bounds));
-		if (!f->bounds)
+		if (!f->bounds || !kv) {
+			free(kv);
+			free(f->bounds);
+			f->bounds = NULL;
 			return -1;
+		}
 		for (size_t i = 0; i < f->nsyms; i++) {
 			const struct mce_sym *m = &f->syms[i];
 
@@ -877,11 +874,29 @@ long mce_label_before(struct mce_file *f, uint32_t shndx, uint64_t off,
 			if ((m->type == STT_FUNC || (m->type == STT_NOTYPE && m->name[0] &&
 						     m->name[0] != '$' &&
 						     strncmp(m->name, ".L", 2))) &&
-			    m->shndx && m->shndx < f->shnum)
-				f->bounds[f->nbounds++] = (struct mce_bound){
-					m->shndx, m->value - mce_sec_base(f, m->shndx), (uint32_t)i };
+			    m->shndx && m->shndx < f->shnum) {
+				uint64_t rel = m->value - mce_sec_base(f, m->shndx);
+
+				/* Key: section, then offset (offsets past 2^40 do
+				 * not exist in a section); ties keep symbol order. */
+				kv[n++] = (struct mc_kv){ (uint64_t)m->shndx << 40 |
+							  (rel & ((1ull << 40) - 1)), i };
+			}
 		}
-		qsort(f->bounds, f->nbounds, sizeof(*f->bounds), cmp_bound);
+		if (mc_sort_kv(kv, n) < 0) {
+			free(kv);
+			free(f->bounds);
+			f->bounds = NULL;
+			return -1;
+		}
+		for (size_t k = 0; k < n; k++) {
+			const struct mce_sym *m = &f->syms[kv[k].val];
+
+			f->bounds[k] = (struct mce_bound){ m->shndx, m->value - mce_sec_base(f, m->shndx),
+							   (uint32_t)kv[k].val };
+		}
+		f->nbounds = n;
+		free(kv);
 	}
 	size_t lo = 0, hi = f->nbounds;
 
@@ -953,6 +968,12 @@ struct out {
 	uint64_t pos;
 	void **frees;
 	size_t nfrees, capfrees;
+	/* A linked image is written as a copy of the input made by the
+	 * kernel (copy_file_range, as cp does), then iov[i] at offset at[i]
+	 * for what changed; the file ends at total. */
+	bool patches;
+	uint64_t *at;
+	uint64_t total;
 };
 
 static const uint8_t zeros[4096];
@@ -972,6 +993,24 @@ static int out_add(struct out *o, const void *p, size_t len)
 	}
 	o->iov[o->n++] = (struct iovec){ (void *)p, len };
 	o->pos += len;
+	return 0;
+}
+
+/* Patch mode: LEN bytes P at file offset AT. */
+static int out_patch(struct out *o, uint64_t at, const void *p, size_t len)
+{
+	if (!len)
+		return 0;
+	if (o->n == o->cap) {
+		uint64_t *n = realloc(o->at, (o->cap ? o->cap * 2 : 64) * sizeof(*n));
+
+		if (!n)
+			return -1;
+		o->at = n;
+	}
+	if (out_add(o, p, len) < 0)
+		return -1;
+	o->at[o->n - 1] = at;
 	return 0;
 }
 
@@ -1011,6 +1050,7 @@ static void out_free(struct out *o)
 		free(o->frees[i]);
 	free(o->frees);
 	free(o->iov);
+	free(o->at);
 }
 
 /* File representation of a memory-representation buffer. */
@@ -1112,6 +1152,49 @@ static int write_all(int fd, struct out *o)
 		}
 	}
 	return 0;
+}
+
+/* Patch mode: copy the input, then write each patch at its offset. */
+static int write_patched(struct mce_file *f, int fd, struct out *o)
+{
+	uint64_t done = 0;
+
+	while (done < f->size) {
+		loff_t in = (loff_t)done, outp = (loff_t)done;
+		ssize_t n = copy_file_range(f->fd, &in, fd, &outp, f->size - done, 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			/* Not supported here (or the file shrank under us): the
+			 * bytes we read are the truth anyway.  Edits of native-
+			 * order data went into f->map, but every such section is
+			 * also a patch below, written over these bytes. */
+			for (; done < f->size;) {
+				ssize_t w = pwrite(fd, f->map + done, f->size - done, (off_t)done);
+
+				if (w < 0 && errno == EINTR)
+					continue;
+				if (w <= 0)
+					return -1;
+				done += (uint64_t)w;
+			}
+			break;
+		}
+		done += (uint64_t)n;
+	}
+	for (size_t i = 0; i < o->n; i++)
+		for (size_t w = 0; w < o->iov[i].iov_len;) {
+			ssize_t k = pwrite(fd, (uint8_t *)o->iov[i].iov_base + w,
+					   o->iov[i].iov_len - w, (off_t)(o->at[i] + w));
+
+			if (k < 0 && errno == EINTR)
+				continue;
+			if (k <= 0)
+				return -1;
+			w += (size_t)k;
+		}
+	return ftruncate(fd, (off_t)o->total);
 }
 
 static int build_image(struct mce_file *f, struct out *o)
@@ -1360,23 +1443,20 @@ static int build_image(struct mce_file *f, struct out *o)
 		o->ehdr = ehfile;
 		o->ehdr_len = ehsz;
 	} else if (linked) {
-		/* Start from the original bytes, then overlay what changed. */
-		uint64_t total = shoff + f->shnum * shsz > f->size ? shoff + f->shnum * shsz : f->size;
-		uint8_t *img = out_keep(o, malloc(total));
-		if (!img)
+		/* The original bytes, then what changed over them. */
+		o->patches = true;
+		o->total = shoff + f->shnum * shsz > f->size ? shoff + f->shnum * shsz : f->size;
+		if (out_patch(o, 0, ehfile, ehsz) < 0)
 			goto oom;
-		memcpy(img, f->map, f->size);
-		memset(img + f->size, 0, total - f->size);
-		memcpy(img, ehfile, ehsz);
 		for (size_t i = 1; i < f->shnum; i++) {
 			const struct mce_sec *s = &f->secs[i];
 
 			if (s->sh.sh_type != SHT_NOBITS && bytes[i] &&
-			    (s->dirty || s->is_new || bytes[i] != f->map + s->sh.sh_offset))
-				memcpy(img + s->sh.sh_offset, bytes[i], s->sh.sh_size);
+			    (s->dirty || s->is_new || bytes[i] != f->map + s->sh.sh_offset) &&
+			    out_patch(o, s->sh.sh_offset, bytes[i], s->sh.sh_size) < 0)
+				goto oom;
 		}
-		memcpy(img + shoff, shfile, f->shnum * shsz);
-		if (out_add(o, img, total) < 0)
+		if (out_patch(o, shoff, shfile, f->shnum * shsz) < 0)
 			goto oom;
 	} else {
 		if (out_add(o, ehfile, ehsz) < 0)
@@ -1476,7 +1556,7 @@ int mce_write(struct mce_file *f, const char *outpath)
 		     strerror(errno));
 		goto out;
 	}
-	if (write_all(fd, &o) < 0) {
+	if ((o.patches ? write_patched(f, fd, &o) : write_all(fd, &o)) < 0) {
 		mce_fail(f, "cannot write %s: %s", tmp, strerror(errno));
 		goto out;
 	}

@@ -101,8 +101,10 @@ struct mce_file {
 	char err[512];
 };
 
-/* Inputs up to this size are read into memory, larger ones mapped. */
-#define MCE_READ_LIMIT (64u << 20)
+/* Inputs up to this size are read into memory, larger ones mapped (a
+ * linked image is mostly left untouched: only the pages we look at are
+ * faulted in, and writing copies the file in the kernel). */
+#define MCE_READ_LIMIT (8u << 20)
 
 /* Set f->err from FMT (for callers that fail on the layer's behalf too);
  * always returns -1. */

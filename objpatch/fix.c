@@ -21,34 +21,30 @@
 #include "fix.h"
 
 #include "../common/diag.h"
+#include "../common/mcsort.h"
 #include "../common/sitenop.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int cmp_u64(const void *a, const void *b)
+/* FUNC symbols of a linked image by address: key the start, val the size. */
+static struct mc_kv *functions(struct mce_file *f, size_t *n)
 {
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	struct mc_kv *v = malloc((f->nsyms + 1) * sizeof(*v));
 
-	return x < y ? -1 : x > y;
-}
-
-/* Is E inside a function the symbol table still names?  A patchable NOP
- * run may begin before its function's symbol; it counts if the run
- * reaches the function's entry. */
-static bool in_function(struct mce_file *f, const struct op_entry *e)
-{
-	uint64_t start;
-	uint64_t end = e->off + (e->state == OP_PATCHABLE && e->len ? e->len - 1u : 0u);
-	long fn = mce_label_before(f, e->shndx, end, &start);
-
-	if (fn <= 0)
-		return false;
-	const struct mce_sym *m = &f->syms[fn];
-	if (m->type != STT_FUNC)
-		return false;
-	return start >= e->off || end - start < m->size || !m->size;
+	*n = 0;
+	if (!v)
+		return NULL;
+	for (size_t i = 1; i < f->nsyms; i++)
+		if (f->syms[i].type == STT_FUNC && f->syms[i].shndx &&
+		    f->syms[i].shndx < f->shnum)
+			v[(*n)++] = (struct mc_kv){ f->syms[i].value, f->syms[i].size };
+	if (mc_sort_kv(v, *n) < 0) {
+		free(v);
+		return NULL;
+	}
+	return v;
 }
 
 static int set_bound(struct mce_file *f, long *sym, const char *name,
@@ -70,39 +66,73 @@ static int set_bound(struct mce_file *f, long *sym, const char *name,
 	return 0;
 }
 
-static int fix_table(struct mce_file *f, const struct op_sites *s, struct op_table *t,
-		     size_t first, size_t n, bool kernel_names, struct fix_stats *st)
+static int fix_table(struct mce_file *f, const struct mc_arch *a, struct op_sites *s,
+		     struct op_table *t, size_t first, size_t n, bool kernel_names,
+		     struct fix_stats *st)
 {
+	struct mc_kv *c = malloc((n + 1) * sizeof(*c)), *fn = NULL;
 	uint64_t *v = malloc((n + 1) * sizeof(*v));
-	size_t kept = 0;
+	size_t kept = 0, nc = 0, nfn = 0;
 	bool have_symbols = f->symtab && f->nsyms > 1;
 
-	if (!v)
+	if (!v || !c || (have_symbols && !(fn = functions(f, &nfn)))) {
+		free(c);
+		free(v);
 		return mce_fail(f, "out of memory");
+	}
 	for (size_t i = first; i < first + n; i++) {
 		const struct op_entry *e = &s->v[i];
 
-		if (!e->addr) {
+		if (!e->addr)
 			st->zero++;
-		} else if (!e->resolved || !mce_sec_exec(&f->secs[e->shndx])) {
+		else if (!e->resolved || !mce_sec_exec(&f->secs[e->shndx]))
 			st->outside++;
-		} else if (have_symbols && !in_function(f, e)) {
+		else
+			c[nc++] = (struct mc_kv){ e->addr, i };
+	}
+	if (mc_sort_kv(c, nc) < 0) {
+		mce_fail(f, "out of memory");
+		goto fail;
+	}
+	/*
+	 * Merge the sorted entries with the sorted functions: an entry is
+	 * inside when the last function starting at or before it has no
+	 * size (assembly without .size) or some function reaches past it.
+	 * A patchable NOP run may begin before its function's symbol
+	 * (-fpatchable-function-entry=N,M): it counts if the run reaches the
+	 * next function's start.
+	 */
+	uint64_t reach = 0;
+	size_t fi = 0;
+	for (size_t k = 0; k < nc; k++) {
+		uint64_t addr = c[k].key;
+		struct op_entry *e = &s->v[c[k].val];
+
+		while (fi < nfn && fn[fi].key <= addr) {
+			if (fn[fi].key + fn[fi].val > reach)
+				reach = fn[fi].key + fn[fi].val;
+			fi++;
+		}
+		bool inside = !have_symbols || (fi && (!fn[fi - 1].val || addr < reach));
+		if (!inside) {
+			if (!e->classified)
+				op_classify(f, a, e->shndx, e->off, e);
+			inside = e->state == OP_PATCHABLE && fi < nfn && fn[fi].key < addr + e->len;
+		}
+		if (!inside) {
 			st->stale++;
 			if (mc_noting())
 				mc_note(f->path, "%s entry %zu (0x%llx) lies in no function; "
 					"dropped (a replaced weak definition?)", t->name, e->idx,
-					(unsigned long long)e->addr);
-		} else {
-			v[kept++] = e->addr;
+					(unsigned long long)addr);
+			continue;
 		}
+		if (kept && v[kept - 1] == addr) {
+			st->duplicate++;
+			continue;
+		}
+		v[kept++] = addr;
 	}
-	qsort(v, kept, sizeof(*v), cmp_u64);
-	size_t u = 0;
-	for (size_t i = 0; i < kept; i++)
-		if (!u || v[i] != v[u - 1])
-			v[u++] = v[i];
-	st->duplicate += kept - u;
-	kept = u;
 	st->entries += n;
 	st->kept += kept;
 
@@ -152,9 +182,13 @@ static int fix_table(struct mce_file *f, const struct op_sites *s, struct op_tab
 		t->sec->dirty = f->dirty = st->changed = true;
 	}
 	free(v);
+	free(c);
+	free(fn);
 	return 0;
 fail:
 	free(v);
+	free(c);
+	free(fn);
 	return -1;
 }
 
@@ -215,6 +249,7 @@ static int nop_sites(struct mce_file *f, const struct mc_arch *a, const struct o
 int op_fix(struct mce_file *f, const struct mc_arch *a, struct op_sites *s,
 	   const struct fix_opts *o, struct fix_stats *st)
 {
+	/* (NOPs first: the sort below moves entries, not code.) */
 	memset(st, 0, sizeof(*st));
 	if (o->nop && nop_sites(f, a, s, st) < 0)
 		return -1;
@@ -224,7 +259,7 @@ int op_fix(struct mce_file *f, const struct mc_arch *a, struct op_sites *s,
 		struct op_table *t = &s->tables[k];
 		size_t n = (t->end - t->start) / f->addrsize;
 
-		if (fix_table(f, s, t, first, n, k == 0, st) < 0) {
+		if (fix_table(f, a, s, t, first, n, k == 0, st) < 0) {
 			mc_error(f->path, "%s", f->err);
 			return -1;
 		}
@@ -247,7 +282,8 @@ int op_fix_file(const char *path, const struct fix_opts *o, struct fix_stats *st
 		mc_error(path, "not a linked image: tables are sorted after the link");
 		goto out;
 	}
-	if (op_sites_load(&f, a, &s) < 0) {
+	/* Sorting needs only addresses; NOPing needs every site decoded. */
+	if ((o->nop ? op_sites_load(&f, a, &s) : op_sites_load_lazy(&f, a, &s)) < 0) {
 		mc_error(path, "%s", f.err);
 		goto out;
 	}

@@ -140,6 +140,7 @@ void op_classify(struct mce_file *f, const struct mc_arch *a, uint32_t shndx,
 	e->len = 0;
 	e->target = NULL;
 	e->bytes[0] = 0;
+	e->classified = true;
 	if (!d || !d->d_buf || off >= d->d_size)
 		return;
 	t.buf = d->d_buf;
@@ -201,16 +202,26 @@ void op_classify(struct mce_file *f, const struct mc_arch *a, uint32_t shndx,
 				       i ? " " : "", t.buf[off + i]);
 }
 
+static int reserve(struct op_sites *s, size_t want)
+{
+	if (want <= s->cap)
+		return 0;
+	size_t cap = s->cap ? s->cap : 16;
+	while (cap < want)
+		cap *= 2;
+	struct op_entry *n = realloc(s->v, cap * sizeof(*n));
+
+	if (!n)
+		return -1;
+	s->v = n;
+	s->cap = cap;
+	return 0;
+}
+
 static int push(struct op_sites *s, const struct op_entry *e)
 {
-	/* Capacity doubles at powers of two. */
-	if (!s->n || (s->n >= 16 && !(s->n & (s->n - 1)))) {
-		struct op_entry *n = realloc(s->v, (s->n ? 2 * s->n : 16) * sizeof(*n));
-
-		if (!n)
-			return -1;
-		s->v = n;
-	}
+	if (reserve(s, s->n + 1) < 0)
+		return -1;
 	s->v[s->n++] = *e;
 	return 0;
 }
@@ -280,11 +291,18 @@ static int find_tables(struct mce_file *f, struct op_sites *s)
 }
 
 static int push(struct op_sites *s, const struct op_entry *e);
+static int reserve(struct op_sites *s, size_t want);
 
-static int load_linked(struct mce_file *f, const struct mc_arch *a, struct op_sites *s)
+static int load_linked(struct mce_file *f, const struct mc_arch *a, struct op_sites *s,
+		       bool classify)
 {
 	if (find_tables(f, s) < 0)
 		return -1;
+	size_t total = 0;
+	for (size_t k = 0; k < s->ntables; k++)
+		total += (s->tables[k].end - s->tables[k].start) / f->addrsize;
+	if (reserve(s, total) < 0)	/* one allocation for every entry */
+		return mce_fail(f, "out of memory");
 	for (size_t k = 0; k < s->ntables; k++) {
 		const struct op_table *t = &s->tables[k];
 		size_t n = (t->end - t->start) / f->addrsize;
@@ -321,17 +339,25 @@ static int load_linked(struct mce_file *f, const struct mc_arch *a, struct op_si
 				return mce_fail(f, "out of memory");
 		}
 	}
-	for (size_t i = 0; i < s->n; i++)
+	for (size_t i = 0; classify && i < s->n; i++)
 		if (s->v[i].resolved && mce_sec_exec(&f->secs[s->v[i].shndx]))
 			op_classify(f, a, s->v[i].shndx, s->v[i].off, &s->v[i]);
 	return 0;
+}
+
+int op_sites_load_lazy(struct mce_file *f, const struct mc_arch *a, struct op_sites *s)
+{
+	memset(s, 0, sizeof(*s));
+	if (mce_linked(f))
+		return load_linked(f, a, s, false);
+	return op_sites_load(f, a, s);
 }
 
 int op_sites_load(struct mce_file *f, const struct mc_arch *a, struct op_sites *s)
 {
 	memset(s, 0, sizeof(*s));
 	if (mce_linked(f))
-		return load_linked(f, a, s);
+		return load_linked(f, a, s, true);
 	for (size_t k = 1; k < f->shnum; k++) {
 		struct mce_sec *tab = &f->secs[k];
 		const char *name = NULL;

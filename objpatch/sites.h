@@ -29,7 +29,8 @@ struct op_entry {
 	enum op_state state;
 	uint8_t len;		/* bytes of the call or NOP(s) */
 	const char *target;	/* OP_CALL: the symbol called */
-	char bytes[48];		/* OP_OTHER: what is there, in hex */
+	bool classified;	/* state, len, target and bytes are filled in */
+	char bytes[24];		/* OP_OTHER: the first 8 bytes there, in hex */
 };
 
 /* A table of a linked image: the entries between START and END. */
@@ -44,7 +45,7 @@ struct op_table {
 
 struct op_sites {
 	struct op_entry *v;
-	size_t n;
+	size_t n, cap;
 	size_t ntables;
 	struct op_table tables[2];	/* linked images */
 };
@@ -59,8 +60,11 @@ const char *op_callee(struct mce_file *f, const struct mc_arch *a,
 
 extern const char *const op_state_name[];
 
-/* Read every table of F (relocatable objects).  -1 with f->err set. */
+/* Read every table of F and decode each entry's code.  -1 with f->err set. */
 int op_sites_load(struct mce_file *f, const struct mc_arch *a, struct op_sites *s);
+/* The same without decoding (linked images; sort needs only addresses):
+ * op_classify() an entry when its state is needed. */
+int op_sites_load_lazy(struct mce_file *f, const struct mc_arch *a, struct op_sites *s);
 void op_sites_free(struct op_sites *s);
 
 /* Decode the code at SHNDX+OFF into E's state fields. */
