@@ -350,14 +350,26 @@ int mce_dynrels_load(struct mce_file *f, uint32_t relative)
 				return -1;
 		}
 	}
-	qsort(f->dynrels, f->ndynrels, sizeof(*f->dynrels), cmp_dynrel);
+	/* ld writes them in address order (-z combreloc) mostly. */
+	bool sorted = true;
+	for (size_t i = 1; i < f->ndynrels && sorted; i++)
+		sorted = f->dynrels[i - 1].where <= f->dynrels[i].where;
+	if (!sorted)
+		qsort(f->dynrels, f->ndynrels, sizeof(*f->dynrels), cmp_dynrel);
 	f->dynrels_loaded = true;
 	return 0;
 }
 
 const struct mce_dynrel *mce_dynrel_at(struct mce_file *f, uint64_t va)
 {
-	size_t lo = 0, hi = f->ndynrels;
+	size_t lo = 0, hi = f->ndynrels, h = f->dynrel_hint;
+
+	/* Tables are walked in order: try where the last lookup ended. */
+	for (size_t k = h; k < h + 2 && k < f->ndynrels; k++)
+		if (f->dynrels[k].where == va) {
+			f->dynrel_hint = k + 1;
+			return &f->dynrels[k];
+		}
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -367,7 +379,11 @@ const struct mce_dynrel *mce_dynrel_at(struct mce_file *f, uint64_t va)
 		else
 			hi = mid;
 	}
-	return lo < f->ndynrels && f->dynrels[lo].where == va ? &f->dynrels[lo] : NULL;
+	if (lo < f->ndynrels && f->dynrels[lo].where == va) {
+		f->dynrel_hint = lo + 1;
+		return &f->dynrels[lo];
+	}
+	return NULL;
 }
 
 const char *mce_dynrel_name(struct mce_file *f, const struct mce_dynrel *d)

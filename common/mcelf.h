@@ -94,6 +94,7 @@ struct mce_file {
 	struct mce_dynrel *dynrels;	/* linked images: by address; first use */
 	size_t ndynrels;
 	bool dynrels_loaded;
+	size_t dynrel_hint;		/* where the last mce_dynrel_at() matched */
 	uint32_t relative_type;
 	void **garbage;		/* replaced buffers names may still point into */
 	size_t ngarbage;

@@ -175,33 +175,17 @@ int cmd_link(int argc, char **argv, const struct op_common *c)
 	if (status)
 		goto out;
 
-	struct fix_stats st;
-	struct mce_file probe;
-	bool has_table = false;
-
 	/* An image without any table (nothing in it was built for tracing)
-	 * links through unchanged. */
-	if (mce_open(&probe, out) < 0 || (!mce_linked(&probe) && probe.eh.e_type != ET_REL)) {
-		mc_error(out, "%s", probe.err[0] ? probe.err : "the link produced no ELF image");
-		mce_close(&probe);
-		unlink(out);
+	 * links through unchanged; one that cannot be read fails the link. */
+	struct fix_stats st;
+
+	o.missing_ok = true;
+	if (op_fix_file(out, &o, &st) < 0) {
 		status = 1;
+		unlink(out);
 		goto out;
 	}
-	has_table = mce_sec_by_name(&probe, "__mcount_loc") ||
-		    mce_sec_by_name(&probe, "__patchable_function_entries") ||
-		    mce_sym_lookup(&probe, "__start_mcount_loc") > 0;
-	mce_close(&probe);
-	if (has_table && (o.sort || o.nop)) {
-		if (op_fix_file(out, &o, &st) < 0) {
-			status = 1;
-			unlink(out);
-			goto out;
-		}
-		report(out, &o, &st);
-	} else if (!has_table && mc_noting()) {
-		mc_note(out, "no call-site table: left as linked");
-	}
+	report(out, &o, &st);
 	if (check) {
 		char *args[] = { "check", (char *)out, NULL };
 		struct op_common cc = *c;

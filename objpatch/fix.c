@@ -288,7 +288,13 @@ int op_fix_file(const char *path, const struct fix_opts *o, struct fix_stats *st
 		goto out;
 	}
 	if (!s.ntables) {
-		mc_error(path, "no __mcount_loc or __patchable_function_entries table");
+		if (o->missing_ok) {
+			if (mc_noting())
+				mc_note(path, "no call-site table: left as it is");
+			ret = 0;
+		} else {
+			mc_error(path, "no __mcount_loc or __patchable_function_entries table");
+		}
 		goto out;
 	}
 	if (op_fix(&f, a, &s, o, st) < 0)

@@ -11,6 +11,7 @@
 struct fix_opts {
 	bool sort;		/* clean and sort (linked images) */
 	bool nop;		/* NOP every call site */
+	bool missing_ok;	/* a file without a table is left alone (link) */
 };
 
 struct fix_stats {
