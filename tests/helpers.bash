@@ -65,3 +65,13 @@ assert_finds_planted() {
 		assert_output --partial "missing from the table"
 	done
 }
+
+# demo_objs DIR [RECORD]: compile the demo with -pg -mfentry into DIR/*.o;
+# with RECORD=record, run recordmcount on each.
+demo_objs() {
+	mkdir -p "$1"
+	for c in main fib stats; do
+		cc -O2 -pg -mfentry -c "$DEMO/$c.c" -o "$1/$c.o" || return 1
+		[ "${2:-}" != record ] || "$RECORDMCOUNT" "$1/$c.o" || return 1
+	done
+}

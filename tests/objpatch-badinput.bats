@@ -40,11 +40,8 @@ no_temp_files() {
 }
 
 @test "malformed linked images: inspect, check, sort, nop and link each refuse all of them" {
-	mkdir "$T/o" "$T/bad" "$T/out"
-	for c in main fib stats; do
-		cc -O2 -pg -mfentry -c "$DEMO/$c.c" -o "$T/o/$c.o"
-		"$RECORDMCOUNT" "$T/o/$c.o"
-	done
+	mkdir "$T/bad" "$T/out"
+	demo_objs "$T/o" record
 	"$OBJPATCH" link -- cc "$T"/o/*.o -o "$T/good"
 	$PY "$SRC/tests/lib/corrupt.py" "$T/good" "$T/bad"
 	n=$(ls "$T"/bad | wc -l)
@@ -79,10 +76,7 @@ no_temp_files() {
 }
 
 @test "link --check: a wrong table fails the link and removes the output" {
-	mkdir "$T/o"
-	for c in main fib stats; do
-		cc -O2 -pg -mfentry -c "$DEMO/$c.c" -o "$T/o/$c.o"
-	done
+	demo_objs "$T/o"
 	# Only one object recorded: the other two objects' calls are missing.
 	"$RECORDMCOUNT" "$T/o/fib.o"
 	run "$OBJPATCH" link --check -- cc "$T"/o/*.o -o "$T/prog"

@@ -61,11 +61,7 @@ through() {
 }
 
 @test "link --runtime: the image registers itself and still runs without the runtime" {
-	mkdir "$T/o"
-	for c in main fib stats; do
-		cc -O2 -pg -mfentry -c "$DEMO/$c.c" -o "$T/o/$c.o"
-		"$RECORDMCOUNT" "$T/o/$c.o"
-	done
+	demo_objs "$T/o" record
 	run "$OBJPATCH" link --nop --runtime --check -- cc "$T"/o/*.o -o "$T/demo"
 	assert_success
 	run nm "$T/demo"
