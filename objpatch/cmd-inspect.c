@@ -9,6 +9,7 @@
 #include "sites.h"
 
 #include "../common/diag.h"
+#include "../common/mclines.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -86,8 +87,10 @@ static void state_text(const struct op_entry *e, char *buf, size_t n)
 }
 
 static int inspect_one(const char *path, const struct op_common *c, bool functions,
-		       struct json *j)
+		       bool lines, struct json *j)
 {
+	struct mc_lines *dw = NULL;
+	char lbuf[512];
 	struct mce_file f;
 	const struct mc_arch *a = op_open(&f, path);
 	struct op_sites s = { 0 };
@@ -102,6 +105,15 @@ static int inspect_one(const char *path, const struct op_common *c, bool functio
 		goto out;
 	}
 	summarize(&s, &sum);
+	if (lines && !functions) {
+		char err[256];
+
+		dw = mc_lines_open(path, err, sizeof(err));
+		if (!dw) {
+			mc_error(path, "--lines: %s (built without -g?)", err);
+			goto out;
+		}
+	}
 	if (functions) {
 		/* One name per function, in table order (a function with two
 		 * entries is listed once). */
@@ -142,6 +154,9 @@ static int inspect_one(const char *path, const struct op_common *c, bool functio
 				json_str(j, "target", e->target);
 			if (e->state == OP_OTHER)
 				json_str(j, "bytes", e->bytes);
+			if (dw)
+				json_str(j, "line", e->resolved ?
+					 mc_lines_at(dw, e->shndx, e->off, lbuf, sizeof(lbuf)) : NULL);
 			json_end(j, '}');
 		}
 		json_end(j, ']');
@@ -169,7 +184,14 @@ static int inspect_one(const char *path, const struct op_common *c, bool functio
 					 e->resolved ? f.secs[e->shndx].name : "?",
 					 (unsigned long long)e->off);
 			state_text(e, st, sizeof(st));
-			printf("  %-24s %-36s %s\n", place, where(&f, e, buf, sizeof(buf)), st);
+			if (dw) {
+				const char *ln = e->resolved ?
+					mc_lines_at(dw, e->shndx, e->off, lbuf, sizeof(lbuf)) : NULL;
+				printf("  %-24s %-36s %-28s %s\n", place, where(&f, e, buf, sizeof(buf)),
+				       st, ln ? ln : "?");
+			} else {
+				printf("  %-24s %-36s %s\n", place, where(&f, e, buf, sizeof(buf)), st);
+			}
 		}
 		printf("summary: %zu call, %zu nop, %zu patchable, %zu other; %s; %zu duplicate%s\n",
 		       sum.states[OP_CALL], sum.states[OP_NOP], sum.states[OP_PATCHABLE],
@@ -178,6 +200,7 @@ static int inspect_one(const char *path, const struct op_common *c, bool functio
 	}
 	ret = 0;
 out:
+	mc_lines_close(dw);
 	op_sites_free(&s);
 	mce_close(&f);
 	return ret;
@@ -187,16 +210,20 @@ int cmd_inspect(int argc, char **argv, const struct op_common *c)
 {
 	static const struct option longopts[] = {
 		{ "functions", no_argument, NULL, 'F' },
+		{ "lines", no_argument, NULL, 'L' },
 		{ 0 }
 	};
-	bool functions = false;
+	bool functions = false, lines = false;
 	struct json j;
 	int opt, status = 0;
 
-	while ((opt = getopt_long(argc, argv, "F", longopts, NULL)) != -1) {
-		if (opt != 'F')
+	while ((opt = getopt_long(argc, argv, "FL", longopts, NULL)) != -1) {
+		if (opt == 'F')
+			functions = true;
+		else if (opt == 'L')
+			lines = true;
+		else
 			return 2;
-		functions = true;
 	}
 	if (optind >= argc) {
 		fprintf(stderr, "objpatch inspect: no input files\n");
@@ -206,7 +233,7 @@ int cmd_inspect(int argc, char **argv, const struct op_common *c)
 	if (c->json && !functions)
 		json_begin(&j, NULL, '[');
 	for (int i = optind; i < argc; i++)
-		if (inspect_one(argv[i], c, functions, &j) < 0)
+		if (inspect_one(argv[i], c, functions, lines, &j) < 0)
 			status = 1;
 	if (c->json && !functions) {
 		json_end(&j, ']');

@@ -21,7 +21,7 @@ static const struct {
 	int (*fn)(int, char **, const struct op_common *);
 	const char *usage;
 } cmds[] = {
-	{ "inspect", cmd_inspect, "inspect [-j|-p] [--functions] FILE..." },
+	{ "inspect", cmd_inspect, "inspect [-j|-p] [--functions] [--lines] FILE..." },
 	{ "check", cmd_check, "check [-j|-p] FILE..." },
 	{ "sort", cmd_sort, "sort [-v] IMAGE..." },
 	{ "nop", cmd_nop, "nop [-v] FILE..." },

@@ -116,3 +116,25 @@ C
 	run "$OBJPATCH" ch "$T/f.o"
 	assert_success
 }
+
+@test "inspect --lines: the source line of every site, in an object and a linked image" {
+	mkdir "$T/g"
+	for c in main fib stats; do
+		cc -g -O2 -pg -mfentry -c "$DEMO/$c.c" -o "$T/g/$c.o"
+		"$RECORDMCOUNT" "$T/g/$c.o"
+	done
+	run "$OBJPATCH" inspect --lines "$T/g/stats.o"
+	assert_success
+	assert_line --regexp 'stats_add\+0x0 .*stats\.c:[0-9]+$'
+	"$OBJPATCH" link -- cc "$T"/g/*.o -o "$T/g/prog"
+	run "$OBJPATCH" -j inspect --lines "$T/g/prog"
+	assert_success
+	run $PY -c 'import json,sys; d=json.load(sys.stdin)[0]; print(sorted(s["line"].rsplit("/",1)[1].split(":")[0] for s in d["sites"]))' <<< "$output"
+	assert_output "['fib.c', 'main.c', 'stats.c', 'stats.c', 'stats.c']"
+	# Without DWARF: one line saying so, exit 1.
+	cc -O2 -pg -mfentry -c "$DEMO/fib.c" -o "$T/nodebug.o"
+	"$RECORDMCOUNT" "$T/nodebug.o"
+	run "$OBJPATCH" inspect --lines "$T/nodebug.o"
+	assert_failure 1
+	assert_output --partial "no line information"
+}
