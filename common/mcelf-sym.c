@@ -41,6 +41,27 @@ long mce_sym_lookup(const struct mce_file *f, const char *name)
 	return -1;
 }
 
+void mce_sym_lookup_many(const struct mce_file *f, const char *const *names, size_t n,
+			 long *found)
+{
+	size_t left = n;
+
+	for (size_t k = 0; k < n; k++)
+		found[k] = -1;
+	for (size_t i = 1; i < f->nsyms && left; i++) {
+		const struct mce_sym *m = &f->syms[i];
+
+		if (m->type == STT_SECTION)
+			continue;
+		for (size_t k = 0; k < n; k++)
+			if (found[k] < 0 && m->name[0] == names[k][0] &&
+			    !strcmp(m->name, names[k])) {
+				found[k] = (long)i;
+				left--;
+			}
+	}
+}
+
 static void symbols_changed(struct mce_file *f)
 {
 	f->syms_dirty = f->dirty = true;

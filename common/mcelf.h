@@ -232,6 +232,9 @@ uint16_t mce_get16(const struct mce_file *f, const void *p);
 
 /* The .symtab index of the first symbol called NAME, or -1. */
 long mce_sym_lookup(const struct mce_file *f, const char *name);
+/* The same for N names in one pass: FOUND[k] for NAMES[k]. */
+void mce_sym_lookup_many(const struct mce_file *f, const char *const *names, size_t n,
+			 long *found);
 /* Change symbol I's value (and section). */
 int mce_sym_set(struct mce_file *f, size_t i, uint32_t shndx, uint64_t value);
 /* Append a global (or weak) symbol NAME to .symtab; its index. */

@@ -267,29 +267,29 @@ static int check_one(const char *path, const struct op_common *c, struct json *j
 
 		if (!e->resolved) {
 			if (!mce_linked(&f))
-				problem(&k, 0, 0, false, "%s entry %zu has no relocation "
+				problem(&k, 0, 0, false, "%s entry %u has no relocation "
 					"(a zero entry)", e->table, e->idx);
 			else if (!e->addr)
-				problem(&k, 0, 0, false, "%s entry %zu is zero", e->table, e->idx);
+				problem(&k, 0, 0, false, "%s entry %u is zero", e->table, e->idx);
 			else
-				problem(&k, 0, 0, false, "%s entry %zu (0x%llx) points outside "
+				problem(&k, 0, 0, false, "%s entry %u (0x%llx) points outside "
 					"every section", e->table, e->idx,
 					(unsigned long long)e->addr);
 			continue;
 		}
 		if (mce_linked(&f) && i && s.v[i - 1].table == e->table &&
 		    s.v[i - 1].addr > e->addr)
-			problem(&k, e->shndx, e->off, true, "%s entry %zu is out of order "
+			problem(&k, e->shndx, e->off, true, "%s entry %u is out of order "
 				"(0x%llx after 0x%llx): the table is not sorted", e->table,
 				e->idx, (unsigned long long)e->addr,
 				(unsigned long long)s.v[i - 1].addr);
 		if (!mce_sec_exec(&f.secs[e->shndx])) {
-			problem(&k, e->shndx, e->off, true, "%s entry %zu points into %s, "
+			problem(&k, e->shndx, e->off, true, "%s entry %u points into %s, "
 				"which is not executable", e->table, e->idx, f.secs[e->shndx].name);
 			continue;
 		}
 		if (e->state == OP_OTHER) {
-			problem(&k, e->shndx, e->off, true, "%s entry %zu: neither a call to an "
+			problem(&k, e->shndx, e->off, true, "%s entry %u: neither a call to an "
 				"mcount symbol nor a NOP (%s)", e->table, e->idx,
 				e->bytes[0] ? e->bytes : "past the end of the section");
 			continue;
@@ -316,7 +316,7 @@ static int check_one(const char *path, const struct op_common *c, struct json *j
 	for (size_t i = 1; i < n; i++)
 		if (sorted[i].shndx == sorted[i - 1].shndx && sorted[i].off == sorted[i - 1].off)
 			problem(&k, sorted[i].shndx, sorted[i].off, true,
-				"%s entry %zu duplicates entry %zu", sorted[i].table,
+				"%s entry %u duplicates entry %u", sorted[i].table,
 				sorted[i].idx, sorted[i - 1].idx);
 	if (mce_linked(&f))
 		check_complete_linked(&k, sorted, n);

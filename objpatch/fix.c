@@ -122,7 +122,7 @@ static int fix_table(struct mce_file *f, const struct mc_arch *a, struct op_site
 		if (!inside) {
 			st->stale++;
 			if (mc_noting())
-				mc_note(f->path, "%s entry %zu (0x%llx) lies in no function; "
+				mc_note(f->path, "%s entry %u (0x%llx) lies in no function; "
 					"dropped (a replaced weak definition?)", t->name, e->idx,
 					(unsigned long long)addr);
 			continue;

@@ -234,18 +234,20 @@ static int push(struct op_sites *s, const struct op_entry *e)
  */
 static int find_tables(struct mce_file *f, struct op_sites *s)
 {
-	long ks = mce_sym_lookup(f, "__start_mcount_loc");
-	long ke = mce_sym_lookup(f, "__stop_mcount_loc");
+	static const char *const names[] = {
+		"__start_mcount_loc", "__stop_mcount_loc",
+		"__start___mcount_loc", "__stop___mcount_loc",
+		"__start___patchable_function_entries", "__stop___patchable_function_entries",
+	};
+	long found[6];
+
+	mce_sym_lookup_many(f, names, 6, found);
+	long ks = found[0], ke = found[1];
 
 	for (size_t j = 0; j < sizeof(table_names) / sizeof(table_names[0]); j++) {
 		struct op_table *t = &s->tables[s->ntables];
-		char b[64], e[64];
-
-		snprintf(b, sizeof(b), "__start_%s", table_names[j]);
-		snprintf(e, sizeof(e), "__stop_%s", table_names[j]);
 		*t = (struct op_table){ .name = table_names[j],
-					.bound = { mce_sym_lookup(f, b), mce_sym_lookup(f, e),
-						   -1, -1 } };
+					.bound = { found[2 + 2 * j], found[3 + 2 * j], -1, -1 } };
 		struct mce_sec *sec = mce_sec_by_name(f, table_names[j]);
 
 		if (sec && sec->sh.sh_type == SHT_PROGBITS) {
@@ -314,11 +316,11 @@ static int load_linked(struct mce_file *f, const struct mc_arch *a, struct op_si
 					       t->name, (unsigned long long)t->start,
 					       (unsigned long long)t->end, t->sec->name);
 		for (size_t i = 0; i < n; i++) {
-			struct op_entry e = { .idx = i, .table = t->name,
-					      .slot = t->start + i * f->addrsize };
+			struct op_entry e = { .idx = (uint32_t)i, .table = t->name };
+			uint64_t slot = t->start + i * f->addrsize;
 			struct mce_sec *in;
 
-			const struct mce_dynrel *d = mce_dynrel_at(f, e.slot);
+			const struct mce_dynrel *d = mce_dynrel_at(f, slot);
 
 			/* Entries are addresses in the image: relocated, if at
 			 * all, relative to the load address.  Anything else is
@@ -327,7 +329,7 @@ static int load_linked(struct mce_file *f, const struct mc_arch *a, struct op_si
 				return mce_fail(f, "%s entry %zu: relocation type %u against "
 						"'%s', not a relative one", t->name, i, d->type,
 						mce_dynrel_name(f, d));
-			if (mce_word_read(f, e.slot, &e.addr) < 0)
+			if (mce_word_read(f, slot, &e.addr) < 0)
 				return -1;
 			in = e.addr ? mce_sec_of_vaddr(f, e.addr) : NULL;
 			if (in) {
@@ -378,7 +380,7 @@ int op_sites_load(struct mce_file *f, const struct mc_arch *a, struct op_sites *
 		if (!seen)
 			return -1;
 		for (size_t i = 0; i < n; i++) {
-			struct op_entry e = { .idx = i, .table = name };
+			struct op_entry e = { .idx = (uint32_t)i, .table = name };
 
 			if (push(s, &e) < 0) {
 				free(seen);

@@ -18,17 +18,16 @@ enum op_state {
 };
 
 struct op_entry {
-	size_t idx;		/* position in the table */
 	const char *table;	/* __mcount_loc or __patchable_function_entries */
+	const char *target;	/* OP_CALL: the symbol called */
+	uint64_t addr;		/* linked images: the address the entry holds */
+	uint64_t off;
+	uint32_t idx;		/* position in the table */
+	uint32_t shndx;
+	uint8_t state;		/* enum op_state */
+	uint8_t len;		/* bytes of the call or NOP(s) */
 	bool resolved;		/* its relocation names a place (linked: its
 				 * address lies in a section) */
-	uint64_t addr;		/* linked images: the address the entry holds */
-	uint64_t slot;		/* linked images: the entry's own address */
-	uint32_t shndx;
-	uint64_t off;
-	enum op_state state;
-	uint8_t len;		/* bytes of the call or NOP(s) */
-	const char *target;	/* OP_CALL: the symbol called */
 	bool classified;	/* state, len, target and bytes are filled in */
 	char bytes[24];		/* OP_OTHER: the first 8 bytes there, in hex */
 };
