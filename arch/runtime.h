@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * What the run-time patcher (libmcloc) needs to know about an instruction
+ * set: the one-instruction encodings of a site's states, the breakpoint
+ * used while a site changes, and how to emulate the new instruction for a
+ * thread that hits the breakpoint (the kernel's int3 protocol).  Kept
+ * apart from arch.h: libmcloc links none of the object-writing tools'
+ * code.
+ */
+#ifndef MCLOC_ARCH_RUNTIME_H
+#define MCLOC_ARCH_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <ucontext.h>
+
+#define MCR_MAX_SITE 8
+
+/*
+ * The instruction for a site of LEN bytes at SITE: a call to TARGET, or
+ * (TARGET 0) the NOP.  Always a single instruction, so that a return
+ * address never lands inside one.  Returns 0, or -1 when this length has
+ * no such encoding or TARGET is out of range.
+ */
+int mcr_encode(uintptr_t site, unsigned len, uintptr_t target, uint8_t *out);
+
+/* The breakpoint written over a site's first byte while it changes. */
+extern const uint8_t mcr_breakpoint;
+
+/* The site whose breakpoint the thread of UC hit. */
+uintptr_t mcr_trap_site(const ucontext_t *uc);
+
+/* Make the thread of UC behave as if it had executed INSN (LEN bytes,
+ * from mcr_encode) at SITE. */
+void mcr_emulate(ucontext_t *uc, uintptr_t site, const uint8_t *insn, unsigned len);
+
+/* Resume the thread of UC at SITE (to run what is now there). */
+void mcr_rewind(ucontext_t *uc, uintptr_t site);
+
+#endif

@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * x86_64 run-time site states.  A 5-byte site (call rel32 to __fentry__)
+ * is either "call rel32" or the 5-byte NOPL; a 6-byte site (Debian's PIE
+ * form, call *__fentry__@GOTPCREL(%rip), NOPed at link time) is either
+ * "addr32 call rel32" (67 e8: the one-instruction form ld itself relaxes
+ * such calls to; the prefix does not change a near branch in 64-bit mode)
+ * or the 6-byte NOPW.  The breakpoint is int3; after it, %rip is the next
+ * byte, as for the kernel's poke_int3_handler().
+ */
+#include "../runtime.h"
+
+#include <string.h>
+
+const uint8_t mcr_breakpoint = 0xcc;
+
+static const uint8_t nop5[5] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
+static const uint8_t nop6[6] = { 0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00 };
+
+int mcr_encode(uintptr_t site, unsigned len, uintptr_t target, uint8_t *out)
+{
+	if (len != 5 && len != 6)
+		return -1;
+	if (!target) {
+		memcpy(out, len == 5 ? nop5 : nop6, len);
+		return 0;
+	}
+	int64_t rel = (int64_t)(target - (site + len));
+	if (rel != (int32_t)rel)
+		return -1;
+	int32_t r32 = (int32_t)rel;
+	if (len == 6)
+		*out++ = 0x67;
+	out[0] = 0xe8;
+	memcpy(out + 1, &r32, 4);
+	return 0;
+}
+
+uintptr_t mcr_trap_site(const ucontext_t *uc)
+{
+	return (uintptr_t)uc->uc_mcontext.gregs[REG_RIP] - 1;
+}
+
+void mcr_emulate(ucontext_t *uc, uintptr_t site, const uint8_t *insn, unsigned len)
+{
+	greg_t *g = ((ucontext_t *)uc)->uc_mcontext.gregs;
+	const uint8_t *op = insn[0] == 0x67 ? insn + 1 : insn;
+
+	if (op[0] == 0xe8) {
+		int32_t rel;
+		uintptr_t sp = (uintptr_t)g[REG_RSP] - 8;
+
+		memcpy(&rel, op + 1, 4);
+		/* Push the return address on the interrupted stack: the
+		 * kernel put the signal frame below its red zone. */
+		*(uintptr_t *)sp = site + len;
+		g[REG_RSP] = (greg_t)sp;
+		g[REG_RIP] = (greg_t)(site + len + (intptr_t)rel);
+	} else {
+		g[REG_RIP] = (greg_t)(site + len);
+	}
+}
+
+void mcr_rewind(ucontext_t *uc, uintptr_t site)
+{
+	uc->uc_mcontext.gregs[REG_RIP] = (greg_t)site;
+}

@@ -1,0 +1,832 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * libmcloc's core: images and their records, ops, and what every site
+ * should be.
+ *
+ * Records.  Each image keeps its sites sorted, one 8-byte record each: the
+ * offset from the image's load address and 32 bits of state, a reference
+ * count of the ops that cover the site, a count of those that need
+ * registers, and the enabled/enabled-with-regs pair that says what the
+ * code holds now (the kernel's dyn_ftrace takes 16 bytes for the same).
+ * Registering or unregistering an ops changes the counts; then every
+ * record whose wanted state differs from its enabled one is patched, in
+ * one batch, and nothing else is touched.
+ *
+ * Ops.  The registered set is an array published with RCU (liburcu's
+ * urcu-bp flavour, which needs no per-thread registration: any thread may
+ * run a traced function).  The trampolines call a dispatcher that walks
+ * the set inside a read-side critical section; unregister removes the ops,
+ * waits for a grace period, and only then returns, so the caller may free
+ * the ops.  Each ops carries a bitmap over the records it covers.
+ *
+ * Site states: no ops, a NOP; ops without MCLOC_OPS_SAVE_REGS, a call to
+ * the image's args trampoline; any that needs registers, a call to its
+ * regs trampoline.
+ */
+#include "mcloc.h"
+#include "mcloc-abi.h"
+#include "patch.h"
+
+#include <urcu-bp.h>
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct mcloc_rec {
+	uint32_t off;		/* from the image's load address */
+	uint32_t state;		/* MCLOC_REC_* */
+};
+_Static_assert(sizeof(struct mcloc_rec) == 8, "a record is 8 bytes");
+
+#define REC_REF_MASK	0x0000ffffu	/* ops covering the site */
+#define REC_REGS_SHIFT	16
+#define REC_REGS_MASK	0x00ff0000u	/* of which need registers */
+#define REC_ENABLED	(1u << 24)	/* the site holds a call */
+#define REC_ENABLED_REGS (1u << 25)	/* ... to the regs trampoline */
+#define REC_REFUSED	(1u << 26)	/* its bytes were not what we expected */
+#define REC_LEN_SHIFT	28		/* site length, 1..15 */
+
+struct image {
+	struct mcloc_image *desc;
+	uintptr_t base;
+	struct mcloc_rec *recs;
+	const char **names;	/* function of each record (NULL: unknown) */
+	char *strtab;		/* the names' storage */
+	size_t nrecs, first;	/* global index of recs[0] */
+	uintptr_t lo, hi;	/* first and last site */
+	bool dead;
+};
+
+struct mcloc_ops_priv {
+	uint64_t *filter, *notrace, *covers;	/* bitmaps over global record indices */
+	size_t nfilter;
+	bool registered;
+};
+
+struct ops_set {
+	size_t n;
+	struct mcloc_ops *v[];
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+/* Never moved once published: dispatchers read them without the lock. */
+#define MAX_IMAGES 256
+static struct image *images[MAX_IMAGES];
+static size_t nimages, nrecords;
+static struct ops_set *cur_set;
+static void (*log_fn)(int, const char *);
+static bool inited;
+static int init_status;
+static size_t nrefused;
+
+static __thread int in_tracer __attribute__((tls_model("initial-exec")));
+
+static void say(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(int level, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	if (!log_fn)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	log_fn(level, msg);
+}
+
+void mcloc_set_log(void (*log)(int level, const char *msg))
+{
+	log_fn = log;
+}
+
+/* ---- records ------------------------------------------------------------ */
+
+static unsigned rec_len(const struct mcloc_rec *r)
+{
+	return r->state >> REC_LEN_SHIFT;
+}
+
+static const struct image *image_of(uintptr_t addr)
+{
+	for (size_t i = 0; i < nimages; i++)
+		if (!images[i]->dead && addr >= images[i]->lo && addr <= images[i]->hi + 16)
+			return images[i];
+	return NULL;
+}
+
+/* The record of the site that starts at SITE, or -1. */
+static long rec_at(const struct image *im, uintptr_t site)
+{
+	size_t lo = 0, hi = im->nrecs;
+	uint64_t off = site - im->base;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (im->recs[mid].off < off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < im->nrecs && im->recs[lo].off == off ? (long)lo : -1;
+}
+
+/* The record whose site ends at AFTER (the trampolines' return address). */
+static long rec_before(const struct image *im, uintptr_t after)
+{
+	size_t lo = 0, hi = im->nrecs;
+	uint64_t off = after - im->base;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (im->recs[mid].off < off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return -1;
+	const struct mcloc_rec *r = &im->recs[lo - 1];
+	return r->off + rec_len(r) == off ? (long)lo - 1 : -1;
+}
+
+bool mcr_is_site(uintptr_t addr)
+{
+	const struct image *im = image_of(addr);
+
+	return im && rec_at(im, addr) >= 0;
+}
+
+/* ---- function names from the image's symbol table ---------------------------- */
+
+struct fsym {
+	uintptr_t lo, hi;
+	uint32_t name;
+};
+
+static int cmp_fsym(const void *a, const void *b)
+{
+	const struct fsym *x = a, *y = b;
+
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+static void *read_at(int fd, off_t off, size_t len)
+{
+	void *p = malloc(len + 1);
+
+	if (p && pread(fd, p, len, off) != (ssize_t)len) {
+		free(p);
+		return NULL;
+	}
+	return p;
+}
+
+/*
+ * Name every record of IM from PATH's .symtab (or .dynsym): the FUNC
+ * symbol that contains it.  A stripped image keeps its records unnamed;
+ * they are still traced by address.
+ */
+static void name_records(struct image *im, const char *path, uintptr_t bias)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	Elf64_Ehdr eh;
+	Elf64_Shdr *sh = NULL;
+	Elf64_Sym *syms = NULL;
+	struct fsym *fs = NULL;
+	char *str = NULL;
+
+	if (fd < 0 || pread(fd, &eh, sizeof(eh), 0) != sizeof(eh) ||
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh.e_shentsize != sizeof(Elf64_Shdr) || !eh.e_shnum)
+		goto out;
+	sh = read_at(fd, (off_t)eh.e_shoff, (size_t)eh.e_shnum * sizeof(*sh));
+	if (!sh)
+		goto out;
+	const Elf64_Shdr *st = NULL;
+	for (int want = SHT_SYMTAB; !st && want; want = want == SHT_SYMTAB ? SHT_DYNSYM : 0)
+		for (unsigned i = 0; i < eh.e_shnum; i++)
+			if (sh[i].sh_type == (Elf64_Word)want && sh[i].sh_link < eh.e_shnum &&
+			    sh[i].sh_entsize == sizeof(Elf64_Sym)) {
+				st = &sh[i];
+				break;
+			}
+	if (!st)
+		goto out;
+	size_t n = st->sh_size / sizeof(Elf64_Sym), nf = 0;
+	const Elf64_Shdr *ss = &sh[st->sh_link];
+	syms = read_at(fd, (off_t)st->sh_offset, st->sh_size);
+	str = read_at(fd, (off_t)ss->sh_offset, ss->sh_size);
+	fs = malloc((n + 1) * sizeof(*fs));
+	if (!syms || !str || !fs)
+		goto out;
+	str[ss->sh_size] = 0;
+	for (size_t i = 0; i < n; i++)
+		if (ELF64_ST_TYPE(syms[i].st_info) == STT_FUNC && syms[i].st_shndx != SHN_UNDEF &&
+		    syms[i].st_name < ss->sh_size)
+			fs[nf++] = (struct fsym){ syms[i].st_value + bias,
+						  syms[i].st_value + bias + (syms[i].st_size ?
+									      syms[i].st_size : 1),
+						  syms[i].st_name };
+	qsort(fs, nf, sizeof(*fs), cmp_fsym);
+	im->names = calloc(im->nrecs + 1, sizeof(*im->names));
+	if (!im->names)
+		goto out;
+	/* Records and functions are both sorted: one merge. */
+	size_t k = 0;
+	for (size_t r = 0; r < im->nrecs; r++) {
+		uintptr_t a = im->base + im->recs[r].off;
+
+		while (k + 1 < nf && fs[k + 1].lo <= a)
+			k++;
+		if (nf && fs[k].lo <= a && a < fs[k].hi)
+			im->names[r] = str + fs[k].name;
+		else if (nf && k + 1 < nf && fs[k + 1].lo > a && fs[k + 1].lo - a < 16)
+			im->names[r] = str + fs[k + 1].name;	/* patchable NOPs before the entry */
+	}
+	im->strtab = str;
+	str = NULL;
+out:
+	if (fd >= 0)
+		close(fd);
+	free(sh);
+	free(syms);
+	free(fs);
+	free(str);
+}
+
+struct find_ctx {
+	uintptr_t addr;
+	char path[4096];
+	uintptr_t bias;
+	bool found;
+};
+
+static int find_object(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct find_ctx *c = data;
+
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + p->p_vaddr;
+
+		if (p->p_type == PT_LOAD && c->addr >= lo && c->addr < lo + p->p_memsz) {
+			snprintf(c->path, sizeof(c->path), "%s",
+				 info->dlpi_name && info->dlpi_name[0] ? info->dlpi_name
+								       : "/proc/self/exe");
+			c->bias = info->dlpi_addr;
+			c->found = true;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* ---- images ----------------------------------------------------------------- */
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void args_dispatch(uintptr_t after, uintptr_t parent, struct mcloc_image *img,
+			  void *args);
+static void regs_dispatch(uintptr_t after, uintptr_t parent, struct mcloc_image *img,
+			  void *regs);
+
+int mcloc_register_image(struct mcloc_image *desc)
+{
+	struct find_ctx fc = { .addr = (uintptr_t)desc };
+	struct image im = { .desc = desc, .base = desc->base };
+	int ret = 0;
+
+	if (desc->magic != MCLOC_IMAGE_MAGIC || desc->version != MCLOC_IMAGE_VERSION)
+		return -EINVAL;
+	pthread_mutex_lock(&lock);
+	size_t n = desc->mcount_stop > desc->mcount_start ?
+		(desc->mcount_stop - desc->mcount_start) / sizeof(uintptr_t) : 0;
+	const uintptr_t *tab = (const uintptr_t *)desc->mcount_start;
+	uint32_t *offs = malloc((n + 1) * sizeof(*offs));
+	struct image *slot = calloc(1, sizeof(*slot));
+
+	if (!offs || !slot || nimages == MAX_IMAGES) {
+		free(offs);
+		free(slot);
+		ret = offs && slot ? -ENOSPC : -ENOMEM;
+		goto out;
+	}
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		/* A zero entry becomes the load address after relocation:
+		 * objpatch sort leaves those behind its __stop_ symbol. */
+		if (tab[i] && tab[i] != im.base && tab[i] - im.base < UINT32_MAX)
+			offs[k++] = (uint32_t)(tab[i] - im.base);
+	qsort(offs, k, sizeof(*offs), cmp_u32);
+	im.recs = calloc(k + 1, sizeof(*im.recs));
+	if (!im.recs) {
+		free(offs);
+		free(slot);
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < k; i++) {
+		const uint8_t *p = (const uint8_t *)(im.base + offs[i]);
+		uint8_t nop[MCR_MAX_SITE];
+		unsigned len = 0;
+
+		/* The site is the NOP objpatch link --nop wrote; its length
+		 * says which form it was compiled as. */
+		for (unsigned l = 5; l <= 6 && !len; l++)
+			if (mcr_encode(im.base + offs[i], l, 0, nop) == 0 && !memcmp(p, nop, l))
+				len = l;
+		im.recs[im.nrecs].off = offs[i];
+		im.recs[im.nrecs].state = len << REC_LEN_SHIFT | (len ? 0 : REC_REFUSED);
+		if (!len)
+			nrefused++;
+		im.nrecs++;
+	}
+	free(offs);
+	if (im.nrecs) {
+		im.lo = im.base + im.recs[0].off;
+		im.hi = im.base + im.recs[im.nrecs - 1].off;
+	}
+	im.first = nrecords;
+	dl_iterate_phdr(find_object, &fc);
+	if (fc.found)
+		name_records(&im, fc.path, fc.bias);
+	*slot = im;
+	__atomic_store_n(&images[nimages], slot, __ATOMIC_RELEASE);
+	__atomic_store_n(&nimages, nimages + 1, __ATOMIC_RELEASE);
+	nrecords += im.nrecs;
+	desc->args_handler = args_dispatch;
+	desc->regs_handler = regs_dispatch;
+	say(2, "image %s: %zu sites", fc.found ? fc.path : "?", im.nrecs);
+out:
+	pthread_mutex_unlock(&lock);
+	return ret;
+}
+
+void mcloc_unregister_image(struct mcloc_image *desc)
+{
+	pthread_mutex_lock(&lock);
+	for (size_t i = 0; i < nimages; i++)
+		if (images[i]->desc == desc)
+			images[i]->dead = true;	/* its code is going away */
+	pthread_mutex_unlock(&lock);
+	synchronize_rcu_bp();
+}
+
+/* ---- dispatch ------------------------------------------------------------------ */
+
+static bool covers(const struct mcloc_ops *ops, size_t g)
+{
+	return ops->priv->covers[g / 64] >> (g % 64) & 1;
+}
+
+static void dispatch(uintptr_t after, uintptr_t parent, struct mcloc_image *img,
+		     void *regs)
+{
+	const struct image *im = NULL;
+	long r;
+
+	if (in_tracer)
+		return;		/* a callback called a traced function */
+	in_tracer = 1;
+	for (size_t i = 0; i < nimages && !im; i++)
+		if (images[i]->desc == img)
+			im = images[i];
+	if (im && (r = rec_before(im, after)) >= 0) {
+		uintptr_t ip = im->base + im->recs[r].off;
+		size_t g = im->first + (size_t)r;
+
+		rcu_read_lock_bp();
+		struct ops_set *set = rcu_dereference(cur_set);
+		for (size_t i = 0; set && i < set->n; i++) {
+			struct mcloc_ops *ops = set->v[i];
+
+			if (covers(ops, g))
+				ops->func(ip, parent, ops, (ops->flags & MCLOC_OPS_SAVE_REGS) ?
+					  regs : NULL);
+		}
+		rcu_read_unlock_bp();
+	}
+	in_tracer = 0;
+}
+
+static void args_dispatch(uintptr_t after, uintptr_t parent, struct mcloc_image *img,
+			  void *args)
+{
+	(void)args;
+	dispatch(after, parent, img, NULL);
+}
+
+static void regs_dispatch(uintptr_t after, uintptr_t parent, struct mcloc_image *img,
+			  void *regs)
+{
+	dispatch(after, parent, img, regs);
+}
+
+/* ---- ops ------------------------------------------------------------------------ */
+
+int mcloc_init(void)
+{
+	char err[256];
+
+	pthread_mutex_lock(&lock);
+	if (!inited) {
+		inited = true;
+		init_status = mcr_init(err, sizeof(err));
+		if (init_status)
+			say(0, "%s", err);
+	}
+	pthread_mutex_unlock(&lock);
+	return init_status;
+}
+
+static size_t words(void)
+{
+	return nrecords / 64 + 1;
+}
+
+static int ensure_priv(struct mcloc_ops *ops)
+{
+	struct mcloc_ops_priv *p = ops->priv;
+
+	if (!p) {
+		p = calloc(1, sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		ops->priv = p;
+	}
+	/* Bitmaps grow with the records (an image loaded since). */
+	size_t w = words();
+	if (!p->filter || p->nfilter < w) {
+		uint64_t *f = realloc(p->filter, w * 8), *t = realloc(p->notrace, w * 8);
+
+		if (f)
+			p->filter = f;
+		if (t)
+			p->notrace = t;
+		if (!f || !t)
+			return -ENOMEM;
+		memset(p->filter + p->nfilter, 0, (w - p->nfilter) * 8);
+		memset(p->notrace + p->nfilter, 0, (w - p->nfilter) * 8);
+		p->nfilter = w;
+	}
+	return 0;
+}
+
+static int set_globs(struct mcloc_ops *ops, const char *globs, int reset, bool notrace)
+{
+	int ret, count = 0;
+
+	if (!ops || !globs)
+		return -EINVAL;
+	pthread_mutex_lock(&lock);
+	if (ops->priv && ops->priv->registered) {
+		ret = -EBUSY;
+		goto out;
+	}
+	ret = ensure_priv(ops);
+	if (ret)
+		goto out;
+	uint64_t *bits = notrace ? ops->priv->notrace : ops->priv->filter;
+	if (reset)
+		memset(bits, 0, ops->priv->nfilter * 8);
+	char *dup = strdup(globs), *save = NULL;
+	if (!dup) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (char *pat = strtok_r(dup, ", \t\n", &save); pat; pat = strtok_r(NULL, ", \t\n", &save)) {
+		bool neg = pat[0] == '!';
+
+		for (size_t i = 0; i < nimages; i++)
+			for (size_t r = 0; r < images[i]->nrecs; r++) {
+				const char *name = images[i]->names ? images[i]->names[r] : NULL;
+				size_t g = images[i]->first + r;
+
+				if (!name || fnmatch(pat + neg, name, 0))
+					continue;
+				if (neg)
+					bits[g / 64] &= ~(1ull << (g % 64));
+				else
+					bits[g / 64] |= 1ull << (g % 64);
+			}
+	}
+	free(dup);
+	for (size_t w = 0; w < ops->priv->nfilter; w++)
+		count += __builtin_popcountll(bits[w]);
+	ret = count;
+out:
+	pthread_mutex_unlock(&lock);
+	return ret;
+}
+
+int mcloc_set_filter(struct mcloc_ops *ops, const char *globs, int reset)
+{
+	return set_globs(ops, globs, reset, false);
+}
+
+int mcloc_set_notrace(struct mcloc_ops *ops, const char *globs, int reset)
+{
+	return set_globs(ops, globs, reset, true);
+}
+
+int mcloc_set_filter_ip(struct mcloc_ops *ops, uintptr_t ip, int remove)
+{
+	int ret;
+
+	if (!ops)
+		return -EINVAL;
+	pthread_mutex_lock(&lock);
+	ret = ops->priv && ops->priv->registered ? -EBUSY : ensure_priv(ops);
+	if (!ret) {
+		ret = -ENOENT;
+		for (size_t i = 0; i < nimages; i++) {
+			long r = rec_at(images[i], ip);
+
+			/* A function's address names its site too. */
+			if (r < 0 && images[i]->names)
+				for (size_t k = 0; k < images[i]->nrecs && r < 0; k++)
+					if (images[i]->base + images[i]->recs[k].off >= ip &&
+					    images[i]->base + images[i]->recs[k].off < ip + 16)
+						r = (long)k;
+			if (r < 0)
+				continue;
+			size_t g = images[i]->first + (size_t)r;
+			if (remove)
+				ops->priv->filter[g / 64] &= ~(1ull << (g % 64));
+			else
+				ops->priv->filter[g / 64] |= 1ull << (g % 64);
+			ret = 0;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&lock);
+	return ret;
+}
+
+/* Patch every record whose wanted state differs from its enabled one. */
+static int update_sites(void)
+{
+	size_t cap = 64, n = 0;
+	struct mcr_poke *v = malloc(cap * sizeof(*v));
+	struct { struct image *im; size_t r; } *who = malloc(cap * sizeof(*who));
+	char err[256];
+	int ret = 0;
+
+	if (!v || !who) {
+		free(v);
+		free(who);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < nimages; i++) {
+		struct image *im = images[i];
+
+		if (im->dead)
+			continue;
+		for (size_t r = 0; r < im->nrecs; r++) {
+			uint32_t s = im->recs[r].state;
+			unsigned len = s >> REC_LEN_SHIFT;
+			bool want = s & REC_REF_MASK, want_regs = s & REC_REGS_MASK;
+			bool have = s & REC_ENABLED, have_regs = s & REC_ENABLED_REGS;
+
+			if ((s & REC_REFUSED) || (want == have && (!want || want_regs == have_regs)))
+				continue;
+			if (n == cap) {
+				cap *= 2;
+				void *nv = realloc(v, cap * sizeof(*v)), *nw = realloc(who, cap * sizeof(*who));
+				if (nv)
+					v = nv;
+				if (nw)
+					who = nw;
+				if (!nv || !nw) {
+					ret = -ENOMEM;
+					goto out;
+				}
+			}
+			uintptr_t site = im->base + im->recs[r].off;
+			uintptr_t from = have ? (have_regs ? im->desc->tramp_regs : im->desc->tramp_args) : 0;
+			uintptr_t to = want ? (want_regs ? im->desc->tramp_regs : im->desc->tramp_args) : 0;
+			struct mcr_poke *p = &v[n];
+
+			p->addr = site;
+			p->len = (uint8_t)len;
+			if (mcr_encode(site, len, from, p->old_bytes) < 0 ||
+			    mcr_encode(site, len, to, p->new_bytes) < 0) {
+				im->recs[r].state |= REC_REFUSED;
+				nrefused++;
+				say(1, "site %#lx: no %u-byte call reaches the trampoline; refused",
+				    (unsigned long)site, len);
+				continue;
+			}
+			who[n].im = im;
+			who[n].r = r;
+			n++;
+		}
+	}
+	ret = mcr_patch(v, n, err, sizeof(err));
+	if (ret) {
+		say(0, "%s", err);
+		goto out;
+	}
+	for (size_t k = 0; k < n; k++) {
+		struct mcloc_rec *rec = &who[k].im->recs[who[k].r];
+		uint32_t s = rec->state & ~(REC_ENABLED | REC_ENABLED_REGS);
+
+		if (s & REC_REF_MASK)
+			s |= REC_ENABLED | (s & REC_REGS_MASK ? REC_ENABLED_REGS : 0);
+		rec->state = s;
+	}
+out:
+	free(v);
+	free(who);
+	return ret;
+}
+
+/* Add DELTA to the counts of every record OPS covers. */
+static void count(struct mcloc_ops *ops, int delta)
+{
+	bool regs = ops->flags & MCLOC_OPS_SAVE_REGS;
+
+	for (size_t i = 0; i < nimages; i++)
+		for (size_t r = 0; r < images[i]->nrecs; r++) {
+			size_t g = images[i]->first + r;
+			struct mcloc_rec *rec = &images[i]->recs[r];
+
+			if (!covers(ops, g))
+				continue;
+			rec->state = (uint32_t)((int64_t)rec->state + delta);
+			if (regs)
+				rec->state = (uint32_t)((int64_t)rec->state +
+							delta * (1 << REC_REGS_SHIFT));
+		}
+}
+
+static int publish(struct mcloc_ops *add, struct mcloc_ops *remove)
+{
+	struct ops_set *old = cur_set;
+	size_t n = old ? old->n : 0;
+	struct ops_set *set = malloc(sizeof(*set) + (n + 1) * sizeof(set->v[0]));
+
+	if (!set)
+		return -ENOMEM;
+	set->n = 0;
+	for (size_t i = 0; i < n; i++)
+		if (old->v[i] != remove)
+			set->v[set->n++] = old->v[i];
+	if (add)
+		set->v[set->n++] = add;
+	rcu_set_pointer(&cur_set, set);
+	synchronize_rcu_bp();
+	free(old);
+	return 0;
+}
+
+int mcloc_register_ops(struct mcloc_ops *ops)
+{
+	int ret = mcloc_init();
+
+	if (ret)
+		return ret;
+	if (!ops || !ops->func)
+		return -EINVAL;
+	pthread_mutex_lock(&lock);
+	if (ops->priv && ops->priv->registered) {
+		ret = -EBUSY;
+		goto out;
+	}
+	ret = ensure_priv(ops);
+	if (ret)
+		goto out;
+	struct mcloc_ops_priv *p = ops->priv;
+	bool any = false;
+	for (size_t w = 0; w < p->nfilter && !any; w++)
+		any = p->filter[w];
+	free(p->covers);
+	p->covers = calloc(p->nfilter, 8);
+	if (!p->covers) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (size_t w = 0; w < p->nfilter; w++)
+		p->covers[w] = (any ? p->filter[w] : ~0ull) & ~p->notrace[w];
+	/* Visible to the dispatcher before any site calls it. */
+	ret = publish(ops, NULL);
+	if (ret)
+		goto out;
+	count(ops, +1);
+	ret = update_sites();
+	if (ret) {
+		count(ops, -1);
+		update_sites();
+		publish(NULL, ops);
+		goto out;
+	}
+	p->registered = true;
+out:
+	pthread_mutex_unlock(&lock);
+	return ret;
+}
+
+int mcloc_unregister_ops(struct mcloc_ops *ops)
+{
+	int ret = 0;
+
+	if (!ops || !ops->priv)
+		return -EINVAL;
+	pthread_mutex_lock(&lock);
+	if (!ops->priv->registered) {
+		ret = -ENOENT;
+		goto out;
+	}
+	count(ops, -1);
+	ret = update_sites();
+	if (ret)
+		say(0, "unregister: sites stay enabled; the ops is removed anyway");
+	/* Out of the set, then a grace period: after it, no thread is in
+	 * OPS's callback or can reach it. */
+	publish(NULL, ops);
+	ops->priv->registered = false;
+out:
+	pthread_mutex_unlock(&lock);
+	return ret;
+}
+
+void mcloc_ops_free(struct mcloc_ops *ops)
+{
+	if (!ops || !ops->priv || ops->priv->registered)
+		return;
+	free(ops->priv->filter);
+	free(ops->priv->notrace);
+	free(ops->priv->covers);
+	free(ops->priv);
+	ops->priv = NULL;
+}
+
+void mcloc_get_stats(struct mcloc_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	pthread_mutex_lock(&lock);
+	st->images = nimages;
+	st->records = nrecords;
+	st->record_bytes = nrecords * sizeof(struct mcloc_rec);
+	for (size_t i = 0; i < nimages; i++)
+		for (size_t r = 0; r < images[i]->nrecs; r++)
+			st->enabled += !!(images[i]->recs[r].state & REC_ENABLED);
+	st->refused = nrefused;
+	st->batches = mcr_stats.batches;
+	st->sites_patched = mcr_stats.sites;
+	st->syncs = mcr_stats.syncs;
+	st->last_batch_ms = mcr_stats.last_batch_ms;
+	pthread_mutex_unlock(&lock);
+}
+
+const char *mcloc_site_name(uintptr_t ip)
+{
+	const struct image *im = image_of(ip);
+	long r = im ? rec_at(im, ip) : -1;
+
+	return r >= 0 && im->names ? im->names[r] : NULL;
+}
+
+uintptr_t mcloc_site_of(const char *name)
+{
+	for (size_t i = 0; i < nimages; i++)
+		for (size_t r = 0; images[i]->names && r < images[i]->nrecs; r++)
+			if (images[i]->names[r] && !strcmp(images[i]->names[r], name))
+				return images[i]->base + images[i]->recs[r].off;
+	return 0;
+}
+
+/* No patching across fork(): the child gets a consistent text. */
+static void atfork_prepare(void)
+{
+	pthread_mutex_lock(&lock);
+}
+
+static void atfork_release(void)
+{
+	pthread_mutex_unlock(&lock);
+}
+
+__attribute__((constructor)) static void mcloc_ctor(void)
+{
+	pthread_atfork(atfork_prepare, atfork_release, atfork_release);
+}

@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * libmcloc: ftrace for a running userspace program.
+ *
+ * A program built with -pg -mfentry, recordmcount after each cc, and linked
+ * through `objpatch link --nop --runtime` starts with every call site a
+ * NOP.  Registering an ops turns the sites it covers into calls to the
+ * image's trampolines, while the program's threads keep running;
+ * unregistering turns them back.  See man/libmcloc.3.
+ *
+ * Every function returns 0 or a negative errno; the reason goes to the log
+ * callback (mcloc_set_log), never to stderr.
+ */
+#ifndef MCLOC_H
+#define MCLOC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct mcloc_ops;
+struct mcloc_regs;	/* libmcloc/mcloc-abi.h: every register, and pc */
+
+/*
+ * IP is the traced function's call site (its entry), PARENT_IP the return
+ * address into its caller.  REGS is NULL unless the ops asked for
+ * MCLOC_OPS_SAVE_REGS; then every register is there and the callback may
+ * change them, pc included (where the function resumes).
+ */
+typedef void (*mcloc_func_t)(uintptr_t ip, uintptr_t parent_ip, struct mcloc_ops *ops,
+			     struct mcloc_regs *regs);
+
+enum {
+	MCLOC_OPS_SAVE_REGS = 1 << 0,
+};
+
+struct mcloc_ops {
+	mcloc_func_t func;
+	unsigned flags;
+	void *private;			/* the caller's */
+	struct mcloc_ops_priv *priv;	/* the library's; zero before first use */
+};
+
+/* Set up (also done on first use): the SIGTRAP handler, membarrier. */
+int mcloc_init(void);
+
+/*
+ * Filters, changed only while OPS is not registered (-EBUSY otherwise).
+ * GLOBS is a comma- or space-separated list of fnmatch(3) patterns over
+ * function names; a pattern "!pat" removes matches instead.  An empty
+ * filter means every function; notrace wins over filter.  RESET clears the
+ * set first.  Returns how many functions the set now holds, or -errno.
+ */
+int mcloc_set_filter(struct mcloc_ops *ops, const char *globs, int reset);
+int mcloc_set_notrace(struct mcloc_ops *ops, const char *globs, int reset);
+/* The same by exact call-site or function address. */
+int mcloc_set_filter_ip(struct mcloc_ops *ops, uintptr_t ip, int remove);
+
+/* Register or unregister, from any thread, at any time.  When
+ * mcloc_unregister_ops() returns, no thread is inside OPS's callback or
+ * will enter it again: OPS may be freed. */
+int mcloc_register_ops(struct mcloc_ops *ops);
+int mcloc_unregister_ops(struct mcloc_ops *ops);
+/* Release what the library allocated for an unregistered OPS. */
+void mcloc_ops_free(struct mcloc_ops *ops);
+
+/* Messages: LEVEL 0 error, 1 warning, 2 info.  NULL: drop them. */
+void mcloc_set_log(void (*log)(int level, const char *msg));
+
+struct mcloc_stats {
+	size_t images, records, enabled, refused;
+	size_t record_bytes;	/* memory of all records */
+	size_t batches, sites_patched, syncs;
+	double last_batch_ms;
+};
+void mcloc_get_stats(struct mcloc_stats *st);
+
+/* The function name of a call site (or NULL), and the site of a function
+ * name (0 if none). */
+const char *mcloc_site_name(uintptr_t ip);
+uintptr_t mcloc_site_of(const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

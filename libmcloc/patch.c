@@ -1,0 +1,377 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Changing code other threads may be executing, the way the kernel's
+ * text_poke_bp_batch() does it, in batches:
+ *   1. a breakpoint over the first byte of every site, then sync all cores;
+ *   2. every site's remaining bytes, then sync;
+ *   3. every site's new first byte, then sync.
+ * Three syncs per batch, whatever its size.  The sync is
+ * membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE): every running
+ * thread of the process executes a core-serialising instruction before it
+ * returns, so none can still run the old bytes from its pipeline.
+ *
+ * A thread that meets a breakpoint meanwhile gets SIGTRAP; the handler
+ * finds its site in the published batch and emulates the new instruction
+ * (pushing the return address for a call), just as the kernel's int3
+ * handler does.  Traps that are not ours go to the handler that was there
+ * before, so debuggers and other tools keep working.
+ *
+ * Text is writable only during a batch: the pages' exact protections are
+ * read from /proc/self/maps and restored.  Where the kernel refuses a
+ * writable mapping of text, writes go through /proc/self/mem instead.
+ */
+#include "patch.h"
+
+#include "../arch/runtime.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/membarrier.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+static struct sigaction prev_trap;
+static bool have_membarrier;
+static long page_size;
+
+/* The batch the SIGTRAP handler consults; published before the first
+ * breakpoint is written, withdrawn after the last sync. */
+static struct mcr_poke *volatile active_v;
+static volatile size_t active_n;
+
+struct mcr_stats mcr_stats;
+
+static int membarrier(int cmd)
+{
+	return (int)syscall(__NR_membarrier, cmd, 0, 0);
+}
+
+static int sync_cores(void)
+{
+	mcr_stats.syncs++;
+	if (have_membarrier)
+		return membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE);
+	return -ENOSYS;
+}
+
+static const struct mcr_poke *find_poke(uintptr_t site)
+{
+	struct mcr_poke *v = active_v;
+	size_t lo = 0, hi = active_n;
+
+	if (!v)
+		return NULL;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (v[mid].addr < site)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < active_n && v[lo].addr == site ? &v[lo] : NULL;
+}
+
+static void on_trap(int sig, siginfo_t *si, void *ctx)
+{
+	ucontext_t *uc = ctx;
+	uintptr_t site = mcr_trap_site(uc);
+	const struct mcr_poke *p = find_poke(site);
+
+	if (p) {
+		mcr_emulate(uc, site, p->new_bytes, p->len);
+		return;
+	}
+	/* A site whose batch ended between the trap and now: run what is
+	 * there now. */
+	if (mcr_is_site(site) && *(volatile uint8_t *)site != mcr_breakpoint) {
+		mcr_rewind(uc, site);
+		return;
+	}
+	if (prev_trap.sa_flags & SA_SIGINFO) {
+		prev_trap.sa_sigaction(sig, si, ctx);
+	} else if (prev_trap.sa_handler == SIG_DFL) {
+		/* As if we had never been here: the default action. */
+		signal(SIGTRAP, SIG_DFL);
+		raise(SIGTRAP);
+	} else if (prev_trap.sa_handler != SIG_IGN) {
+		prev_trap.sa_handler(sig);
+	}
+}
+
+int mcr_init(char *err, size_t errlen)
+{
+	struct sigaction sa;
+
+	page_size = sysconf(_SC_PAGESIZE);
+	int cmds = membarrier(MEMBARRIER_CMD_QUERY);
+	if (cmds >= 0 && (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE) &&
+	    membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE) == 0) {
+		have_membarrier = true;
+	} else {
+		snprintf(err, errlen, "membarrier(PRIVATE_EXPEDITED_SYNC_CORE) is not "
+			 "available: live patching is refused");
+		return -ENOSYS;
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_trap;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK | SA_NODEFER;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGTRAP, &sa, &prev_trap) < 0) {
+		snprintf(err, errlen, "cannot install the SIGTRAP handler: %s", strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+/* One run of pages to make writable, with the protection to restore. */
+struct span {
+	uintptr_t lo, hi;
+	int prot;
+};
+
+/* The mappings, from /proc/self/maps: the protections to restore. */
+struct mapping {
+	uintptr_t lo, hi;
+	int prot;
+};
+
+static struct mapping *read_maps(size_t *n)
+{
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	size_t cap = 1 << 16, len = 0, nm = 0;
+	char *buf = malloc(cap + 1);
+	struct mapping *m = NULL;
+	ssize_t k;
+
+	if (fd < 0 || !buf)
+		goto out;
+	while ((k = read(fd, buf + len, cap - len)) > 0) {
+		len += (size_t)k;
+		if (len == cap) {
+			char *nb = realloc(buf, 2 * cap + 1);
+			if (!nb)
+				goto out;
+			buf = nb;
+			cap *= 2;
+		}
+	}
+	buf[len] = 0;
+	size_t lines = 0;
+	for (size_t i = 0; i < len; i++)
+		lines += buf[i] == '\n';
+	m = malloc((lines + 1) * sizeof(*m));
+	if (!m)
+		goto out;
+	for (char *l = buf; l && *l;) {
+		unsigned long lo, hi;
+		char perms[5];
+
+		if (sscanf(l, "%lx-%lx %4s", &lo, &hi, perms) == 3)
+			m[nm++] = (struct mapping){ lo, hi,
+				(perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) |
+				(perms[2] == 'x' ? PROT_EXEC : 0) };
+		l = strchr(l, '\n');
+		if (l)
+			l++;
+	}
+out:
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	*n = nm;
+	return m;
+}
+
+static const struct mapping *mapping_of(const struct mapping *m, size_t n, uintptr_t a)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {	/* /proc/self/maps is in address order */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (m[mid].hi <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && m[lo].lo <= a ? &m[lo] : NULL;
+}
+
+struct writer {
+	struct span *spans;
+	size_t nspans;
+	int memfd;		/* /proc/self/mem, when mprotect was refused */
+};
+
+static int open_text(struct writer *w, const struct mcr_poke *v, size_t n,
+		     char *err, size_t errlen)
+{
+	size_t nm;
+	struct mapping *maps = read_maps(&nm);
+
+	w->spans = calloc(2 * n + 1, sizeof(*w->spans));
+	w->nspans = 0;
+	w->memfd = -1;
+	if (!maps || !w->spans) {
+		free(maps);
+		snprintf(err, errlen, "cannot read /proc/self/maps");
+		return -EIO;
+	}
+	/* Sites are sorted: spans grow page by page within one mapping. */
+	for (size_t i = 0; i < n; i++)
+		for (uintptr_t a = v[i].addr; a < v[i].addr + v[i].len;) {
+			uintptr_t pg = a & ~(uintptr_t)(page_size - 1);
+			struct span *s = w->nspans ? &w->spans[w->nspans - 1] : NULL;
+
+			if (s && pg >= s->lo && pg < s->hi) {
+				a = s->hi;
+				continue;
+			}
+			const struct mapping *m = mapping_of(maps, nm, pg);
+			if (!m) {
+				free(maps);
+				snprintf(err, errlen, "site %#lx is not mapped",
+					 (unsigned long)v[i].addr);
+				return -EFAULT;
+			}
+			if (s && s->hi == pg && s->prot == m->prot)
+				s->hi = pg + (uintptr_t)page_size;
+			else
+				w->spans[w->nspans++] = (struct span){ pg, pg + (uintptr_t)page_size,
+								       m->prot };
+			a = pg + (uintptr_t)page_size;
+		}
+	free(maps);
+	for (size_t i = 0; i < w->nspans; i++) {
+		struct span *s = &w->spans[i];
+
+		if (mprotect((void *)s->lo, s->hi - s->lo, s->prot | PROT_WRITE) == 0)
+			continue;
+		/* Refused (a hardened kernel, an LSM): undo, and write
+		 * through /proc/self/mem, which the kernel allows. */
+		int e = errno;
+		for (size_t k = 0; k < i; k++)
+			mprotect((void *)w->spans[k].lo, w->spans[k].hi - w->spans[k].lo,
+				 w->spans[k].prot);
+		w->nspans = 0;
+		w->memfd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+		if (w->memfd < 0) {
+			snprintf(err, errlen, "text is not writable (mprotect: %s) and "
+				 "/proc/self/mem cannot be opened: %s", strerror(e),
+				 strerror(errno));
+			return -EPERM;
+		}
+		break;
+	}
+	return 0;
+}
+
+static int close_text(struct writer *w)
+{
+	int ret = 0;
+
+	for (size_t i = 0; i < w->nspans; i++)
+		if (mprotect((void *)w->spans[i].lo, w->spans[i].hi - w->spans[i].lo,
+			     w->spans[i].prot) < 0)
+			ret = -errno;
+	if (w->memfd >= 0)
+		close(w->memfd);
+	free(w->spans);
+	return ret;
+}
+
+static int poke(struct writer *w, uintptr_t addr, const uint8_t *bytes, size_t len)
+{
+	if (w->memfd < 0) {
+		memcpy((void *)addr, bytes, len);
+		return 0;
+	}
+	return pwrite(w->memfd, bytes, len, (off_t)addr) == (ssize_t)len ? 0 : -errno;
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int cmp_poke(const void *a, const void *b)
+{
+	const struct mcr_poke *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+int mcr_patch(struct mcr_poke *v, size_t n, char *err, size_t errlen)
+{
+	struct writer w;
+	double t0 = now_ms();
+	int ret;
+
+	if (!n)
+		return 0;
+	qsort(v, n, sizeof(*v), cmp_poke);
+	/* Verify first: every site must hold what we believe it does, or
+	 * the whole batch is refused and nothing is written. */
+	for (size_t i = 0; i < n; i++)
+		if (memcmp((void *)v[i].addr, v[i].old_bytes, v[i].len)) {
+			snprintf(err, errlen, "site %#lx does not hold the expected "
+				 "instruction; refused", (unsigned long)v[i].addr);
+			return -EILSEQ;
+		}
+	ret = open_text(&w, v, n, err, errlen);
+	if (ret < 0)
+		return ret;
+	active_n = n;
+	__atomic_store_n(&active_v, v, __ATOMIC_SEQ_CST);
+
+	for (size_t i = 0; i < n && !ret; i++)
+		ret = poke(&w, v[i].addr, &mcr_breakpoint, 1);
+	if (!ret)
+		ret = sync_cores();
+	for (size_t i = 0; i < n && !ret; i++)
+		if (v[i].len > 1)
+			ret = poke(&w, v[i].addr + 1, v[i].new_bytes + 1, v[i].len - 1u);
+	if (!ret)
+		ret = sync_cores();
+	for (size_t i = 0; i < n && !ret; i++)
+		ret = poke(&w, v[i].addr, v[i].new_bytes, 1);
+	if (!ret)
+		ret = sync_cores();
+
+	if (ret) {
+		/* A failure after the first breakpoint: put every site back
+		 * to its old instruction, in the same order, so that nothing
+		 * stays half-written. */
+		snprintf(err, errlen, "writing text failed: %s", strerror(-ret));
+		for (size_t i = 0; i < n; i++)
+			poke(&w, v[i].addr, &mcr_breakpoint, 1);
+		sync_cores();
+		for (size_t i = 0; i < n; i++)
+			poke(&w, v[i].addr + 1, v[i].old_bytes + 1, v[i].len - 1u);
+		sync_cores();
+		for (size_t i = 0; i < n; i++)
+			poke(&w, v[i].addr, v[i].old_bytes, 1);
+		sync_cores();
+	}
+	__atomic_store_n(&active_v, NULL, __ATOMIC_SEQ_CST);
+	active_n = 0;
+	int r2 = close_text(&w);
+	if (!ret && r2) {
+		snprintf(err, errlen, "cannot restore the text's protection: %s", strerror(-r2));
+		ret = r2;
+	}
+	mcr_stats.batches++;
+	mcr_stats.sites += ret ? 0 : n;
+	mcr_stats.last_batch_ms = now_ms() - t0;
+	return ret;
+}

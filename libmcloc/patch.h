@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The batch patching engine (patch.c) and what it asks of the core. */
+#ifndef MCLOC_PATCH_H
+#define MCLOC_PATCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../arch/runtime.h"
+
+struct mcr_poke {
+	uintptr_t addr;
+	uint8_t len;
+	uint8_t old_bytes[MCR_MAX_SITE];
+	uint8_t new_bytes[MCR_MAX_SITE];
+};
+
+struct mcr_stats {
+	size_t batches, sites, syncs;
+	double last_batch_ms;
+};
+extern struct mcr_stats mcr_stats;
+
+/* Install the SIGTRAP handler and register for membarrier. */
+int mcr_init(char *err, size_t errlen);
+
+/* Change every site of V (sorted here) from old_bytes to new_bytes with
+ * the breakpoint protocol.  All or nothing: on failure no site changes. */
+int mcr_patch(struct mcr_poke *v, size_t n, char *err, size_t errlen);
+
+/* From the core: is ADDR one of the sites we manage?  Async-signal-safe. */
+bool mcr_is_site(uintptr_t addr);
+
+#endif

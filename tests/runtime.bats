@@ -1,0 +1,48 @@
+#!/usr/bin/env bats
+# libmcloc on x86_64: a multi-threaded program built through the whole
+# toolchain (-pg -mfentry, recordmcount, objpatch link --nop --runtime)
+# enables and disables tracing while its threads run
+# (tests/fixtures/runtime/rt_test.c): exact counts over quiesced windows,
+# glob filters and notrace, a redirect through the regs trampoline, 200
+# enable/disable cycles under load, page protections, record size.
+
+load helpers
+
+RT=$SRC/tests/fixtures/runtime
+LIBDIR=${MCLOC_LIBDIR:-$(dirname "$OBJPATCH")/../libmcloc}
+
+build_rt() {
+	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
+	local san=()
+	[ -z "${MCLOC_SANITIZED:-}" ] || san=(-fsanitize=address,undefined)
+	$PY "$RT/gen.py" "$T/gen.c" "$1"
+	cc -O1 -pg -mfentry -c "$T/gen.c" -o "$T/gen.o"
+	"$RECORDMCOUNT" "$T/gen.o"
+	cc -O1 "${san[@]}" -I"$SRC/libmcloc" -c "$RT/rt_test.c" -o "$T/rt_test.o"
+	"$OBJPATCH" link --nop --runtime --check -- cc "${san[@]}" "$T/rt_test.o" "$T/gen.o" \
+		-o "$T/rt" -L"$LIBDIR" -lmcloc -lpthread
+}
+
+@test "live patching while threads run: counts, filters, redirect, races, protections" {
+	build_rt 2000
+	run env LD_LIBRARY_PATH="$LIBDIR" timeout 120 "$T/rt"
+	echo "$output"
+	assert_success
+	assert_line "PASSED: 0 failures"
+	refute_line --partial "FAIL"
+}
+
+@test "one enable of every site is one batch of three membarrier syncs, whatever the count" {
+	need strace
+	for n in 200 20000; do
+		build_rt $n
+		run env LD_LIBRARY_PATH="$LIBDIR" strace -f -e trace=membarrier -o "$T/trace" \
+			"$T/rt" oneshot
+		assert_success
+		assert_output "oneshot: $n sites enabled, 1 batch(es), 3 syncs"
+		# The core syncs themselves (liburcu-bp registers for its own
+		# PRIVATE_EXPEDITED barriers as well; those are not syncs).
+		run grep -c 'membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE,' "$T/trace"
+		assert_output 3
+	done
+}
