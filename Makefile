@@ -9,7 +9,7 @@ MESON_OPTS ?=
 DEBS := gcc make meson ninja-build pkg-config cmake \
 	libelf-dev libdw-dev libbz2-dev liblzma-dev libzydis-dev libcapstone-dev liburcu-dev \
 	bats bats-assert bats-support python3 python3-pyelftools \
-	binutils-multiarch qemu-user linux-kbuild-6.1 clang \
+	binutils-multiarch qemu-user linux-kbuild-6.1 clang strace \
 	gcc-aarch64-linux-gnu gcc-riscv64-linux-gnu gcc-arm-linux-gnueabihf \
 	gcc-powerpc64le-linux-gnu gcc-s390x-linux-gnu \
 	gcc-mips64el-linux-gnuabi64 gcc-i686-linux-gnu \

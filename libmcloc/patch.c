@@ -27,6 +27,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/membarrier.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +45,9 @@ static long page_size;
  * breakpoint is written, withdrawn after the last sync. */
 static struct mcr_poke *volatile active_v;
 static volatile size_t active_n;
+/* Handlers running now: the batch is not given back to its owner (who
+ * frees it) until none that may have seen it is left. */
+static int in_handlers;
 
 struct mcr_stats mcr_stats;
 
@@ -82,18 +86,23 @@ static void on_trap(int sig, siginfo_t *si, void *ctx)
 {
 	ucontext_t *uc = ctx;
 	uintptr_t site = mcr_trap_site(uc);
-	const struct mcr_poke *p = find_poke(site);
+	bool ours = false;
 
+	/* Counted before the batch is looked at (see mcr_patch()). */
+	__atomic_add_fetch(&in_handlers, 1, __ATOMIC_SEQ_CST);
+	const struct mcr_poke *p = find_poke(site);
 	if (p) {
 		mcr_emulate(uc, site, p->new_bytes, p->len);
-		return;
-	}
-	/* A site whose batch ended between the trap and now: run what is
-	 * there now. */
-	if (mcr_is_site(site) && *(volatile uint8_t *)site != mcr_breakpoint) {
+		ours = true;
+	} else if (mcr_is_site(site) && *(volatile uint8_t *)site != mcr_breakpoint) {
+		/* A site whose batch ended between the trap and now: run
+		 * what is there now. */
 		mcr_rewind(uc, site);
-		return;
+		ours = true;
 	}
+	__atomic_sub_fetch(&in_handlers, 1, __ATOMIC_SEQ_CST);
+	if (ours)
+		return;
 	if (prev_trap.sa_flags & SA_SIGINFO) {
 		prev_trap.sa_sigaction(sig, si, ctx);
 	} else if (prev_trap.sa_handler == SIG_DFL) {
@@ -364,6 +373,10 @@ int mcr_patch(struct mcr_poke *v, size_t n, char *err, size_t errlen)
 		sync_cores();
 	}
 	__atomic_store_n(&active_v, NULL, __ATOMIC_SEQ_CST);
+	/* A handler that found the batch before it was withdrawn may still
+	 * be reading it. */
+	while (__atomic_load_n(&in_handlers, __ATOMIC_SEQ_CST))
+		sched_yield();
 	active_n = 0;
 	int r2 = close_text(&w);
 	if (!ret && r2) {
