@@ -815,18 +815,31 @@ uintptr_t mcloc_site_of(const char *name)
 	return 0;
 }
 
-/* No patching across fork(): the child gets a consistent text. */
+/*
+ * No patching across fork(): the child gets a consistent text and a lock
+ * nobody holds.  liburcu-bp must be told too, or a child that runs a
+ * traced function can block on a registry lock some other thread held at
+ * the fork (seen in the stress test).
+ */
 static void atfork_prepare(void)
 {
 	pthread_mutex_lock(&lock);
+	urcu_bp_before_fork();
 }
 
-static void atfork_release(void)
+static void atfork_parent(void)
 {
+	urcu_bp_after_fork_parent();
+	pthread_mutex_unlock(&lock);
+}
+
+static void atfork_child(void)
+{
+	urcu_bp_after_fork_child();
 	pthread_mutex_unlock(&lock);
 }
 
 __attribute__((constructor)) static void mcloc_ctor(void)
 {
-	pthread_atfork(atfork_prepare, atfork_release, atfork_release);
+	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }

@@ -48,3 +48,26 @@ build_rt() {
 		assert_output 3
 	done
 }
+
+# The stress test of tests/fixtures/runtime/stress.c, for about 30 s: per
+# call, the callbacks that fired must be exactly those of the ops
+# registered for the whole call; ops are freed and poisoned right after
+# unregister; threads come and go, signals and forks fly.  Longer runs:
+# tests/bench/stress.sh.
+@test "stress: 8 threads, 10,000 functions, 1,000+ enable/disable cycles, exact per call" {
+	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
+	local san=()
+	[ -z "${MCLOC_SANITIZED:-}" ] || san=(-fsanitize=address,undefined)
+	$PY "$RT/gen.py" "$T/gen.c" 10000
+	cc -O1 -pg -mfentry -c "$T/gen.c" -o "$T/gen.o"
+	"$RECORDMCOUNT" "$T/gen.o"
+	cc -O1 "${san[@]}" -I"$SRC/libmcloc" -c "$RT/stress.c" -o "$T/stress.o"
+	"$OBJPATCH" link --nop --runtime --check -- cc "${san[@]}" "$T/stress.o" "$T/gen.o" \
+		-o "$T/stress" -L"$LIBDIR" -lmcloc -lpthread
+	run env LD_LIBRARY_PATH="$LIBDIR" timeout -s KILL 600 "$T/stress" 30 1000
+	echo "$output"
+	echo "# ${lines[-3]}" >&3
+	assert_success
+	assert_line "PASSED"
+	assert_line --partial "mismatches: 0, api errors: 0, enabled at end: 0"
+}
