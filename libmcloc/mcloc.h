@@ -67,6 +67,15 @@ int mcloc_unregister_ops(struct mcloc_ops *ops);
 /* Release what the library allocated for an unregistered OPS. */
 void mcloc_ops_free(struct mcloc_ops *ops);
 
+/*
+ * Live patching built on MCLOC_OPS_SAVE_REGS: every call of FROM that
+ * starts after mcloc_redirect() returns runs TO instead (a function of the
+ * same signature); mcloc_unredirect(FROM) restores FROM.  FROM must be a
+ * traced function.  -EEXIST if FROM is already redirected.
+ */
+int mcloc_redirect(void *from, void *to);
+int mcloc_unredirect(void *from);
+
 /* Messages: LEVEL 0 error, 1 warning, 2 info.  NULL: drop them. */
 void mcloc_set_log(void (*log)(int level, const char *msg));
 
