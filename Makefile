@@ -44,6 +44,8 @@ build: deps $(BUILD)/build.ninja
 
 demo: build
 	examples/demo/run.sh $(BUILD)
+	@echo
+	examples/runtime/run.sh $(BUILD)
 
 # Every test runs twice: in the normal build and under ASan + UBSan.
 check: build $(SANBUILD)/build.ninja

@@ -26,6 +26,7 @@
 #include "mcloc.h"
 #include "mcloc-abi.h"
 #include "patch.h"
+#include "tracer.h"
 
 #include <urcu-bp.h>
 
@@ -56,12 +57,19 @@ _Static_assert(sizeof(struct mcloc_rec) == 8, "a record is 8 bytes");
 #define REC_REFUSED	(1u << 26)	/* its bytes were not what we expected */
 #define REC_LEN_SHIFT	28		/* site length, 1..15 */
 
+struct fsym {
+	uintptr_t lo, hi;
+	uint32_t name;
+};
+
 struct image {
 	struct mcloc_image *desc;
 	uintptr_t base;
 	struct mcloc_rec *recs;
 	const char **names;	/* function of each record (NULL: unknown) */
 	char *strtab;		/* the names' storage */
+	struct fsym *funcs;	/* every function symbol, by address */
+	size_t nfuncs;
 	size_t nrecs, first;	/* global index of recs[0] */
 	uintptr_t lo, hi;	/* first and last site */
 	bool dead;
@@ -171,11 +179,6 @@ bool mcr_is_site(uintptr_t addr)
 
 /* ---- function names from the image's symbol table ---------------------------- */
 
-struct fsym {
-	uintptr_t lo, hi;
-	uint32_t name;
-};
-
 static int cmp_fsym(const void *a, const void *b)
 {
 	const struct fsym *x = a, *y = b;
@@ -257,7 +260,10 @@ static void name_records(struct image *im, const char *path, uintptr_t bias)
 			im->names[r] = str + fs[k + 1].name;	/* patchable NOPs before the entry */
 	}
 	im->strtab = str;
+	im->funcs = fs;
+	im->nfuncs = nf;
 	str = NULL;
+	fs = NULL;
 out:
 	if (fd >= 0)
 		close(fd);
@@ -378,6 +384,8 @@ int mcloc_register_image(struct mcloc_image *desc)
 	say(2, "image %s: %zu sites", fc.found ? fc.path : "?", im.nrecs);
 out:
 	pthread_mutex_unlock(&lock);
+	if (!ret)
+		mcloc_env_tracer_kick();
 	return ret;
 }
 
@@ -798,12 +806,45 @@ void mcloc_get_stats(struct mcloc_stats *st)
 	pthread_mutex_unlock(&lock);
 }
 
+const char *mcloc_addr_name(uintptr_t addr, uintptr_t *off)
+{
+	for (size_t i = 0; i < nimages; i++) {
+		const struct image *im = images[i];
+		size_t lo = 0, hi = im->nfuncs;
+
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (im->funcs[mid].lo <= addr)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo && addr < im->funcs[lo - 1].hi) {
+			if (off)
+				*off = addr - im->funcs[lo - 1].lo;
+			return im->strtab + im->funcs[lo - 1].name;
+		}
+	}
+	return NULL;
+}
+
 const char *mcloc_site_name(uintptr_t ip)
 {
 	const struct image *im = image_of(ip);
 	long r = im ? rec_at(im, ip) : -1;
 
 	return r >= 0 && im->names ? im->names[r] : NULL;
+}
+
+void mcloc_each_site_name(void (*fn)(const char *name, void *arg), void *arg)
+{
+	pthread_mutex_lock(&lock);
+	for (size_t i = 0; i < nimages; i++)
+		for (size_t r = 0; images[i]->names && r < images[i]->nrecs; r++)
+			if (images[i]->names[r])
+				fn(images[i]->names[r], arg);
+	pthread_mutex_unlock(&lock);
 }
 
 uintptr_t mcloc_site_of(const char *name)

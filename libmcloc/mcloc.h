@@ -76,6 +76,16 @@ void mcloc_ops_free(struct mcloc_ops *ops);
 int mcloc_redirect(void *from, void *to);
 int mcloc_unredirect(void *from);
 
+/*
+ * The built-in tracers (also started by MCLOC_TRACER at load): WHICH is
+ * "function" (a line per call, ftrace's format) or "profile" (calls per
+ * function, written when stopped).  FILTER and NOTRACE are globs as for
+ * mcloc_set_filter (NULL: none); output goes to a dup of FD (-1: stderr).
+ * mcloc_tracer_stop() writes out everything buffered.
+ */
+int mcloc_tracer_start(const char *which, const char *filter, const char *notrace, int fd);
+void mcloc_tracer_stop(void);
+
 /* Messages: LEVEL 0 error, 1 warning, 2 info.  NULL: drop them. */
 void mcloc_set_log(void (*log)(int level, const char *msg));
 
@@ -90,6 +100,8 @@ void mcloc_get_stats(struct mcloc_stats *st);
 /* The function name of a call site (or NULL), and the site of a function
  * name (0 if none). */
 const char *mcloc_site_name(uintptr_t ip);
+/* The function containing ADDR (any address), and the offset into it. */
+const char *mcloc_addr_name(uintptr_t addr, uintptr_t *off);
 uintptr_t mcloc_site_of(const char *name);
 
 #ifdef __cplusplus

@@ -71,3 +71,29 @@ build_rt() {
 	assert_line "PASSED"
 	assert_line --partial "mismatches: 0, api errors: 0, enabled at end: 0"
 }
+
+@test "MCLOC_TRACER=function and =profile: ftrace's line format, filters, output file" {
+	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
+	demo_objs "$T/o" record
+	"$OBJPATCH" link --nop --runtime -- cc "$T"/o/*.o -o "$T/demo"
+	lib=$LIBDIR/libmcloc.so
+	[ -z "${MCLOC_SANITIZED:-}" ] || skip "LD_PRELOAD of a sanitized library into a plain program"
+	run env LD_PRELOAD="$lib" MCLOC_TRACER=function MCLOC_FILTER='stats_*' \
+		MCLOC_NOTRACE=stats_mean MCLOC_OUTPUT="$T/trace" "$T/demo"
+	assert_success
+	assert_output "sum=143 max=55 mean=14.30"
+	run cat "$T/trace"
+	assert_line --regexp '^ +demo-[0-9]+ +\[[0-9]{3}\] +[0-9]+\.[0-9]{6}: stats_add <-main$'
+	assert_line --regexp ': stats_clamp <-stats_add$'
+	refute_line --partial ": fib "
+	refute_line --partial ": stats_mean "
+	[ "$(grep -c ': stats_add <-main' "$T/trace")" -eq 10 ]
+	run env LD_PRELOAD="$lib" MCLOC_TRACER=profile "$T/demo"
+	assert_success
+	assert_line --regexp '^fib +10$'
+	assert_line --regexp '^stats_mean +1$'
+	assert_line --partial "time per function is not measured"
+	# Without MCLOC_TRACER nothing is printed and every site stays a NOP.
+	run env LD_PRELOAD="$lib" "$T/demo"
+	assert_output "sum=143 max=55 mean=14.30"
+}
