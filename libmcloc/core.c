@@ -591,9 +591,22 @@ int mcloc_set_filter_ip(struct mcloc_ops *ops, uintptr_t ip, int remove)
 }
 
 /* Patch every record whose wanted state differs from its enabled one. */
+static bool needs_change(uint32_t s)
+{
+	bool want = s & REC_REF_MASK, want_regs = s & REC_REGS_MASK;
+	bool have = s & REC_ENABLED, have_regs = s & REC_ENABLED_REGS;
+
+	return !(s & REC_REFUSED) && (want != have || (want && want_regs != have_regs));
+}
+
 static int update_sites(void)
 {
-	size_t cap = 64, n = 0;
+	size_t cap = 1, n = 0;
+
+	/* Size the batch first: a hundred thousand sites change at once. */
+	for (size_t i = 0; i < nimages; i++)
+		for (size_t r = 0; !images[i]->dead && r < images[i]->nrecs; r++)
+			cap += needs_change(images[i]->recs[r].state);
 	struct mcr_poke *v = malloc(cap * sizeof(*v));
 	struct { struct image *im; size_t r; } *who = malloc(cap * sizeof(*who));
 	char err[256];
@@ -615,7 +628,7 @@ static int update_sites(void)
 			bool want = s & REC_REF_MASK, want_regs = s & REC_REGS_MASK;
 			bool have = s & REC_ENABLED, have_regs = s & REC_ENABLED_REGS;
 
-			if ((s & REC_REFUSED) || (want == have && (!want || want_regs == have_regs)))
+			if (!needs_change(s))
 				continue;
 			if (n == cap) {
 				cap *= 2;
@@ -678,6 +691,10 @@ static void count(struct mcloc_ops *ops, int delta)
 			size_t g = images[i]->first + r;
 			struct mcloc_rec *rec = &images[i]->recs[r];
 
+			if (!ops->priv->covers[g / 64] && g % 64 == 0) {
+				r += 63;	/* a word with no site covered */
+				continue;
+			}
 			if (!covers(ops, g))
 				continue;
 			rec->state = (uint32_t)((int64_t)rec->state + delta);
@@ -686,6 +703,10 @@ static void count(struct mcloc_ops *ops, int delta)
 							delta * (1 << REC_REGS_SHIFT));
 		}
 }
+
+/* Sets replaced by an addition, freed after the next grace period. */
+static struct ops_set *retired[64];
+static size_t nretired;
 
 static int publish(struct mcloc_ops *add, struct mcloc_ops *remove)
 {
@@ -702,8 +723,19 @@ static int publish(struct mcloc_ops *add, struct mcloc_ops *remove)
 	if (add)
 		set->v[set->n++] = add;
 	rcu_set_pointer(&cur_set, set);
+	/* An addition needs no grace period before returning: only the
+	 * old array must outlive its readers, so it waits for the next
+	 * removal's (or for a full list).  A removal must wait: after it,
+	 * no thread may be in the removed ops's callback. */
+	if (add && !remove && nretired < sizeof(retired) / sizeof(retired[0])) {
+		retired[nretired++] = old;
+		return 0;
+	}
 	synchronize_rcu_bp();
 	free(old);
+	for (size_t i = 0; i < nretired; i++)
+		free(retired[i]);
+	nretired = 0;
 	return 0;
 }
 

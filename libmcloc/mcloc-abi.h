@@ -91,7 +91,9 @@ struct mcloc_regs {
 #endif
 
 /* Weak in every image: present only when the runtime library is. */
-int mcloc_register_image(struct mcloc_image *img) __attribute__((weak));
-void mcloc_unregister_image(struct mcloc_image *img) __attribute__((weak));
+int mcloc_register_image(struct mcloc_image *img)
+	__attribute__((weak, visibility("default")));
+void mcloc_unregister_image(struct mcloc_image *img)
+	__attribute__((weak, visibility("default")));
 
 #endif

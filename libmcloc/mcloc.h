@@ -21,6 +21,9 @@
 extern "C" {
 #endif
 
+/* The library is built with hidden visibility; this is its interface. */
+#define MCLOC_API __attribute__((visibility("default")))
+
 struct mcloc_ops;
 struct mcloc_regs;	/* libmcloc/mcloc-abi.h: every register, and pc */
 
@@ -45,7 +48,7 @@ struct mcloc_ops {
 };
 
 /* Set up (also done on first use): the SIGTRAP handler, membarrier. */
-int mcloc_init(void);
+MCLOC_API int mcloc_init(void);
 
 /*
  * Filters, changed only while OPS is not registered (-EBUSY otherwise).
@@ -54,18 +57,18 @@ int mcloc_init(void);
  * filter means every function; notrace wins over filter.  RESET clears the
  * set first.  Returns how many functions the set now holds, or -errno.
  */
-int mcloc_set_filter(struct mcloc_ops *ops, const char *globs, int reset);
-int mcloc_set_notrace(struct mcloc_ops *ops, const char *globs, int reset);
+MCLOC_API int mcloc_set_filter(struct mcloc_ops *ops, const char *globs, int reset);
+MCLOC_API int mcloc_set_notrace(struct mcloc_ops *ops, const char *globs, int reset);
 /* The same by exact call-site or function address. */
-int mcloc_set_filter_ip(struct mcloc_ops *ops, uintptr_t ip, int remove);
+MCLOC_API int mcloc_set_filter_ip(struct mcloc_ops *ops, uintptr_t ip, int remove);
 
 /* Register or unregister, from any thread, at any time.  When
  * mcloc_unregister_ops() returns, no thread is inside OPS's callback or
  * will enter it again: OPS may be freed. */
-int mcloc_register_ops(struct mcloc_ops *ops);
-int mcloc_unregister_ops(struct mcloc_ops *ops);
+MCLOC_API int mcloc_register_ops(struct mcloc_ops *ops);
+MCLOC_API int mcloc_unregister_ops(struct mcloc_ops *ops);
 /* Release what the library allocated for an unregistered OPS. */
-void mcloc_ops_free(struct mcloc_ops *ops);
+MCLOC_API void mcloc_ops_free(struct mcloc_ops *ops);
 
 /*
  * Live patching built on MCLOC_OPS_SAVE_REGS: every call of FROM that
@@ -73,8 +76,8 @@ void mcloc_ops_free(struct mcloc_ops *ops);
  * same signature); mcloc_unredirect(FROM) restores FROM.  FROM must be a
  * traced function.  -EEXIST if FROM is already redirected.
  */
-int mcloc_redirect(void *from, void *to);
-int mcloc_unredirect(void *from);
+MCLOC_API int mcloc_redirect(void *from, void *to);
+MCLOC_API int mcloc_unredirect(void *from);
 
 /*
  * The built-in tracers (also started by MCLOC_TRACER at load): WHICH is
@@ -83,11 +86,11 @@ int mcloc_unredirect(void *from);
  * mcloc_set_filter (NULL: none); output goes to a dup of FD (-1: stderr).
  * mcloc_tracer_stop() writes out everything buffered.
  */
-int mcloc_tracer_start(const char *which, const char *filter, const char *notrace, int fd);
-void mcloc_tracer_stop(void);
+MCLOC_API int mcloc_tracer_start(const char *which, const char *filter, const char *notrace, int fd);
+MCLOC_API void mcloc_tracer_stop(void);
 
 /* Messages: LEVEL 0 error, 1 warning, 2 info.  NULL: drop them. */
-void mcloc_set_log(void (*log)(int level, const char *msg));
+MCLOC_API void mcloc_set_log(void (*log)(int level, const char *msg));
 
 struct mcloc_stats {
 	size_t images, records, enabled, refused;
@@ -95,14 +98,14 @@ struct mcloc_stats {
 	size_t batches, sites_patched, syncs;
 	double last_batch_ms;
 };
-void mcloc_get_stats(struct mcloc_stats *st);
+MCLOC_API void mcloc_get_stats(struct mcloc_stats *st);
 
 /* The function name of a call site (or NULL), and the site of a function
  * name (0 if none). */
-const char *mcloc_site_name(uintptr_t ip);
+MCLOC_API const char *mcloc_site_name(uintptr_t ip);
 /* The function containing ADDR (any address), and the offset into it. */
-const char *mcloc_addr_name(uintptr_t addr, uintptr_t *off);
-uintptr_t mcloc_site_of(const char *name);
+MCLOC_API const char *mcloc_addr_name(uintptr_t addr, uintptr_t *off);
+MCLOC_API uintptr_t mcloc_site_of(const char *name);
 
 #ifdef __cplusplus
 }

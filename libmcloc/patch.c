@@ -225,7 +225,9 @@ static int open_text(struct writer *w, const struct mcr_poke *v, size_t n,
 	size_t nm;
 	struct mapping *maps = read_maps(&nm);
 
-	w->spans = calloc(2 * n + 1, sizeof(*w->spans));
+	size_t cap = 64;
+
+	w->spans = malloc(cap * sizeof(*w->spans));
 	w->nspans = 0;
 	w->memfd = -1;
 	if (!maps || !w->spans) {
@@ -250,11 +252,23 @@ static int open_text(struct writer *w, const struct mcr_poke *v, size_t n,
 					 (unsigned long)v[i].addr);
 				return -EFAULT;
 			}
-			if (s && s->hi == pg && s->prot == m->prot)
+			if (s && s->hi == pg && s->prot == m->prot) {
 				s->hi = pg + (uintptr_t)page_size;
-			else
+			} else {
+				if (w->nspans == cap) {
+					struct span *ns = realloc(w->spans, 2 * cap * sizeof(*ns));
+
+					if (!ns) {
+						free(maps);
+						snprintf(err, errlen, "out of memory");
+						return -ENOMEM;
+					}
+					w->spans = ns;
+					cap *= 2;
+				}
 				w->spans[w->nspans++] = (struct span){ pg, pg + (uintptr_t)page_size,
 								       m->prot };
+			}
 			a = pg + (uintptr_t)page_size;
 		}
 	free(maps);
@@ -328,7 +342,12 @@ int mcr_patch(struct mcr_poke *v, size_t n, char *err, size_t errlen)
 
 	if (!n)
 		return 0;
-	qsort(v, n, sizeof(*v), cmp_poke);
+	/* The core hands sites over in record order, sorted per image. */
+	for (size_t i = 1; i < n; i++)
+		if (v[i - 1].addr > v[i].addr) {
+			qsort(v, n, sizeof(*v), cmp_poke);
+			break;
+		}
 	/* Verify first: every site must hold what we believe it does, or
 	 * the whole batch is refused and nothing is written. */
 	for (size_t i = 0; i < n; i++)

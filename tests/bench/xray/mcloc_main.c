@@ -1,0 +1,65 @@
+/* Our side of patch-bench.sh: enable every site (register an ops that
+ * covers all) and disable it again, timed, ROUNDS times; prints the
+ * medians in ms of the whole calls, then of the patching batches alone. */
+#include "mcloc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+long fn0(long);
+
+static void cb(uintptr_t ip, uintptr_t parent, struct mcloc_ops *ops, struct mcloc_regs *regs)
+{
+	(void)ip; (void)parent; (void)ops; (void)regs;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv)
+{
+	int rounds = argc > 1 ? atoi(argv[1]) : 5;
+	double *p = calloc((size_t)rounds, sizeof(double)), *u = calloc((size_t)rounds, sizeof(double));
+	double *pb = calloc((size_t)rounds, sizeof(double)), *ub = calloc((size_t)rounds, sizeof(double));
+	struct mcloc_ops ops = { .func = cb };
+	struct mcloc_stats st;
+
+	if (mcloc_init())
+		return 1;
+	for (int r = 0; r < rounds; r++) {
+		double t0 = now();
+		if (mcloc_register_ops(&ops))
+			return 1;
+		double t1 = now();
+		mcloc_get_stats(&st);
+		pb[r] = st.last_batch_ms;
+		fn0(1);
+		if (mcloc_unregister_ops(&ops))
+			return 1;
+		double t2 = now();
+		mcloc_get_stats(&st);
+		ub[r] = st.last_batch_ms;
+		p[r] = t1 - t0;
+		u[r] = t2 - t1;
+	}
+	qsort(p, (size_t)rounds, sizeof(double), cmp);
+	qsort(u, (size_t)rounds, sizeof(double), cmp);
+	qsort(pb, (size_t)rounds, sizeof(double), cmp);
+	qsort(ub, (size_t)rounds, sizeof(double), cmp);
+	printf("%.3f %.3f %.3f %.3f %zu\n", p[rounds / 2], u[rounds / 2], pb[rounds / 2],
+	       ub[rounds / 2], st.records);
+	return 0;
+}
