@@ -28,6 +28,8 @@
 #include "patch.h"
 #include "tracer.h"
 
+/* The inline read-side fast paths (this library is LGPL as liburcu is). */
+#define _LGPL_SOURCE
 #include <urcu-bp.h>
 
 #include <dlfcn.h>

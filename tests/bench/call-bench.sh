@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Cost per call of one hot function, from the same source built several
+# ways and measured in the same run (best of 5 runs of N calls each):
+#   plain                 no instrumentation
+#   mcloc, disabled       -pg -mfentry, recordmcount, objpatch link --nop --runtime:
+#                         the site is a NOP (goal: <= 1.02x plain)
+#   mcloc, empty callback one ops with an empty callback enabled on it
+#                         (goal: <= 3 ns added per call)
+#   gcc -pg               glibc's always-on mcount
+#   XRay, unpatched / patched with an empty handler
+# Not a test: prints ns per call and the ratios.  Usage: call-bench.sh [N]
+set -euo pipefail
+here=$(cd "$(dirname "$0")/../.." && pwd)
+build=${BUILD:-$here/build}
+n=${1:-200000000}
+x=$here/tests/bench/xray
+w=$(mktemp -d); trap 'rm -rf "$w"' EXIT
+cc -O2 -c "$x/hot.c" -o "$w/hot_plain.o"
+cc -O2 -c "$x/call_main.c" -o "$w/main_plain.o"
+cc "$w/main_plain.o" "$w/hot_plain.o" -o "$w/plain"
+
+cc -O2 -pg -mfentry -c "$x/hot.c" -o "$w/hot_mc.o"
+"$build/recordmcount/recordmcount" "$w/hot_mc.o"
+cc -O2 -DWITH_MCLOC -I"$here/libmcloc" -c "$x/call_main.c" -o "$w/main_mc.o"
+"$build/objpatch/objpatch" link --nop --runtime -- cc "$w/main_mc.o" "$w/hot_mc.o" \
+	-L"$build/libmcloc" -lmcloc -o "$w/mcloc"
+
+cc -O2 -pg -c "$x/hot.c" -o "$w/hot_pg.o"
+cc -pg "$w/main_plain.o" "$w/hot_pg.o" -o "$w/gprof"
+
+clang -O2 -fxray-instrument -fxray-instruction-threshold=1 -c "$x/hot.c" -o "$w/hot_x.o"
+clang -O2 -DWITH_XRAY -x c++ -c "$x/call_main.c" -o "$w/main_x.o"
+clang++ -fxray-instrument "$w/main_x.o" "$w/hot_x.o" -o "$w/xray"
+
+export LD_LIBRARY_PATH=$build/libmcloc
+cd "$w"
+plain=$(./plain "$n")
+dis=$(./mcloc "$n")
+en=$(./mcloc "$n" enable)
+pg=$(./gprof "$n")
+xu=$(XRAY_OPTIONS=patch_premain=false ./xray "$n")
+xp=$(XRAY_OPTIONS=patch_premain=false ./xray "$n" enable)
+printf '%-28s %8s ns/call\n' "plain" "$plain" "mcloc, disabled (NOP)" "$dis" \
+	"mcloc, empty callback" "$en" "gcc -pg (glibc mcount)" "$pg" \
+	"XRay, unpatched" "$xu" "XRay, patched, empty handler" "$xp"
+echo "mcloc disabled / plain = $(echo "scale=3; $dis / $plain" | bc) (goal <= 1.02)"
+echo "mcloc enabled - plain = $(echo "scale=2; $en - $plain" | bc) ns per call (goal <= 3)"
+echo "XRay patched - plain = $(echo "scale=2; $xp - $plain" | bc) ns per call"
