@@ -10,6 +10,7 @@
 #ifndef MCLOC_ARCH_RUNTIME_H
 #define MCLOC_ARCH_RUNTIME_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <ucontext.h>
@@ -36,5 +37,19 @@ void mcr_emulate(ucontext_t *uc, uintptr_t site, const uint8_t *insn, unsigned l
 
 /* Resume the thread of UC at SITE (to run what is now there). */
 void mcr_rewind(ucontext_t *uc, uintptr_t site);
+
+/*
+ * For images linked without objpatch: the length of the site at SITE if it
+ * is a NOP of a site (*IS_CALL false) or the compiler's call to FENTRY,
+ * directly, through a PLT entry or through a GOT slot (*IS_CALL true);
+ * 0 if it is neither.
+ */
+unsigned mcr_site_len(uintptr_t site, uintptr_t fentry, bool *is_call);
+
+/* A jump to TARGET from anywhere, in MCR_STUB_SIZE bytes at BUF: what a
+ * page placed near such an image holds, so that its sites' rel32 calls
+ * reach the library's own trampolines. */
+#define MCR_STUB_SIZE 16
+void mcr_jump_stub(uint8_t *buf, uintptr_t target);
 
 #endif

@@ -26,6 +26,7 @@
 #include "mcloc.h"
 #include "mcloc-abi.h"
 #include "patch.h"
+#include "core.h"
 #include "tracer.h"
 
 /* The inline read-side fast paths (this library is LGPL as liburcu is). */
@@ -319,7 +320,10 @@ static void regs_dispatch(uintptr_t after, uintptr_t parent, struct mcloc_image 
 
 int mcloc_register_image(struct mcloc_image *desc)
 {
-	struct find_ctx fc = { .addr = (uintptr_t)desc };
+	/* The object the sites are in (the descriptor may be on the heap,
+	 * for a program linked without objpatch). */
+	struct find_ctx fc = { .addr = desc->mcount_stop > desc->mcount_start ?
+				       *(const uintptr_t *)desc->mcount_start : (uintptr_t)desc };
 	struct image im = { .desc = desc, .base = desc->base };
 	int ret = 0;
 
@@ -417,9 +421,13 @@ static void dispatch(uintptr_t after, uintptr_t parent, struct mcloc_image *img,
 	if (in_tracer)
 		return;		/* a callback called a traced function */
 	in_tracer = 1;
+	/* The image of the descriptor the trampoline passed, else by
+	 * address: the library's own trampolines serve images without any. */
 	for (size_t i = 0; i < nimages && !im; i++)
-		if (images[i]->desc == img)
+		if (images[i]->desc == img && images[i]->nrecs)
 			im = images[i];
+	if (!im || rec_before(im, after) < 0)
+		im = image_of(after - 1);
 	if (im && (r = rec_before(im, after)) >= 0) {
 		uintptr_t ip = im->base + im->recs[r].off;
 		size_t g = im->first + (size_t)r;
@@ -456,16 +464,35 @@ static void regs_dispatch(uintptr_t after, uintptr_t parent, struct mcloc_image 
 int mcloc_init(void)
 {
 	char err[256];
+	bool first = false;
 
 	pthread_mutex_lock(&lock);
 	if (!inited) {
-		inited = true;
+		inited = first = true;
 		init_status = mcr_init(err, sizeof(err));
 		if (init_status)
 			say(0, "%s", err);
 	}
 	pthread_mutex_unlock(&lock);
+	if (first && !init_status) {
+		err[0] = 0;
+		int r = mcloc_discover_main(err, sizeof(err));
+		if (r)
+			say(1, "the main program's own table: %s", err[0] ? err : strerror(-r));
+	}
 	return init_status;
+}
+
+bool mcloc_covers(uintptr_t lo, uintptr_t hi)
+{
+	bool found = false;
+
+	pthread_mutex_lock(&lock);
+	for (size_t i = 0; i < nimages && !found; i++)
+		found = !images[i]->dead && images[i]->nrecs && images[i]->lo < hi &&
+			images[i]->hi >= lo;
+	pthread_mutex_unlock(&lock);
+	return found;
 }
 
 static size_t words(void)
@@ -769,6 +796,11 @@ int mcloc_register_ops(struct mcloc_ops *ops)
 	}
 	for (size_t w = 0; w < p->nfilter; w++)
 		p->covers[w] = (any ? p->filter[w] : ~0ull) & ~p->notrace[w];
+	/* Only the records that exist now: an image loaded later is not
+	 * covered (its counts were never raised) until the ops registers
+	 * again. */
+	for (size_t g = nrecords; g < p->nfilter * 64; g++)
+		p->covers[g / 64] &= ~(1ull << (g % 64));
 	/* Visible to the dispatcher before any site calls it. */
 	ret = publish(ops, NULL);
 	if (ret)

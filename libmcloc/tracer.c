@@ -298,8 +298,10 @@ static bool at_exit_set;
 
 int mcloc_tracer_start(const char *which, const char *filter, const char *notrace, int fd)
 {
-	int ret;
+	int ret = mcloc_init();	/* finds the main program's own table, if any */
 
+	if (ret)
+		return ret;
 	pthread_mutex_lock(&api_lock);
 	if (started) {
 		ret = -EBUSY;
@@ -364,8 +366,10 @@ void mcloc_env_tracer_kick(void)
 			close(fd);
 		return;
 	}
-	/* A new image: extend the tracer started from the environment. */
-	pthread_mutex_lock(&api_lock);
+	/* A new image: extend the tracer started from the environment (not
+	 * when the image registers from inside a start, which covers it). */
+	if (pthread_mutex_trylock(&api_lock))
+		return;
 	if (from_env && started)
 		arm();
 	pthread_mutex_unlock(&api_lock);

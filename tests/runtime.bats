@@ -97,3 +97,42 @@ build_rt() {
 	run env LD_PRELOAD="$lib" "$T/demo"
 	assert_output "sum=143 max=55 mean=14.30"
 }
+
+# Only the main program has to work without the wrapper: its table comes
+# from GCC's own -mrecord-mcount, its sites still call glibc's __fentry__
+# (through the GOT in a PIE, through a lazily bound PLT entry otherwise),
+# and the library's own trampolines are reached through a page of stubs
+# mapped near its text.
+@test "a main program linked normally (GCC's -mrecord-mcount): the same checks, PIE and non-PIE" {
+	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
+	local san=()
+	[ -z "${MCLOC_SANITIZED:-}" ] || san=(-fsanitize=address,undefined)
+	$PY "$RT/gen.py" "$T/gen.c" 2000
+	for pie in -fpie -fno-pie; do
+		local ld=-pie
+		[ $pie = -fpie ] || ld=-no-pie
+		cc -O1 $pie -pg -mfentry -mrecord-mcount -c "$T/gen.c" -o "$T/gen.o"
+		cc -O1 $pie "${san[@]}" -I"$SRC/libmcloc" -c "$RT/rt_test.c" -o "$T/rt_test.o"
+		cc $ld "${san[@]}" "$T/rt_test.o" "$T/gen.o" -o "$T/rt" -L"$LIBDIR" -lmcloc -lpthread \
+			2>/dev/null	# (ld warns of DT_TEXTREL: GCC's table is read-only)
+		run env LD_LIBRARY_PATH="$LIBDIR" timeout 120 "$T/rt"
+		echo "$output"
+		assert_success
+		assert_line "PASSED: 0 failures"
+	done
+}
+
+@test "MCLOC_TRACER on a program that never heard of mcloc, through LD_PRELOAD" {
+	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
+	[ -z "${MCLOC_SANITIZED:-}" ] || skip "LD_PRELOAD of a sanitized library into a plain program"
+	mkdir "$T/o"
+	for c in main fib stats; do
+		cc -O2 -pg -mfentry -mrecord-mcount -c "$DEMO/$c.c" -o "$T/o/$c.o"
+	done
+	cc "$T"/o/*.o -o "$T/demo" 2>/dev/null
+	run env LD_PRELOAD="$LIBDIR/libmcloc.so" MCLOC_TRACER=profile MCLOC_FILTER='stats*' "$T/demo"
+	assert_success
+	assert_line --regexp '^stats_add +10$'
+	assert_line --regexp '^stats_mean +1$'
+	refute_line --regexp '^fib '
+}

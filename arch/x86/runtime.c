@@ -65,3 +65,67 @@ void mcr_rewind(ucontext_t *uc, uintptr_t site)
 {
 	uc->uc_mcontext.gregs[REG_RIP] = (greg_t)site;
 }
+
+/* Where a call through memory at SLOT lands: the slot's contents. */
+static uintptr_t through(uintptr_t slot)
+{
+	uintptr_t v;
+
+	memcpy(&v, (const void *)slot, sizeof(v));
+	return v;
+}
+
+/* A PLT entry at P: [endbr64] [bnd] jmp *disp32(%rip); its slot, or 0. */
+static uintptr_t plt_slot(uintptr_t p)
+{
+	const uint8_t *b = (const uint8_t *)p;
+	int32_t d;
+
+	if (b[0] == 0xf3 && b[1] == 0x0f && b[2] == 0x1e && b[3] == 0xfa)
+		b += 4;
+	if (b[0] == 0xf2)
+		b++;
+	if (b[0] != 0xff || b[1] != 0x25)
+		return 0;
+	memcpy(&d, b + 2, 4);
+	return (uintptr_t)(b + 6) + (intptr_t)d;
+}
+
+unsigned mcr_site_len(uintptr_t site, uintptr_t fentry, bool *is_call)
+{
+	const uint8_t *b = (const uint8_t *)site;
+	int32_t d;
+
+	*is_call = false;
+	if (!memcmp(b, nop5, 5))
+		return 5;
+	if (!memcmp(b, nop6, 6))
+		return 6;
+	*is_call = true;
+	if (b[0] == 0xff && b[1] == 0x15) {		/* call *__fentry__@GOTPCREL(%rip) */
+		memcpy(&d, b + 2, 4);
+		return through(site + 6 + (intptr_t)d) == fentry ? 6 : 0;
+	}
+	if (b[0] == 0xe8 || (b[0] == 0x67 && b[1] == 0xe8)) {	/* call rel32 */
+		unsigned len = b[0] == 0x67 ? 6 : 5;
+		memcpy(&d, b + len - 4, 4);
+		uintptr_t t = site + len + (intptr_t)d, slot;
+
+		/* Directly, or through a PLT entry whose GOT slot holds
+		 * __fentry__, or still points back into that PLT entry
+		 * (lazy binding, not resolved before its first call). */
+		if (t == fentry || ((slot = plt_slot(t)) &&
+				    (through(slot) == fentry || through(slot) - t < 16)))
+			return len;
+	}
+	return 0;
+}
+
+void mcr_jump_stub(uint8_t *buf, uintptr_t target)
+{
+	static const uint8_t jmp[6] = { 0xff, 0x25, 0, 0, 0, 0 };	/* jmp *0(%rip) */
+
+	memcpy(buf, jmp, 6);
+	memcpy(buf + 6, &target, 8);
+	buf[14] = buf[15] = 0xcc;
+}

@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Between the core and its helpers. */
+#ifndef MCLOC_CORE_H
+#define MCLOC_CORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Does a registered image have sites in [LO, HI)? */
+bool mcloc_covers(uintptr_t lo, uintptr_t hi);
+/* Register the main program if it was linked without objpatch. */
+int mcloc_discover_main(char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,216 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The main program when it was not linked through objpatch: its table
+ * comes from GCC's own -mrecord-mcount (or -fpatchable-function-entry),
+ * found through dl_iterate_phdr and the section headers of
+ * /proc/self/exe.  It has no trampolines of its own, and the library's
+ * are out of a rel32 call's reach, so a page of jump stubs is mapped
+ * within reach of its text; its sites, still calls to glibc's __fentry__,
+ * become NOPs in one batch, and from then on it is an image like any
+ * other.
+ */
+#include "core.h"
+#include "mcloc-abi.h"
+#include "patch.h"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+extern struct mcloc_image __mcloc_image __attribute__((visibility("hidden")));
+
+struct main_info {
+	uintptr_t bias, text_lo, text_hi;
+	bool found;
+};
+
+static int first_object(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct main_info *m = data;
+
+	(void)size;
+	m->bias = info->dlpi_addr;
+	m->text_lo = UINTPTR_MAX;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+
+		if (p->p_type == PT_LOAD && (p->p_flags & PF_X)) {
+			uintptr_t lo = info->dlpi_addr + p->p_vaddr;
+
+			if (lo < m->text_lo)
+				m->text_lo = lo;
+			if (lo + p->p_memsz > m->text_hi)
+				m->text_hi = lo + p->p_memsz;
+		}
+	}
+	m->found = m->text_lo < m->text_hi;
+	return 1;		/* the first object is the main program */
+}
+
+static void *read_at(int fd, off_t off, size_t len)
+{
+	void *p = malloc(len + 1);
+
+	if (p && pread(fd, p, len, off) != (ssize_t)len) {
+		free(p);
+		return NULL;
+	}
+	return p;
+}
+
+/* Does the .symtab of the file FD name NAME? */
+static bool has_symbol(int fd, const Elf64_Ehdr *eh, const Elf64_Shdr *sh, const char *name)
+{
+	size_t len = strlen(name);
+	bool found = false;
+
+	for (unsigned i = 1; i < eh->e_shnum && !found; i++) {
+		if (sh[i].sh_type != SHT_SYMTAB || sh[i].sh_link >= eh->e_shnum)
+			continue;
+		const Elf64_Shdr *ss = &sh[sh[i].sh_link];
+		Elf64_Sym *syms = read_at(fd, (off_t)sh[i].sh_offset, sh[i].sh_size);
+		char *str = read_at(fd, (off_t)ss->sh_offset, ss->sh_size);
+
+		for (size_t k = 0; syms && str && k < sh[i].sh_size / sizeof(*syms); k++)
+			if (syms[k].st_name + len < ss->sh_size &&
+			    !memcmp(str + syms[k].st_name, name, len + 1))
+				found = true;
+		free(syms);
+		free(str);
+	}
+	return found;
+}
+
+/* A page of jump stubs within a rel32 call of [LO, HI). */
+static uint8_t *near_page(uintptr_t lo, uintptr_t hi)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+
+	for (uintptr_t step = 0; step < (1ul << 30); step += 2ul << 20)
+		for (int side = 0; side < 2; side++) {
+			uintptr_t at = side ? ((lo - step - (uintptr_t)pg) & ~(uintptr_t)(pg - 1))
+					    : ((hi + step + (uintptr_t)pg - 1) & ~(uintptr_t)(pg - 1));
+			void *p = mmap((void *)at, (size_t)pg, PROT_READ | PROT_WRITE,
+				       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+
+			if (p == MAP_FAILED)
+				continue;
+			if ((uintptr_t)p == at)
+				return p;
+			munmap(p, (size_t)pg);
+		}
+	return NULL;
+}
+
+int mcloc_discover_main(char *err, size_t errlen)
+{
+	struct main_info m = { 0 };
+	Elf64_Ehdr eh;
+	Elf64_Shdr *sh = NULL;
+	char *names = NULL;
+	int fd = -1, ret = 0;
+	uintptr_t *tab = NULL;
+
+	dl_iterate_phdr(first_object, &m);
+	if (!m.found || mcloc_covers(m.text_lo, m.text_hi))
+		return 0;	/* registered itself (objpatch link --runtime) */
+	fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || pread(fd, &eh, sizeof(eh), 0) != sizeof(eh) ||
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shstrndx >= eh.e_shnum)
+		goto out;
+	sh = read_at(fd, (off_t)eh.e_shoff, (size_t)eh.e_shnum * sizeof(*sh));
+	if (!sh)
+		goto out;
+	names = read_at(fd, (off_t)sh[eh.e_shstrndx].sh_offset, sh[eh.e_shstrndx].sh_size);
+	if (!names)
+		goto out;
+	names[sh[eh.e_shstrndx].sh_size] = 0;
+	const Elf64_Shdr *t = NULL;
+	for (unsigned i = 1; i < eh.e_shnum && !t; i++)
+		if (sh[i].sh_name < sh[eh.e_shstrndx].sh_size && (sh[i].sh_flags & SHF_ALLOC) &&
+		    sh[i].sh_type == SHT_PROGBITS &&
+		    (!strcmp(names + sh[i].sh_name, "__mcount_loc") ||
+		     !strcmp(names + sh[i].sh_name, "__patchable_function_entries")))
+			t = &sh[i];
+	/* A program linked with --runtime whose constructor has not run
+	 * yet also has a table: leave it to register itself. */
+	if (t && has_symbol(fd, &eh, sh, "__mcloc_image"))
+		t = NULL;
+	if (!t || t->sh_size < 8)
+		goto out;
+
+	size_t n = t->sh_size / 8, k = 0;
+	uintptr_t fentry = (uintptr_t)dlsym(RTLD_DEFAULT, "__fentry__");
+	tab = malloc(n * sizeof(*tab));
+	struct mcr_poke *pk = calloc(n + 1, sizeof(*pk));
+	if (!tab || !pk) {
+		free(pk);
+		ret = -ENOMEM;
+		goto out;
+	}
+	/* The table as the loader relocated it (GCC's is byte-aligned). */
+	memcpy(tab, (const void *)(m.bias + t->sh_addr), n * 8);
+	size_t np = 0;
+	for (size_t i = 0; i < n; i++) {
+		bool call;
+		unsigned len;
+
+		if (!tab[i] || tab[i] < m.text_lo || tab[i] >= m.text_hi)
+			continue;
+		len = mcr_site_len(tab[i], fentry, &call);
+		if (!len)
+			continue;	/* refused below, by registration */
+		tab[k++] = tab[i];
+		if (call) {
+			pk[np].addr = tab[i];
+			pk[np].len = (uint8_t)len;
+			memcpy(pk[np].old_bytes, (const void *)tab[i], len);
+			mcr_encode(tab[i], len, 0, pk[np].new_bytes);
+			np++;
+		}
+	}
+	uint8_t *stubs = near_page(m.text_lo, m.text_hi);
+	if (!stubs) {
+		snprintf(err, errlen, "no page within reach of the main program's text");
+		free(pk);
+		ret = -ENOMEM;
+		goto out;
+	}
+	mcr_jump_stub(stubs, __mcloc_image.tramp_args);
+	mcr_jump_stub(stubs + MCR_STUB_SIZE, __mcloc_image.tramp_regs);
+	mprotect(stubs, (size_t)sysconf(_SC_PAGESIZE), PROT_READ | PROT_EXEC);
+	/* Every compiled-in call becomes a NOP: the starting state. */
+	ret = mcr_patch(pk, np, err, errlen);
+	free(pk);
+	if (ret)
+		goto out;
+
+	struct mcloc_image *d = calloc(1, sizeof(*d));
+	if (!d) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	*d = (struct mcloc_image){ .magic = MCLOC_IMAGE_MAGIC, .version = MCLOC_IMAGE_VERSION,
+				   .mcount_start = (uintptr_t)tab,
+				   .mcount_stop = (uintptr_t)(tab + k),
+				   .tramp_args = (uintptr_t)stubs,
+				   .tramp_regs = (uintptr_t)stubs + MCR_STUB_SIZE,
+				   .base = m.bias };
+	tab = NULL;	/* the image keeps it */
+	ret = mcloc_register_image(d);
+out:
+	if (fd >= 0)
+		close(fd);
+	free(sh);
+	free(names);
+	free(tab);
+	return ret;
+}
