@@ -136,11 +136,11 @@ static const struct image *image_of(uintptr_t addr)
 	return NULL;
 }
 
-/* The record of the site that starts at SITE, or -1. */
-static long rec_at(const struct image *im, uintptr_t site)
+/* The first record of IM at or after ADDR. */
+static size_t rec_lower(const struct image *im, uintptr_t addr)
 {
 	size_t lo = 0, hi = im->nrecs;
-	uint64_t off = site - im->base;
+	uint64_t off = addr - im->base;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -150,27 +150,26 @@ static long rec_at(const struct image *im, uintptr_t site)
 		else
 			hi = mid;
 	}
-	return lo < im->nrecs && im->recs[lo].off == off ? (long)lo : -1;
+	return lo;
+}
+
+/* The record of the site that starts at SITE, or -1. */
+static long rec_at(const struct image *im, uintptr_t site)
+{
+	size_t k = rec_lower(im, site);
+
+	return k < im->nrecs && im->base + im->recs[k].off == site ? (long)k : -1;
 }
 
 /* The record whose site ends at AFTER (the trampolines' return address). */
 static long rec_before(const struct image *im, uintptr_t after)
 {
-	size_t lo = 0, hi = im->nrecs;
-	uint64_t off = after - im->base;
+	size_t k = rec_lower(im, after);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (im->recs[mid].off < off)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (!lo)
+	if (!k)
 		return -1;
-	const struct mcloc_rec *r = &im->recs[lo - 1];
-	return r->off + rec_len(r) == off ? (long)lo - 1 : -1;
+	const struct mcloc_rec *r = &im->recs[k - 1];
+	return im->base + r->off + rec_len(r) == after ? (long)k - 1 : -1;
 }
 
 bool mcr_is_site(uintptr_t addr)
@@ -189,7 +188,7 @@ static int cmp_fsym(const void *a, const void *b)
 	return x->lo < y->lo ? -1 : x->lo > y->lo;
 }
 
-static void *read_at(int fd, off_t off, size_t len)
+void *mcloc_read_at(int fd, off_t off, size_t len)
 {
 	void *p = malloc(len + 1);
 
@@ -218,7 +217,7 @@ static void name_records(struct image *im, const char *path, uintptr_t bias)
 	    memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
 	    eh.e_shentsize != sizeof(Elf64_Shdr) || !eh.e_shnum)
 		goto out;
-	sh = read_at(fd, (off_t)eh.e_shoff, (size_t)eh.e_shnum * sizeof(*sh));
+	sh = mcloc_read_at(fd, (off_t)eh.e_shoff, (size_t)eh.e_shnum * sizeof(*sh));
 	if (!sh)
 		goto out;
 	const Elf64_Shdr *st = NULL;
@@ -233,8 +232,8 @@ static void name_records(struct image *im, const char *path, uintptr_t bias)
 		goto out;
 	size_t n = st->sh_size / sizeof(Elf64_Sym), nf = 0;
 	const Elf64_Shdr *ss = &sh[st->sh_link];
-	syms = read_at(fd, (off_t)st->sh_offset, st->sh_size);
-	str = read_at(fd, (off_t)ss->sh_offset, ss->sh_size);
+	syms = mcloc_read_at(fd, (off_t)st->sh_offset, st->sh_size);
+	str = mcloc_read_at(fd, (off_t)ss->sh_offset, ss->sh_size);
 	fs = malloc((n + 1) * sizeof(*fs));
 	if (!syms || !str || !fs)
 		goto out;
@@ -528,6 +527,15 @@ static int ensure_priv(struct mcloc_ops *ops)
 	return 0;
 }
 
+/* With the lock held: OPS is not registered, and its bitmaps cover
+ * every record there is. */
+static int prepare(struct mcloc_ops *ops)
+{
+	if (ops->priv && ops->priv->registered)
+		return -EBUSY;
+	return ensure_priv(ops);
+}
+
 static int set_globs(struct mcloc_ops *ops, const char *globs, int reset, bool notrace)
 {
 	int ret, count = 0;
@@ -535,11 +543,7 @@ static int set_globs(struct mcloc_ops *ops, const char *globs, int reset, bool n
 	if (!ops || !globs)
 		return -EINVAL;
 	pthread_mutex_lock(&lock);
-	if (ops->priv && ops->priv->registered) {
-		ret = -EBUSY;
-		goto out;
-	}
-	ret = ensure_priv(ops);
+	ret = prepare(ops);
 	if (ret)
 		goto out;
 	uint64_t *bits = notrace ? ops->priv->notrace : ops->priv->filter;
@@ -592,7 +596,7 @@ int mcloc_set_filter_ip(struct mcloc_ops *ops, uintptr_t ip, int remove)
 	if (!ops)
 		return -EINVAL;
 	pthread_mutex_lock(&lock);
-	ret = ops->priv && ops->priv->registered ? -EBUSY : ensure_priv(ops);
+	ret = prepare(ops);
 	if (!ret) {
 		ret = -ENOENT;
 		for (size_t i = 0; i < nimages; i++) {
@@ -777,11 +781,7 @@ int mcloc_register_ops(struct mcloc_ops *ops)
 	if (!ops || !ops->func)
 		return -EINVAL;
 	pthread_mutex_lock(&lock);
-	if (ops->priv && ops->priv->registered) {
-		ret = -EBUSY;
-		goto out;
-	}
-	ret = ensure_priv(ops);
+	ret = prepare(ops);
 	if (ret)
 		goto out;
 	struct mcloc_ops_priv *p = ops->priv;

@@ -54,17 +54,6 @@ static int first_object(struct dl_phdr_info *info, size_t size, void *data)
 	return 1;		/* the first object is the main program */
 }
 
-static void *read_at(int fd, off_t off, size_t len)
-{
-	void *p = malloc(len + 1);
-
-	if (p && pread(fd, p, len, off) != (ssize_t)len) {
-		free(p);
-		return NULL;
-	}
-	return p;
-}
-
 /* Does the .symtab of the file FD name NAME? */
 static bool has_symbol(int fd, const Elf64_Ehdr *eh, const Elf64_Shdr *sh, const char *name)
 {
@@ -75,8 +64,8 @@ static bool has_symbol(int fd, const Elf64_Ehdr *eh, const Elf64_Shdr *sh, const
 		if (sh[i].sh_type != SHT_SYMTAB || sh[i].sh_link >= eh->e_shnum)
 			continue;
 		const Elf64_Shdr *ss = &sh[sh[i].sh_link];
-		Elf64_Sym *syms = read_at(fd, (off_t)sh[i].sh_offset, sh[i].sh_size);
-		char *str = read_at(fd, (off_t)ss->sh_offset, ss->sh_size);
+		Elf64_Sym *syms = mcloc_read_at(fd, (off_t)sh[i].sh_offset, sh[i].sh_size);
+		char *str = mcloc_read_at(fd, (off_t)ss->sh_offset, ss->sh_size);
 
 		for (size_t k = 0; syms && str && k < sh[i].sh_size / sizeof(*syms); k++)
 			if (syms[k].st_name + len < ss->sh_size &&
@@ -126,10 +115,10 @@ int mcloc_discover_main(char *err, size_t errlen)
 	    memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
 	    eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shstrndx >= eh.e_shnum)
 		goto out;
-	sh = read_at(fd, (off_t)eh.e_shoff, (size_t)eh.e_shnum * sizeof(*sh));
+	sh = mcloc_read_at(fd, (off_t)eh.e_shoff, (size_t)eh.e_shnum * sizeof(*sh));
 	if (!sh)
 		goto out;
-	names = read_at(fd, (off_t)sh[eh.e_shstrndx].sh_offset, sh[eh.e_shstrndx].sh_size);
+	names = mcloc_read_at(fd, (off_t)sh[eh.e_shstrndx].sh_offset, sh[eh.e_shstrndx].sh_size);
 	if (!names)
 		goto out;
 	names[sh[eh.e_shstrndx].sh_size] = 0;
