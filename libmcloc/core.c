@@ -640,15 +640,20 @@ static int update_sites(void)
 	for (size_t i = 0; i < nimages; i++)
 		for (size_t r = 0; !images[i]->dead && r < images[i]->nrecs; r++)
 			cap += needs_change(images[i]->recs[r].state);
-	struct mcr_poke *v = malloc(cap * sizeof(*v));
-	struct { struct image *im; size_t r; } *who = malloc(cap * sizeof(*who));
+	/* Kept from batch to batch (under the lock): a fresh 100,000-site
+	 * buffer costs more in page faults than the batch's own writes. */
+	static struct mcr_poke *v;
+	static size_t vcap;
 	char err[256];
 	int ret = 0;
 
-	if (!v || !who) {
-		free(v);
-		free(who);
-		return -ENOMEM;
+	if (cap > vcap) {
+		struct mcr_poke *nv = realloc(v, cap * sizeof(*v));
+
+		if (!nv)
+			return -ENOMEM;
+		v = nv;
+		vcap = cap;
 	}
 	for (size_t i = 0; i < nimages; i++) {
 		struct image *im = images[i];
@@ -663,18 +668,6 @@ static int update_sites(void)
 
 			if (!needs_change(s))
 				continue;
-			if (n == cap) {
-				cap *= 2;
-				void *nv = realloc(v, cap * sizeof(*v)), *nw = realloc(who, cap * sizeof(*who));
-				if (nv)
-					v = nv;
-				if (nw)
-					who = nw;
-				if (!nv || !nw) {
-					ret = -ENOMEM;
-					goto out;
-				}
-			}
 			uintptr_t site = im->base + im->recs[r].off;
 			uintptr_t from = have ? (have_regs ? im->desc->tramp_regs : im->desc->tramp_args) : 0;
 			uintptr_t to = want ? (want_regs ? im->desc->tramp_regs : im->desc->tramp_args) : 0;
@@ -690,28 +683,24 @@ static int update_sites(void)
 				    (unsigned long)site, len);
 				continue;
 			}
-			who[n].im = im;
-			who[n].r = r;
+			p->owner = &im->recs[r];
 			n++;
 		}
 	}
 	ret = mcr_patch(v, n, err, sizeof(err));
 	if (ret) {
 		say(0, "%s", err);
-		goto out;
+		return ret;
 	}
 	for (size_t k = 0; k < n; k++) {
-		struct mcloc_rec *rec = &who[k].im->recs[who[k].r];
+		struct mcloc_rec *rec = v[k].owner;	/* (mcr_patch may sort) */
 		uint32_t s = rec->state & ~(REC_ENABLED | REC_ENABLED_REGS);
 
 		if (s & REC_REF_MASK)
 			s |= REC_ENABLED | (s & REC_REGS_MASK ? REC_ENABLED_REGS : 0);
 		rec->state = s;
 	}
-out:
-	free(v);
-	free(who);
-	return ret;
+	return 0;
 }
 
 /* Add DELTA to the counts of every record OPS covers. */

@@ -11,6 +11,7 @@
 
 struct mcr_poke {
 	uintptr_t addr;
+	void *owner;		/* the caller's: pokes are sorted in place */
 	uint8_t len;
 	uint8_t old_bytes[MCR_MAX_SITE];
 	uint8_t new_bytes[MCR_MAX_SITE];

@@ -136,3 +136,21 @@ build_rt() {
 	assert_line --regexp '^stats_mean +1$'
 	refute_line --regexp '^fib '
 }
+
+@test "two images, a shared library loaded above the program: counts and filters across both" {
+	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
+	local san=()
+	[ -z "${MCLOC_SANITIZED:-}" ] || san=(-fsanitize=address,undefined)
+	cc -O2 -fPIC -pg -mfentry -c "$RT/shlib.c" -o "$T/shlib.o"
+	"$RECORDMCOUNT" "$T/shlib.o"
+	"$OBJPATCH" link --nop --runtime --check -- cc -shared "$T/shlib.o" -o "$T/libtraced.so"
+	cc -O2 "${san[@]}" -pg -mfentry -I"$SRC/libmcloc" -c "$RT/multi.c" -o "$T/multi.o"
+	"$RECORDMCOUNT" "$T/multi.o"
+	"$OBJPATCH" link --nop --runtime --check -- cc "${san[@]}" "$T/multi.o" -o "$T/multi" \
+		-L"$T" -ltraced -L"$LIBDIR" -lmcloc
+	run env LD_LIBRARY_PATH="$T:$LIBDIR" "$T/multi"
+	echo "$output"
+	assert_success
+	assert_line "filter lib_[bc],main_*: 3 functions"
+	assert_line "PASSED"
+}
