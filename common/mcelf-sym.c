@@ -32,30 +32,56 @@ int mce_keep(struct mce_file *f, void *p)
 
 /* ---- symbols ------------------------------------------------------------ */
 
+/* Symbol I's name without reading the rest, or NULL for a symbol of a
+ * type in SKIP (a bit per STT_ value) or with a bad name (lookups pass
+ * over it; whoever reads the symbol reports it). */
+static const char *name_of(const struct mce_file *f, size_t i, unsigned skip)
+{
+	const Elf_Data *sd = f->strdata;
+	uint32_t off;
+	unsigned type;
+
+	if (!f->syms_lazy)
+		return skip >> f->syms[i].type & 1 ? NULL : f->syms[i].name;
+	if (f->cls == ELFCLASS64) {
+		const Elf64_Sym *y = (const Elf64_Sym *)f->symdata->d_buf + i;
+
+		off = y->st_name;
+		type = ELF64_ST_TYPE(y->st_info);
+	} else {
+		const Elf32_Sym *y = (const Elf32_Sym *)f->symdata->d_buf + i;
+
+		off = y->st_name;
+		type = ELF32_ST_TYPE(y->st_info);
+	}
+	if (skip >> type & 1 || off >= sd->d_size ||
+	    (!f->strtab_ends && !memchr((const char *)sd->d_buf + off, 0, sd->d_size - off)))
+		return NULL;
+	return (const char *)sd->d_buf + off;
+}
+
 long mce_sym_lookup(const struct mce_file *f, const char *name)
 {
-	for (size_t i = 1; i < f->nsyms; i++)
-		if (f->syms[i].name[0] == name[0] && f->syms[i].type != STT_SECTION &&
-		    !strcmp(f->syms[i].name, name))
-			return (long)i;
-	return -1;
+	long found;
+
+	mce_sym_lookup_many(f, &name, 1, &found, 0);
+	return found;
 }
 
 void mce_sym_lookup_many(const struct mce_file *f, const char *const *names, size_t n,
-			 long *found)
+			 long *found, unsigned skip_types)
 {
 	size_t left = n;
 
 	for (size_t k = 0; k < n; k++)
 		found[k] = -1;
 	for (size_t i = 1; i < f->nsyms && left; i++) {
-		const struct mce_sym *m = &f->syms[i];
+		const char *name = name_of(f, i, skip_types | 1u << STT_SECTION);
 
-		if (m->type == STT_SECTION)
+		if (!name)
 			continue;
 		for (size_t k = 0; k < n; k++)
-			if (found[k] < 0 && m->name[0] == names[k][0] &&
-			    !strcmp(m->name, names[k])) {
+			if (found[k] < 0 && name[0] == names[k][0] && !strcmp(name, names[k])) {
 				found[k] = (long)i;
 				left--;
 			}
@@ -86,6 +112,8 @@ static int set_shndx(struct mce_file *f, struct mce_sym *m, uint32_t shndx)
 
 int mce_sym_set(struct mce_file *f, size_t i, uint32_t shndx, uint64_t value)
 {
+	if (mce_syms_need(f) < 0)
+		return -1;
 	if (i >= f->nsyms)
 		return mce_fail(f, "no symbol %zu", i);
 	if (set_shndx(f, &f->syms[i], shndx) < 0)
@@ -158,6 +186,8 @@ long mce_add_global(struct mce_file *f, const char *name, uint32_t shndx,
 
 	if (!f->symtab)
 		return mce_fail(f, "no symbol table");
+	if (mce_syms_need(f) < 0)
+		return -1;
 	n = realloc(f->syms, (f->nsyms + 1) * sizeof(*n));
 	if (!n)
 		return mce_fail(f, "out of memory");
@@ -184,6 +214,8 @@ long mce_add_locals(struct mce_file *f, const struct mce_sym *syms, size_t n)
 
 	if (!f->symtab)
 		return mce_fail(f, "no symbol table");
+	if (mce_syms_need(f) < 0)
+		return -1;
 	if (!n)
 		return (long)first;
 	names = malloc(n * sizeof(*names));
@@ -417,7 +449,7 @@ const char *mce_dynrel_name(struct mce_file *f, const struct mce_dynrel *d)
 	if (!d->rs || !d->sym || d->rs->sh.sh_link >= f->shnum)
 		return "";
 	ds = &f->secs[d->rs->sh.sh_link];
-	if (ds == f->symtab)
+	if (ds == f->symtab && !f->syms_lazy)
 		return d->sym < f->nsyms ? f->syms[d->sym].name : "";
 	data = mce_sec_data(f, ds);
 	if (!data || !gelf_getsym(data, (int)d->sym, &sym))
@@ -475,4 +507,111 @@ int mce_word_write(struct mce_file *f, uint64_t va, uint64_t value)
 		return mce_store_rel(f, d->rs, d->i);
 	}
 	return 0;
+}
+
+/* N words at VA inside one section's loaded data, or NULL. */
+static uint8_t *place_words(struct mce_file *f, uint64_t va, size_t n, struct mce_sec **sp)
+{
+	uint8_t *p = n ? place(f, va, sp) : NULL;
+
+	if (!p || n > ((*sp)->sh.sh_size - (va - (*sp)->sh.sh_addr)) / f->addrsize)
+		return NULL;
+	return p;
+}
+
+/* Whether any dynamic relocation applies in [VA, END). */
+static bool dynrels_within(const struct mce_file *f, uint64_t va, uint64_t end)
+{
+	size_t lo = 0, hi = f->ndynrels;
+
+	if (!f->dynrels_loaded)
+		return false;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (f->dynrels[mid].where < va)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < f->ndynrels && f->dynrels[lo].where < end;
+}
+
+const uint64_t *mce_words_view(struct mce_file *f, uint64_t va, size_t n)
+{
+	struct mce_sec *s;
+	uint8_t *p = place_words(f, va, n, &s);
+
+	if (!p || f->addrsize != 8 || f->msb != (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__) ||
+	    (uintptr_t)p % _Alignof(uint64_t) || dynrels_within(f, va, va + n * 8))
+		return NULL;
+	return (const uint64_t *)p;
+}
+
+int mce_words_read(struct mce_file *f, uint64_t va, size_t n, uint64_t *out)
+{
+	struct mce_sec *s;
+
+	if (!n)
+		return 0;
+	if (!place_words(f, va, n, &s))
+		return mce_fail(f, "no contents for %zu words at address 0x%llx", n,
+				(unsigned long long)va);
+	for (size_t i = 0; i < n; i++)
+		if (mce_word_read(f, va + i * f->addrsize, &out[i]) < 0)
+			return -1;
+	return 0;
+}
+
+long mce_words_write(struct mce_file *f, uint64_t va, size_t n, const uint64_t *vals)
+{
+	struct mce_sec *s;
+	uint8_t *p = n ? place_words(f, va, n, &s) : NULL;
+	long changed = 0;
+
+	if (!n)
+		return 0;
+	if (!p)
+		return mce_fail(f, "no contents for %zu words at address 0x%llx", n,
+				(unsigned long long)va);
+	if (!dynrels_within(f, va, va + n * f->addrsize)) {
+		/* Nothing to keep in step: store straight into the data,
+		 * skipping the runs that are the same already. */
+		if (f->addrsize == 8 && f->msb == (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__)) {
+			for (size_t i = 0; i < n; i += 512) {
+				size_t len = (n - i < 512 ? n - i : 512) * 8;
+
+				if (memcmp(p + i * 8, vals + i, len)) {
+					memcpy(p + i * 8, vals + i, len);
+					changed++;
+				}
+			}
+			if (changed)
+				s->dirty = f->dirty = true;
+			return changed;
+		}
+		for (size_t i = 0; i < n; i++, p += f->addrsize) {
+			uint64_t want = f->addrsize == 4 ? vals[i] & 0xffffffffu : vals[i];
+
+			if (mce_get_addr(f, p) != want) {
+				mce_put_addr(f, p, want);
+				changed++;
+			}
+		}
+		if (changed)
+			s->dirty = f->dirty = true;
+		return changed;
+	}
+	for (size_t i = 0; i < n; i++) {
+		uint64_t have;
+
+		if (mce_word_read(f, va + i * f->addrsize, &have) < 0)
+			return -1;
+		if (have != (f->addrsize == 4 ? vals[i] & 0xffffffffu : vals[i])) {
+			if (mce_word_write(f, va + i * f->addrsize, vals[i]) < 0)
+				return -1;
+			changed++;
+		}
+	}
+	return changed;
 }

@@ -68,22 +68,36 @@ void mce_put32(const struct mce_file *f, void *p, uint32_t v)
 		b[f->msb ? 3 - i : i] = (uint8_t)(v >> (8 * i));
 }
 
+/* (memcpy and a byte swap: the compiler makes one load or store of each.) */
+#define HOST_MSB (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__)
+
 uint64_t mce_get_addr(const struct mce_file *f, const void *p)
 {
-	const uint8_t *b = p;
-	uint64_t v = 0;
+	if (f->addrsize == 8) {
+		uint64_t v;
 
-	for (unsigned i = 0; i < f->addrsize; i++)
-		v |= (uint64_t)b[f->msb ? f->addrsize - 1 - i : i] << (8 * i);
-	return v;
+		memcpy(&v, p, 8);
+		return f->msb == HOST_MSB ? v : __builtin_bswap64(v);
+	}
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return f->msb == HOST_MSB ? v : __builtin_bswap32(v);
 }
 
 void mce_put_addr(const struct mce_file *f, void *p, uint64_t v)
 {
-	uint8_t *b = p;
+	if (f->addrsize == 8) {
+		if (f->msb != HOST_MSB)
+			v = __builtin_bswap64(v);
+		memcpy(p, &v, 8);
+		return;
+	}
+	uint32_t w = (uint32_t)v;
 
-	for (unsigned i = 0; i < f->addrsize; i++)
-		b[f->msb ? f->addrsize - 1 - i : i] = (uint8_t)(v >> (8 * i));
+	if (f->msb != HOST_MSB)
+		w = __builtin_bswap32(w);
+	memcpy(p, &w, 4);
 }
 
 /* ---- relocation info ---------------------------------------------------- */
@@ -245,10 +259,11 @@ static int check_overlaps(struct mce_file *f)
 	return ret;
 }
 
-static int load_symbols(struct mce_file *f)
+/* Check the symbol table's shape and find its data; the symbols themselves
+ * are read by fill_symbols(), or one at a time by mce_sym_peek(). */
+static int prepare_symbols(struct mce_file *f)
 {
 	struct mce_sec *st = f->symtab;
-	Elf_Data *d, *xd = NULL;
 
 	if (!st)
 		return 0;
@@ -257,8 +272,8 @@ static int load_symbols(struct mce_file *f)
 		return mce_fail(f, "%s: bad string table link %u", st->name,
 			    st->sh.sh_link);
 	f->strtab = &f->secs[st->sh.sh_link];
-	d = mce_sec_data(f, st);
-	if (!d)
+	f->symdata = mce_sec_data(f, st);
+	if (!f->symdata)
 		return -1;
 	size_t esz = gelf_fsize(f->elf, ELF_T_SYM, 1, EV_CURRENT);
 	if (st->sh.sh_entsize != esz)
@@ -266,44 +281,127 @@ static int load_symbols(struct mce_file *f)
 			    (unsigned long long)st->sh.sh_entsize);
 	f->nsyms = st->sh.sh_size / esz;
 	if (f->symtab_shndx) {
-		xd = mce_sec_data(f, f->symtab_shndx);
-		if (!xd)
+		f->symxdata = mce_sec_data(f, f->symtab_shndx);
+		if (!f->symxdata)
 			return -1;
-		if (f->symtab_shndx->sh.sh_size / 4 < f->nsyms)
+		if (f->symtab_shndx->sh.sh_size / 4 < f->nsyms || f->symxdata->d_size / 4 < f->nsyms)
 			return mce_fail(f, "%s: shorter than the symbol table",
 				    f->symtab_shndx->name);
 	}
 	if (st->sh.sh_info > f->nsyms)
 		return mce_fail(f, "%s: first global index %u out of range",
 			    st->name, st->sh.sh_info);
+	f->strdata = mce_sec_data(f, f->strtab);
+	if (!f->strdata)
+		return -1;
+	/* A table ending in NUL makes any offset inside it a whole name. */
+	f->strtab_ends = f->strdata->d_size &&
+		!((const char *)f->strdata->d_buf)[f->strdata->d_size - 1];
+	return 0;
+}
+
+/* Symbol I from the table itself, checked as fill_symbols() checks it
+ * (its name only when NAME). */
+static int read_symbol(struct mce_file *f, size_t i, struct mce_sym *m, bool name)
+{
+	GElf_Sym s;
+	Elf32_Word x = 0;
+	const Elf_Data *sd = f->strdata;
+
+	/* The data are in memory representation (prepare_symbols() checked
+	 * the entry size), so read the struct itself: gelf_getsymshndx()
+	 * costs a third of a pass over a million symbols. */
+	if (f->symdata->d_type != ELF_T_SYM || (i + 1) * f->symtab->sh.sh_entsize > f->symdata->d_size)
+		return mce_fail(f, "%s: cannot read symbol %zu", f->symtab->name, i);
+	if (f->cls == ELFCLASS64) {
+		const Elf64_Sym *y = (const Elf64_Sym *)f->symdata->d_buf + i;
+
+		s = (GElf_Sym){ y->st_name, y->st_info, y->st_other, y->st_shndx, y->st_value,
+				y->st_size };
+	} else {
+		const Elf32_Sym *y = (const Elf32_Sym *)f->symdata->d_buf + i;
+
+		s = (GElf_Sym){ y->st_name, y->st_info, y->st_other, y->st_shndx, y->st_value,
+				y->st_size };
+	}
+	if (s.st_shndx == SHN_XINDEX && f->symxdata)
+		x = ((const Elf32_Word *)f->symxdata->d_buf)[i];
+	/* (What elf_strptr() checks, without its per-call lookups: a
+	 * million symbols are read this way.) */
+	m->name = NULL;
+	if (name) {
+		if (s.st_name >= sd->d_size ||
+		    (!f->strtab_ends &&
+		     !memchr((const char *)sd->d_buf + s.st_name, 0, sd->d_size - s.st_name)))
+			return mce_fail(f, "symbol %zu: name offset %u out of range", i,
+					s.st_name);
+		m->name = (const char *)sd->d_buf + s.st_name;
+	}
+	m->value = s.st_value;
+	m->size = s.st_size;
+	m->bind = GELF_ST_BIND(s.st_info);
+	m->type = GELF_ST_TYPE(s.st_info);
+	m->other = s.st_other;
+	m->raw_shndx = s.st_shndx;
+	m->st_name = s.st_name;
+	m->shndx = s.st_shndx == SHN_XINDEX ? x : s.st_shndx;
+	if (m->shndx >= f->shnum && (m->shndx < SHN_LORESERVE || s.st_shndx == SHN_XINDEX)) {
+		if (!name)
+			return read_symbol(f, i, m, true) < 0 ? -1
+				: mce_fail(f, "symbol %zu (%s): section index %u out of range",
+					   i, m->name, m->shndx);
+		return mce_fail(f, "symbol %zu (%s): section index %u out of range",
+			    i, m->name, m->shndx);
+	}
+	return 0;
+}
+
+static int fill_symbols(struct mce_file *f)
+{
+	if (!f->symtab)
+		return 0;
 	f->syms = calloc(f->nsyms ? f->nsyms : 1, sizeof(*f->syms));
 	if (!f->syms)
 		return mce_fail(f, "out of memory");
-	for (size_t i = 0; i < f->nsyms; i++) {
-		GElf_Sym s;
-		Elf32_Word x = 0;
-		struct mce_sym *m = &f->syms[i];
-
-		if (!gelf_getsymshndx(d, xd, (int)i, &s, &x))
-			return mce_fail(f, "%s: cannot read symbol %zu", st->name, i);
-		m->name = elf_strptr(f->elf, f->strtab->idx, s.st_name);
-		if (!m->name)
-			return mce_fail(f, "symbol %zu: name offset %u out of range",
-				    i, s.st_name);
-		m->value = s.st_value;
-		m->size = s.st_size;
-		m->bind = GELF_ST_BIND(s.st_info);
-		m->type = GELF_ST_TYPE(s.st_info);
-		m->other = s.st_other;
-		m->raw_shndx = s.st_shndx;
-		m->st_name = s.st_name;
-		m->shndx = s.st_shndx == SHN_XINDEX ? x : s.st_shndx;
-		if (m->shndx >= f->shnum && (m->shndx < SHN_LORESERVE ||
-					      s.st_shndx == SHN_XINDEX))
-			return mce_fail(f, "symbol %zu (%s): section index %u out of range",
-				    i, m->name, m->shndx);
-	}
+	for (size_t i = 0; i < f->nsyms; i++)
+		if (read_symbol(f, i, &f->syms[i], true) < 0)
+			return -1;
 	return 0;
+}
+
+int mce_syms_need(struct mce_file *f)
+{
+	if (!f->syms_lazy)
+		return 0;
+	if (fill_symbols(f) < 0) {
+		free(f->syms);
+		f->syms = NULL;
+		return -1;
+	}
+	f->syms_lazy = false;
+	return 0;
+}
+
+int mce_sym_peek(struct mce_file *f, size_t i, struct mce_sym *m)
+{
+	if (i >= f->nsyms)
+		return mce_fail(f, "no symbol %zu", i);
+	if (!f->syms_lazy) {
+		*m = f->syms[i];
+		return 0;
+	}
+	return read_symbol(f, i, m, true);
+}
+
+int mce_sym_peek_addr(struct mce_file *f, size_t i, struct mce_sym *m)
+{
+	if (i >= f->nsyms)
+		return mce_fail(f, "no symbol %zu", i);
+	if (!f->syms_lazy) {
+		*m = f->syms[i];
+		return 0;
+	}
+	return read_symbol(f, i, m, false);
 }
 
 int mce_open(struct mce_file *f, const char *path)
@@ -313,6 +411,13 @@ int mce_open(struct mce_file *f, const char *path)
 
 int mce_open_mode(struct mce_file *f, const char *path, bool writable)
 {
+	return mce_open_flags(f, path, writable ? MCE_OPEN_WRITABLE : 0);
+}
+
+int mce_open_flags(struct mce_file *f, const char *path, unsigned flags)
+{
+	bool writable = flags & MCE_OPEN_WRITABLE;
+
 	memset(f, 0, sizeof(*f));
 	f->path = path;
 	f->fd = -1;
@@ -494,7 +599,13 @@ int mce_open_mode(struct mce_file *f, const char *path, bool writable)
 			    f->symtab_shndx->name);
 	if (check_overlaps(f) < 0)
 		return -1;
-	return load_symbols(f);
+	if (prepare_symbols(f) < 0)
+		return -1;
+	if (flags & MCE_OPEN_LAZY_SYMS) {
+		f->syms_lazy = f->symtab != NULL;
+		return 0;
+	}
+	return fill_symbols(f);
 }
 
 void mce_close(struct mce_file *f)
@@ -703,6 +814,8 @@ static int index_section_symbols(struct mce_file *f)
 	/* Built once: sections this layer adds later have no symbols. */
 	if (f->secsym)
 		return 0;
+	if (mce_syms_need(f) < 0)
+		return -1;
 	f->nsecsym = f->shnum;
 	f->secsym = calloc(f->nsecsym + 1, sizeof(*f->secsym));
 	if (!f->secsym)
@@ -857,6 +970,8 @@ long mce_label_before(struct mce_file *f, uint32_t shndx, uint64_t off,
 		      uint64_t *start)
 {
 	if (!f->bounds) {
+		if (mce_syms_need(f) < 0)
+			return -1;
 		struct mc_kv *kv = malloc((f->nsyms + 1) * sizeof(*kv));
 		size_t n = 0;
 
@@ -921,6 +1036,11 @@ const char *mce_where(struct mce_file *f, uint32_t shndx, uint64_t off,
 	const struct mce_sym *best = NULL;
 	uint64_t start;
 	long fn = mce_label_before(f, shndx, off, &start);
+
+	if (f->syms_lazy) {	/* (the symbols could not be read) */
+		snprintf(buf, len, "%s+0x%llx", f->secs[shndx].name, (unsigned long long)off);
+		return buf;
+	}
 
 	/* The common case, a place inside a function, from the index; only
 	 * places outside every function scan all symbols. */

@@ -81,9 +81,12 @@ struct mce_file {
 	struct mce_sec *secs;	/* shnum entries (grows with new sections) */
 	size_t secs_cap;
 	struct mce_sec *symtab, *strtab, *symtab_shndx;
-	struct mce_sym *syms;
+	struct mce_sym *syms;	/* NULL until mce_syms_need() when syms_lazy */
 	size_t nsyms;
 	bool syms_dirty;
+	bool syms_lazy;		/* MCE_OPEN_LAZY_SYMS: syms not read yet */
+	Elf_Data *symdata, *symxdata, *strdata;	/* .symtab, its SHNDX, .strtab */
+	bool strtab_ends;	/* .strtab ends in NUL */
 	struct mce_bound *bounds;	/* code labels sorted by place; first use */
 	size_t nbounds;
 	uint32_t *secsym;	/* section index -> its STT_SECTION symbol, or 0;
@@ -117,6 +120,23 @@ int mce_open(struct mce_file *f, const char *path);
 /* The same, opening PATH read-write when WRITABLE, for an in-place update
  * (and so failing early on a file that cannot be written). */
 int mce_open_mode(struct mce_file *f, const char *path, bool writable);
+
+#define MCE_OPEN_WRITABLE 1u	/* as mce_open_mode()'s WRITABLE */
+/*
+ * Leave the symbol table where it is: f->syms stays NULL until
+ * mce_syms_need(), which the layer's own symbol functions call.  A linked
+ * image may carry a million symbols; reading them all costs more than the
+ * rest of a sort, which only needs to look at them once (mce_sym_peek()).
+ */
+#define MCE_OPEN_LAZY_SYMS 2u
+int mce_open_flags(struct mce_file *f, const char *path, unsigned flags);
+/* Read the symbols into f->syms if they were left (0, or -1 on a bad one). */
+int mce_syms_need(struct mce_file *f);
+/* Symbol I, from f->syms or straight from the table (0, or -1). */
+int mce_sym_peek(struct mce_file *f, size_t i, struct mce_sym *m);
+/* The same, leaving the name unread (m->name NULL when read in place):
+ * for a pass over every symbol that wants only places and types. */
+int mce_sym_peek_addr(struct mce_file *f, size_t i, struct mce_sym *m);
 void mce_close(struct mce_file *f);
 
 /* Section data in memory representation, loaded on first use. */
@@ -232,9 +252,10 @@ uint16_t mce_get16(const struct mce_file *f, const void *p);
 
 /* The .symtab index of the first symbol called NAME, or -1. */
 long mce_sym_lookup(const struct mce_file *f, const char *name);
-/* The same for N names in one pass: FOUND[k] for NAMES[k]. */
+/* The same for N names in one pass: FOUND[k] for NAMES[k], passing over
+ * symbols whose type is in SKIP_TYPES (a bit per STT_ value). */
 void mce_sym_lookup_many(const struct mce_file *f, const char *const *names, size_t n,
-			 long *found);
+			 long *found, unsigned skip_types);
 /* Change symbol I's value (and section). */
 int mce_sym_set(struct mce_file *f, size_t i, uint32_t shndx, uint64_t value);
 /* Append a global (or weak) symbol NAME to .symtab; its index. */
@@ -289,5 +310,14 @@ int mce_word_read(struct mce_file *f, uint64_t va, uint64_t *value);
 /* Store VALUE at VA so that every view agrees: in place, and in the
  * addend of a RELA relocation there. */
 int mce_word_write(struct mce_file *f, uint64_t va, uint64_t value);
+/* N consecutive words from VA, each as mce_word_read() reads it (0, -1). */
+int mce_words_read(struct mce_file *f, uint64_t va, size_t n, uint64_t *out);
+/* Write VALS (N words) from VA as mce_word_write() does, touching only the
+ * words that differ: 0 when none did, more when some did, or -1. */
+long mce_words_write(struct mce_file *f, uint64_t va, size_t n, const uint64_t *vals);
+/* The N words from VA in place, when they need no translation (8 bytes, the
+ * host's byte order, no dynamic relocation among them); else NULL, and the
+ * caller reads them with mce_words_read(). */
+const uint64_t *mce_words_view(struct mce_file *f, uint64_t va, size_t n);
 
 #endif

@@ -15,4 +15,9 @@ struct mc_kv {
 /* Sort V (N pairs) by key, stably.  Returns 0, or -1 when out of memory. */
 int mc_sort_kv(struct mc_kv *v, size_t n);
 
+/* Sort the N keys of V in place: nothing for sorted keys, streaming passes
+ * for up to 16 interleaved ascending sequences (a linked call-site table),
+ * else a radix sort.  0, or -1 when out of memory. */
+int mc_sort_u64(uint64_t *v, size_t n);
+
 #endif

@@ -28,32 +28,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* FUNC symbols of a linked image by address: key the start, val the size. */
-static struct mc_kv *functions(struct mce_file *f, size_t *n)
-{
-	struct mc_kv *v = malloc((f->nsyms + 1) * sizeof(*v));
-
-	*n = 0;
-	if (!v)
-		return NULL;
-	for (size_t i = 1; i < f->nsyms; i++)
-		if (f->syms[i].type == STT_FUNC && f->syms[i].shndx &&
-		    f->syms[i].shndx < f->shnum)
-			v[(*n)++] = (struct mc_kv){ f->syms[i].value, f->syms[i].size };
-	if (mc_sort_kv(v, *n) < 0) {
-		free(v);
-		return NULL;
-	}
-	return v;
-}
-
 static int set_bound(struct mce_file *f, long *sym, const char *name,
 		     const struct op_table *t, uint64_t value, struct fix_stats *st)
 {
 	uint32_t shndx = (uint32_t)t->sec->idx;
 
 	if (*sym > 0) {
-		if (f->syms[*sym].value == value && f->syms[*sym].shndx == shndx)
+		struct mce_sym m;
+
+		if (mce_sym_peek(f, (size_t)*sym, &m) < 0)
+			return -1;
+		if (m.value == value && m.shndx == shndx)
 			return 0;
 		st->changed = true;
 		return mce_sym_set(f, (size_t)*sym, shndx, value);
@@ -66,86 +51,348 @@ static int set_bound(struct mce_file *f, long *sym, const char *name,
 	return 0;
 }
 
-static int fix_table(struct mce_file *f, const struct mc_arch *a, struct op_sites *s,
-		     struct op_table *t, size_t first, size_t n, bool kernel_names,
-		     struct fix_stats *st)
+static bool is_function(const struct mce_file *f, const struct mce_sym *m)
 {
-	struct mc_kv *c = malloc((n + 1) * sizeof(*c)), *fn = NULL;
-	uint64_t *v = malloc((n + 1) * sizeof(*v));
-	size_t kept = 0, nc = 0, nfn = 0;
-	bool have_symbols = f->symtab && f->nsyms > 1;
+	return m->type == STT_FUNC && m->shndx && m->shndx < f->shnum;
+}
 
-	if (!v || !c || (have_symbols && !(fn = functions(f, &nfn)))) {
-		free(c);
-		free(v);
+/* Set bits [FROM, TO) of W: one store per word touched. */
+static void set_bits(uint64_t *w, uint64_t from, uint64_t to)
+{
+	while (from < to) {
+		unsigned b = from % 64;
+		uint64_t nbits = to - from < 64 - b ? to - from : 64 - b;
+
+		w[from / 64] |= (nbits == 64 ? ~0ull : ((1ull << nbits) - 1)) << b;
+		from += nbits;
+	}
+}
+
+/*
+ * Which of the sorted entries V[0..N) lie in some function's [start,
+ * start + size): bit i of COVERED.  The functions are read straight from
+ * the symbol table in whatever order ld left them (hash order, for
+ * globals), and each marks its bytes in a bitmap of the executable
+ * sections that hold entries, a bit per byte of code; then the entries are
+ * looked up in it, in order.  That is a store per function into a bitmap
+ * an eighth the size of the code, not a sort of a million symbols nor a
+ * search per symbol: on the VMs we measure on, either of those took longer
+ * than copying the image three times (a cache miss costs ~100 ns there,
+ * and a binary search is a chain of them).  Sizeless functions (assembly
+ * without .size) are counted in *SIZELESS and settled later, for the
+ * entries still uncovered.
+ */
+static int mark_covered(struct mce_file *f, const uint64_t *v, size_t n, uint64_t *covered,
+			size_t *sizeless)
+{
+	uint64_t *base = calloc(f->shnum, sizeof(*base)), *code = NULL, bits = 0;
+	struct mce_sym m;
+	int ret = -1;
+
+	*sizeless = 0;
+	if (!base)
 		return mce_fail(f, "out of memory");
-	}
-	for (size_t i = first; i < first + n; i++) {
-		const struct op_entry *e = &s->v[i];
+	/* 1 + the first bit of each section holding entries (0: none). */
+	for (size_t i = 0; i < n;) {
+		const struct mce_sec *s = mce_sec_of_vaddr(f, v[i]);
 
-		if (!e->addr)
-			st->zero++;
-		else if (!e->resolved || !mce_sec_exec(&f->secs[e->shndx]))
-			st->outside++;
-		else
-			c[nc++] = (struct mc_kv){ e->addr, i };
+		base[s->idx] = bits + 1;
+		bits += s->sh.sh_size;
+		while (i < n && v[i] - s->sh.sh_addr < s->sh.sh_size)
+			i++;
 	}
-	if (mc_sort_kv(c, nc) < 0) {
+	code = calloc(bits / 64 + 1, sizeof(*code));
+	if (!code) {
 		mce_fail(f, "out of memory");
-		goto fail;
+		goto out;
 	}
-	/*
-	 * Merge the sorted entries with the sorted functions: an entry is
-	 * inside when the last function starting at or before it has no
-	 * size (assembly without .size) or some function reaches past it.
-	 * A patchable NOP run may begin before its function's symbol
-	 * (-fpatchable-function-entry=N,M): it counts if the run reaches the
-	 * next function's start.
-	 */
-	uint64_t reach = 0;
-	size_t fi = 0;
-	for (size_t k = 0; k < nc; k++) {
-		uint64_t addr = c[k].key;
-		struct op_entry *e = &s->v[c[k].val];
-
-		while (fi < nfn && fn[fi].key <= addr) {
-			if (fn[fi].key + fn[fi].val > reach)
-				reach = fn[fi].key + fn[fi].val;
-			fi++;
-		}
-		bool inside = !have_symbols || (fi && (!fn[fi - 1].val || addr < reach));
-		if (!inside) {
-			if (!e->classified)
-				op_classify(f, a, e->shndx, e->off, e);
-			inside = e->state == OP_PATCHABLE && fi < nfn && fn[fi].key < addr + e->len;
-		}
-		if (!inside) {
-			st->stale++;
-			if (mc_noting())
-				mc_note(f->path, "%s entry %u (0x%llx) lies in no function; "
-					"dropped (a replaced weak definition?)", t->name, e->idx,
-					(unsigned long long)addr);
+	for (size_t i = 1; i < f->nsyms; i++) {
+		if (mce_sym_peek_addr(f, i, &m) < 0)
+			goto out;
+		if (!is_function(f, &m) || !base[m.shndx])
+			continue;
+		if (!m.size) {
+			(*sizeless)++;
 			continue;
 		}
-		if (kept && v[kept - 1] == addr) {
+		const struct mce_sec *s = &f->secs[m.shndx];
+		uint64_t from = m.value - s->sh.sh_addr, to = from + m.size;
+
+		if (from >= s->sh.sh_size)
+			continue;	/* (a symbol outside its section) */
+		if (to > s->sh.sh_size || to < from)
+			to = s->sh.sh_size;
+		set_bits(code, base[m.shndx] - 1 + from, base[m.shndx] - 1 + to);
+	}
+	const struct mce_sec *s = NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (!s || v[i] - s->sh.sh_addr >= s->sh.sh_size)
+			s = mce_sec_of_vaddr(f, v[i]);
+		uint64_t bit = base[s->idx] - 1 + (v[i] - s->sh.sh_addr);
+
+		if (code[bit / 64] >> (bit % 64) & 1)
+			covered[i / 64] |= 1ull << (i % 64);
+	}
+	ret = 0;
+out:
+	free(base);
+	free(code);
+	return ret;
+}
+
+/*
+ * For the few uncovered entries U[0..K) (sorted): the function starting
+ * last at or before each (PRED, 0 if none, with PRED_SIZELESS if any
+ * function starting there has no size) and the first function starting
+ * after each (NEXT, UINT64_MAX if none).  One more pass over the symbols,
+ * each placed among the K by binary search.
+ */
+static int neighbours(struct mce_file *f, const uint64_t *u, size_t k, uint64_t *pred,
+		      bool *pred_sizeless, bool *has_pred, uint64_t *next)
+{
+	struct mce_sym m;
+
+	for (size_t i = 0; i < k; i++) {
+		has_pred[i] = pred_sizeless[i] = false;
+		next[i] = UINT64_MAX;
+	}
+	for (size_t i = 1; i < f->nsyms; i++) {
+		if (mce_sym_peek_addr(f, i, &m) < 0)
+			return -1;
+		if (!is_function(f, &m))
+			continue;
+		size_t lo = 0, hi = k;	/* the first uncovered entry >= start */
+
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (u[mid] < m.value)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo < k) {
+			if (!has_pred[lo] || m.value > pred[lo]) {
+				has_pred[lo] = true;
+				pred[lo] = m.value;
+				pred_sizeless[lo] = !m.size;
+			} else if (m.value == pred[lo]) {
+				pred_sizeless[lo] |= !m.size;
+			}
+		}
+		if (lo > 0 && m.value < next[lo - 1])
+			next[lo - 1] = m.value;
+	}
+	/* A function placed at entry i precedes every later entry too, and
+	 * one after entry i follows every earlier one. */
+	for (size_t i = 1; i < k; i++)
+		if (!has_pred[i] && has_pred[i - 1]) {
+			has_pred[i] = true;
+			pred[i] = pred[i - 1];
+			pred_sizeless[i] = pred_sizeless[i - 1];
+		}
+	for (size_t i = k - 1; i-- > 0;)
+		if (next[i + 1] < next[i])
+			next[i] = next[i + 1];
+	return 0;
+}
+
+/*
+ * Decide for the uncovered entries of V[0..N): one is still inside when the
+ * function before it has no size, or when it is a patchable NOP run that
+ * reaches the next function's start (-fpatchable-function-entry=N,M puts
+ * M NOPs before the symbol).  The others are stale: their bit in STALE.
+ */
+static int settle_uncovered(struct mce_file *f, const struct mc_arch *a, const uint64_t *v,
+			    size_t n, const uint64_t *covered, uint64_t *stale, size_t *nstale)
+{
+	size_t k = 0, at = 0;
+
+	*nstale = 0;
+	for (size_t i = 0; i < n; i++)
+		k += !(covered[i / 64] >> (i % 64) & 1);
+	if (!k)
+		return 0;
+	uint64_t *u = malloc(k * sizeof(*u) * 3);
+	size_t *idx = malloc(k * sizeof(*idx));
+	bool *flags = malloc(k * 2 * sizeof(*flags));
+	int ret = -1;
+
+	if (!u || !idx || !flags) {
+		mce_fail(f, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!(covered[i / 64] >> (i % 64) & 1)) {
+			idx[at] = i;
+			u[at++] = v[i];
+		}
+	uint64_t *pred = u + k, *next = u + 2 * k;
+	bool *sizeless = flags, *has_pred = flags + k;
+
+	if (neighbours(f, u, k, pred, sizeless, has_pred, next) < 0)
+		goto out;
+	for (size_t i = 0; i < k; i++) {
+		if (has_pred[i] && sizeless[i])
+			continue;
+		struct mce_sec *s = mce_sec_of_vaddr(f, u[i]);
+		struct op_entry e = { 0 };
+
+		op_classify(f, a, (uint32_t)s->idx, u[i] - s->sh.sh_addr, &e);
+		if (e.state == OP_PATCHABLE && next[i] < u[i] + e.len)
+			continue;
+		stale[idx[i] / 64] |= 1ull << (idx[i] % 64);
+		(*nstale)++;
+	}
+	ret = 0;
+out:
+	free(u);
+	free(idx);
+	free(flags);
+	return ret;
+}
+
+/* The executable section ADDR lies in, or NULL; LAST holds the two
+ * sections seen last, as two interleave most often. */
+static const struct mce_sec *exec_section(struct mce_file *f, uint64_t addr,
+					  const struct mce_sec **last)
+{
+	const struct mce_sec *s;
+
+	if (last[0] && addr - last[0]->sh.sh_addr < last[0]->sh.sh_size)
+		return last[0];
+	if (last[1] && addr - last[1]->sh.sh_addr < last[1]->sh.sh_size) {
+		s = last[1];
+	} else {
+		s = mce_sec_of_vaddr(f, addr);
+		if (!s || !mce_sec_exec(s))
+			return NULL;
+	}
+	last[1] = last[0];
+	last[0] = s;
+	return s;
+}
+
+/*
+ * Copy the entries SRC[0..N) that lie in executable sections to V, grouped
+ * by section in address order, and sort each group: *M of them.  Within a
+ * section a linked table is in order already (objects are laid out in the
+ * order their tables are concatenated); what makes it unsorted is mostly
+ * sections interleaving (.text.hot, .text.unlikely, .init.text).  So the
+ * sort is a scatter into a few streams plus a check, and a real sort only
+ * for a section that needs one.  Zeros and entries outside executable
+ * code are counted in ST and left out.
+ */
+static int split_by_section(struct mce_file *f, const uint64_t *src, size_t n, uint64_t *v,
+			    size_t *m, struct fix_stats *st)
+{
+	size_t *at = calloc(f->shnum + 1, sizeof(*at)), total = 0;
+	const struct mce_sec *last[2] = { NULL, NULL }, *s;
+	int ret = -1;
+
+	if (!at)
+		return mce_fail(f, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		if (!src[i])
+			st->zero++;
+		else if (!(s = exec_section(f, src[i], last)))
+			st->outside++;
+		else
+			at[s->idx]++;
+	}
+	/* Each group's start, the sections in address order (f->byaddr is
+	 * there: any entry looked up built it). */
+	for (size_t k = 0; k < f->nbyaddr; k++) {
+		size_t idx = f->byaddr[k]->idx, c = at[idx];
+
+		at[idx] = total;
+		total += c;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (src[i] && (s = exec_section(f, src[i], last)))
+			v[at[s->idx]++] = src[i];
+	/* (at[] now holds each group's end.) */
+	for (size_t k = 0, begin = 0; k < f->nbyaddr; k++) {
+		size_t end = at[f->byaddr[k]->idx];
+
+		if (end > begin && mc_sort_u64(v + begin, end - begin) < 0) {
+			mce_fail(f, "out of memory");
+			goto out;
+		}
+		begin = end > begin ? end : begin;
+	}
+	*m = total;
+	ret = 0;
+out:
+	free(at);
+	return ret;
+}
+
+/*
+ * Clean and sort table T (N words).  Entries are read in place when they
+ * can be (mce_words_view), sorted into one new array (a merge, for the
+ * two or so ascending runs a linked table is made of), filtered, and
+ * written back through the word accessors, which keep RELA addends and
+ * DT_RELR in step.  Only the words that differ are written: a second run
+ * changes nothing.
+ */
+static int fix_table(struct mce_file *f, const struct mc_arch *a, const struct op_sites *ss,
+		     struct op_table *t, bool kernel_names, struct fix_stats *st)
+{
+	size_t n = (t->end - t->start) / f->addrsize, m = 0, kept = 0;
+	uint64_t *own = NULL, *v = malloc((n + 1) * sizeof(*v)), *bits = NULL;
+	const uint64_t *src = op_table_words(f, a, t, &own);
+	bool have_symbols = f->symtab && f->nsyms > 1;
+	int ret = -1;
+
+	if (!src)
+		goto out;
+	if (!v) {
+		mce_fail(f, "out of memory");
+		goto out;
+	}
+	if (split_by_section(f, src, n, v, &m, st) < 0)
+		goto out;
+	free(own);
+	own = NULL;
+
+	size_t words = (m + 63) / 64, nstale = 0, sizeless = 0;
+	bits = calloc(2 * words + 1, sizeof(*bits));
+	uint64_t *covered = bits, *stale = bits + words;
+	if (!bits) {
+		mce_fail(f, "out of memory");
+		goto out;
+	}
+	if (have_symbols && m) {
+		if (mark_covered(f, v, m, covered, &sizeless) < 0 ||
+		    settle_uncovered(f, a, v, m, covered, stale, &nstale) < 0)
+			goto out;
+	}
+	for (size_t i = 0; i < m; i++) {
+		if (stale[i / 64] >> (i % 64) & 1) {
+			st->stale++;
+			if (mc_noting())
+				mc_note(f->path, "%s entry 0x%llx lies in no function; "
+					"dropped (a replaced weak definition?)", t->name,
+					(unsigned long long)v[i]);
+			continue;
+		}
+		if (kept && v[kept - 1] == v[i]) {
 			st->duplicate++;
 			continue;
 		}
-		v[kept++] = addr;
+		v[kept++] = v[i];
 	}
 	st->entries += n;
 	st->kept += kept;
+	memset(v + kept, 0, (n - kept) * sizeof(*v));
 
-	/* Write only what differs: a second run changes nothing. */
-	for (size_t i = 0; i < n; i++) {
-		uint64_t want = i < kept ? v[i] : 0, have = s->v[first + i].addr;
+	long changed = mce_words_write(f, t->start, n, v);
+	if (changed < 0)
+		goto out;
+	if (changed)
+		st->changed = true;
 
-		if (want != have) {
-			st->changed = true;
-			if (mce_word_write(f, t->start + i * f->addrsize, want) < 0)
-				goto fail;
-		}
-	}
 	uint64_t stop = t->start + kept * f->addrsize;
 	char b[64], e[64];
 
@@ -154,25 +401,28 @@ static int fix_table(struct mce_file *f, const struct mc_arch *a, struct op_site
 	if (t->own_section || t->bound[0] > 0) {
 		if (set_bound(f, &t->bound[0], b, t, t->start, st) < 0 ||
 		    set_bound(f, &t->bound[1], e, t, stop, st) < 0)
-			goto fail;
+			goto out;
 	}
 	if (kernel_names || t->bound[2] > 0) {
 		if (set_bound(f, &t->bound[2], "__start_mcount_loc", t, t->start, st) < 0 ||
 		    set_bound(f, &t->bound[3], "__stop_mcount_loc", t, stop, st) < 0)
-			goto fail;
+			goto out;
 	}
 	/* The runtime descriptor of objpatch link --runtime holds the
 	 * bounds as the linker resolved them: keep its end in step. */
-	long img = mce_sym_lookup(f, "__mcloc_image");
+	long img = ss->image_sym;
+	struct mce_sym ims;
 	if (img > 0 && f->addrsize == 8) {
-		uint64_t at = f->syms[img].value, have_start, have_stop;
+		if (mce_sym_peek(f, (size_t)img, &ims) < 0)
+			goto out;
+		uint64_t at = ims.value, have_start, have_stop;
 		unsigned field = strcmp(t->name, "__mcount_loc") ? 24 : 8;
 
 		if (mce_word_read(f, at + field, &have_start) == 0 && have_start == t->start &&
 		    mce_word_read(f, at + field + 8, &have_stop) == 0 && have_stop != stop) {
 			st->changed = true;
 			if (mce_word_write(f, at + field + 8, stop) < 0)
-				goto fail;
+				goto out;
 		}
 	}
 	if (t->own_section && t->sec->sh.sh_size != stop - t->start) {
@@ -181,15 +431,12 @@ static int fix_table(struct mce_file *f, const struct mc_arch *a, struct op_site
 		t->sec->sh.sh_size = stop - t->start;
 		t->sec->dirty = f->dirty = st->changed = true;
 	}
+	ret = 0;
+out:
+	free(own);
 	free(v);
-	free(c);
-	free(fn);
-	return 0;
-fail:
-	free(v);
-	free(c);
-	free(fn);
-	return -1;
+	free(bits);
+	return ret;
 }
 
 static int nop_sites(struct mce_file *f, const struct mc_arch *a, const struct op_sites *s,
@@ -255,16 +502,11 @@ int op_fix(struct mce_file *f, const struct mc_arch *a, struct op_sites *s,
 		return -1;
 	if (!o->sort || !mce_linked(f))
 		return 0;
-	for (size_t k = 0, first = 0; k < s->ntables; k++) {
-		struct op_table *t = &s->tables[k];
-		size_t n = (t->end - t->start) / f->addrsize;
-
-		if (fix_table(f, a, s, t, first, n, k == 0, st) < 0) {
+	for (size_t k = 0; k < s->ntables; k++)
+		if (fix_table(f, a, s, &s->tables[k], k == 0, st) < 0) {
 			mc_error(f->path, "%s", f->err);
 			return -1;
 		}
-		first += n;
-	}
 	return 0;
 }
 
@@ -272,7 +514,8 @@ int op_fix_file(const char *path, const struct fix_opts *o, struct fix_stats *st
 {
 	struct mce_file f;
 	struct op_sites s = { 0 };
-	const struct mc_arch *a = op_open(&f, path);
+	/* Sorting alone reads each symbol once, in place (no f->syms). */
+	const struct mc_arch *a = op_open_flags(&f, path, o->nop ? 0 : MCE_OPEN_LAZY_SYMS);
 	int ret = -1;
 
 	memset(st, 0, sizeof(*st));
@@ -282,8 +525,9 @@ int op_fix_file(const char *path, const struct fix_opts *o, struct fix_stats *st
 		mc_error(path, "not a linked image: tables are sorted after the link");
 		goto out;
 	}
-	/* Sorting needs only addresses; NOPing needs every site decoded. */
-	if ((o->nop ? op_sites_load(&f, a, &s) : op_sites_load_lazy(&f, a, &s)) < 0) {
+	/* Sorting reads the tables' words itself; NOPing needs every site
+	 * decoded. */
+	if ((o->nop ? op_sites_load(&f, a, &s) : op_tables_find(&f, &s)) < 0) {
 		mc_error(path, "%s", f.err);
 		goto out;
 	}

@@ -11,11 +11,11 @@ const char *const op_state_name[] = { "call", "nop", "patchable", "other" };
 
 static const char *const table_names[] = { "__mcount_loc", "__patchable_function_entries" };
 
-const struct mc_arch *op_open_mode(struct mce_file *f, const char *path, bool writable)
+const struct mc_arch *op_open_flags(struct mce_file *f, const char *path, unsigned flags)
 {
 	const struct mc_arch *a;
 
-	if (mce_open_mode(f, path, writable) < 0) {
+	if (mce_open_flags(f, path, flags) < 0) {
 		mc_error(path, "%s", f->err);
 		return NULL;
 	}
@@ -56,7 +56,7 @@ const struct mc_arch *op_open_mode(struct mce_file *f, const char *path, bool wr
 
 const struct mc_arch *op_open(struct mce_file *f, const char *path)
 {
-	return op_open_mode(f, path, false);
+	return op_open_flags(f, path, 0);
 }
 
 int op_cmp_place(const struct op_entry *x, const struct op_entry *y)
@@ -238,11 +238,24 @@ static int find_tables(struct mce_file *f, struct op_sites *s)
 		"__start_mcount_loc", "__stop_mcount_loc",
 		"__start___mcount_loc", "__stop___mcount_loc",
 		"__start___patchable_function_entries", "__stop___patchable_function_entries",
+		"__mcloc_image",
 	};
-	long found[6];
+	long found[7];
+	uint64_t at[7] = { 0 };	/* their values */
+	struct mce_sym m;
 
-	mce_sym_lookup_many(f, names, 6, found);
+	/* One pass over the symbols finds them all; none is a function, and
+	 * not reading the names of a million functions halves the pass. */
+	mce_sym_lookup_many(f, names, 7, found, 1u << STT_FUNC);
+	s->image_sym = found[6];
+	for (size_t k = 0; k < 6; k++)
+		if (found[k] > 0) {
+			if (mce_sym_peek(f, (size_t)found[k], &m) < 0)
+				return -1;
+			at[k] = m.value;
+		}
 	long ks = found[0], ke = found[1];
+	uint64_t kstart = at[0], kend = at[1];
 
 	for (size_t j = 0; j < sizeof(table_names) / sizeof(table_names[0]); j++) {
 		struct op_table *t = &s->tables[s->ntables];
@@ -257,25 +270,25 @@ static int find_tables(struct mce_file *f, struct op_sites *s)
 			t->end = sec->sh.sh_addr + sec->sh.sh_size;
 		}
 		if (t->bound[0] > 0 && t->bound[1] > 0) {
-			t->start = f->syms[t->bound[0]].value;
-			t->end = f->syms[t->bound[1]].value;
+			t->start = at[2 + 2 * j];
+			t->end = at[3 + 2 * j];
 		}
 		/* The kernel's names bound the first table vmlinux.lds fills. */
 		if (ks > 0 && ke > 0 && (j == 0 || !s->ntables)) {
 			if (t->bound[0] > 0 && t->bound[1] > 0 &&
-			    (f->syms[ks].value != t->start || f->syms[ke].value != t->end))
+			    (kstart != t->start || kend != t->end))
 				return mce_fail(f, "%s: __start_/__stop_%s (0x%llx..0x%llx) and "
 						"__start_/__stop_mcount_loc (0x%llx..0x%llx) disagree",
 						t->name, t->name, (unsigned long long)t->start,
 						(unsigned long long)t->end,
-						(unsigned long long)f->syms[ks].value,
-						(unsigned long long)f->syms[ke].value);
-			if (!t->sec || f->syms[ks].value != t->start)
+						(unsigned long long)kstart,
+						(unsigned long long)kend);
+			if (!t->sec || kstart != t->start)
 				t->own_section = false;
 			t->bound[2] = ks;
 			t->bound[3] = ke;
-			t->start = f->syms[ks].value;
-			t->end = f->syms[ke].value;
+			t->start = kstart;
+			t->end = kend;
 			ks = ke = -1;
 		}
 		if (t->end < t->start)
@@ -295,8 +308,49 @@ static int find_tables(struct mce_file *f, struct op_sites *s)
 static int push(struct op_sites *s, const struct op_entry *e);
 static int reserve(struct op_sites *s, size_t want);
 
-static int load_linked(struct mce_file *f, const struct mc_arch *a, struct op_sites *s,
-		       bool classify)
+const uint64_t *op_table_words(struct mce_file *f, const struct mc_arch *a,
+			       const struct op_table *t, uint64_t **own)
+{
+	size_t n = (t->end - t->start) / f->addrsize;
+	const uint64_t *v;
+
+	*own = NULL;
+	if (t->start < t->sec->sh.sh_addr || t->end > t->sec->sh.sh_addr + t->sec->sh.sh_size ||
+	    (t->end - t->start) % f->addrsize) {
+		mce_fail(f, "%s: bounds 0x%llx..0x%llx do not fit section %s", t->name,
+			 (unsigned long long)t->start, (unsigned long long)t->end, t->sec->name);
+		return NULL;
+	}
+	/* (One more word: a table may be empty, and NULL means failure.) */
+	if ((v = mce_words_view(f, t->start, n)))
+		return v;
+	*own = malloc((n + 1) * sizeof(**own));
+	if (!*own) {
+		mce_fail(f, "out of memory");
+		return NULL;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct mce_dynrel *d = mce_dynrel_at(f, t->start + i * f->addrsize);
+
+		/* Entries are addresses in the image: relocated, if at all,
+		 * relative to the load address.  Anything else is not a
+		 * call-site table this tool can read or sort. */
+		if (d && d->type != a->relative_reloc && d->type != a->none_reloc) {
+			mce_fail(f, "%s entry %zu: relocation type %u against '%s', not a "
+				 "relative one", t->name, i, d->type, mce_dynrel_name(f, d));
+			goto fail;
+		}
+	}
+	if (mce_words_read(f, t->start, n, *own) < 0)
+		goto fail;
+	return *own;
+fail:
+	free(*own);
+	*own = NULL;
+	return NULL;
+}
+
+static int load_linked(struct mce_file *f, const struct mc_arch *a, struct op_sites *s)
 {
 	if (find_tables(f, s) < 0)
 		return -1;
@@ -308,58 +362,45 @@ static int load_linked(struct mce_file *f, const struct mc_arch *a, struct op_si
 	for (size_t k = 0; k < s->ntables; k++) {
 		const struct op_table *t = &s->tables[k];
 		size_t n = (t->end - t->start) / f->addrsize;
+		uint64_t *own;
+		const uint64_t *words = op_table_words(f, a, t, &own);
 
-		if (t->start < t->sec->sh.sh_addr ||
-		    t->end > t->sec->sh.sh_addr + t->sec->sh.sh_size ||
-		    (t->end - t->start) % f->addrsize)
-			return mce_fail(f, "%s: bounds 0x%llx..0x%llx do not fit section %s",
-					       t->name, (unsigned long long)t->start,
-					       (unsigned long long)t->end, t->sec->name);
+		if (!words)
+			return -1;
 		for (size_t i = 0; i < n; i++) {
-			struct op_entry e = { .idx = (uint32_t)i, .table = t->name };
-			uint64_t slot = t->start + i * f->addrsize;
-			struct mce_sec *in;
+			struct op_entry e = { .idx = (uint32_t)i, .table = t->name,
+					      .addr = words[i] };
+			struct mce_sec *in = e.addr ? mce_sec_of_vaddr(f, e.addr) : NULL;
 
-			const struct mce_dynrel *d = mce_dynrel_at(f, slot);
-
-			/* Entries are addresses in the image: relocated, if at
-			 * all, relative to the load address.  Anything else is
-			 * not a call-site table this tool can read or sort. */
-			if (d && d->type != a->relative_reloc && d->type != a->none_reloc)
-				return mce_fail(f, "%s entry %zu: relocation type %u against "
-						"'%s', not a relative one", t->name, i, d->type,
-						mce_dynrel_name(f, d));
-			if (mce_word_read(f, slot, &e.addr) < 0)
-				return -1;
-			in = e.addr ? mce_sec_of_vaddr(f, e.addr) : NULL;
 			if (in) {
 				e.resolved = true;
 				e.shndx = (uint32_t)in->idx;
 				e.off = e.addr - in->sh.sh_addr;
 			}
-			if (push(s, &e) < 0)
+			if (push(s, &e) < 0) {
+				free(own);
 				return mce_fail(f, "out of memory");
+			}
 		}
+		free(own);
 	}
-	for (size_t i = 0; classify && i < s->n; i++)
+	for (size_t i = 0; i < s->n; i++)
 		if (s->v[i].resolved && mce_sec_exec(&f->secs[s->v[i].shndx]))
 			op_classify(f, a, s->v[i].shndx, s->v[i].off, &s->v[i]);
 	return 0;
 }
 
-int op_sites_load_lazy(struct mce_file *f, const struct mc_arch *a, struct op_sites *s)
+int op_tables_find(struct mce_file *f, struct op_sites *s)
 {
 	memset(s, 0, sizeof(*s));
-	if (mce_linked(f))
-		return load_linked(f, a, s, false);
-	return op_sites_load(f, a, s);
+	return find_tables(f, s);
 }
 
 int op_sites_load(struct mce_file *f, const struct mc_arch *a, struct op_sites *s)
 {
 	memset(s, 0, sizeof(*s));
 	if (mce_linked(f))
-		return load_linked(f, a, s, true);
+		return load_linked(f, a, s);
 	for (size_t k = 1; k < f->shnum; k++) {
 		struct mce_sec *tab = &f->secs[k];
 		const char *name = NULL;

@@ -47,6 +47,7 @@ struct op_sites {
 	size_t n, cap;
 	size_t ntables;
 	struct op_table tables[2];	/* linked images */
+	long image_sym;		/* linked: __mcloc_image (objpatch link --runtime), or -1 */
 };
 
 /* Place order: by address in a linked image, else by section and offset. */
@@ -61,19 +62,24 @@ extern const char *const op_state_name[];
 
 /* Read every table of F and decode each entry's code.  -1 with f->err set. */
 int op_sites_load(struct mce_file *f, const struct mc_arch *a, struct op_sites *s);
-/* The same without decoding (linked images; sort needs only addresses):
- * op_classify() an entry when its state is needed. */
-int op_sites_load_lazy(struct mce_file *f, const struct mc_arch *a, struct op_sites *s);
+/* Only find the tables of a linked image (s->tables; no entries read):
+ * sorting reads the words itself.  -1 with f->err set. */
+int op_tables_find(struct mce_file *f, struct op_sites *s);
 void op_sites_free(struct op_sites *s);
+/* The words of linked table T, checked (its bounds fit its section; every
+ * entry is a plain or R_*_RELATIVE address): in place, or read into *OWN,
+ * which the caller frees.  NULL with f->err set. */
+const uint64_t *op_table_words(struct mce_file *f, const struct mc_arch *a,
+			       const struct op_table *t, uint64_t **own);
 
 /* Decode the code at SHNDX+OFF into E's state fields. */
 void op_classify(struct mce_file *f, const struct mc_arch *a, uint32_t shndx,
 		 uint64_t off, struct op_entry *e);
 
 /* Open FILE (a relocatable object, or a linked image of an architecture
- * objpatch can decode linked code of) read-only, or read-write when
- * WRITABLE; or print one diagnostic and return NULL. */
+ * objpatch can decode linked code of) read-only, with mce_open_flags()'s
+ * FLAGS; or print one diagnostic and return NULL. */
 const struct mc_arch *op_open(struct mce_file *f, const char *path);
-const struct mc_arch *op_open_mode(struct mce_file *f, const char *path, bool writable);
+const struct mc_arch *op_open_flags(struct mce_file *f, const char *path, unsigned flags);
 
 #endif

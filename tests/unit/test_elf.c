@@ -4,6 +4,7 @@
  * system compiler at run time, never checked in.
  */
 #include "../../common/mcelf.h"
+#include "../../common/mcsort.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +26,123 @@ static int sh(const char *cmd)
 	return system(cmd);
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static uint64_t rnd(void)
+{
+	static uint64_t x = 0x9e3779b97f4a7c15ull;
+
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return x;
+}
+
+/* mc_sort_u64 on V (N keys) agrees with qsort. */
+static int sorts_like_qsort(uint64_t *v, size_t n)
+{
+	uint64_t *want = malloc((n + 1) * sizeof(*want));
+	int same;
+
+	memcpy(want, v, n * sizeof(*v));
+	qsort(want, n, sizeof(*want), cmp_u64);
+	same = mc_sort_u64(v, n) == 0 && !memcmp(v, want, n * sizeof(*v));
+	free(want);
+	return same;
+}
+
+/* K ascending sequences of N keys in all, interleaved at random, as the
+ * sections of a linked call-site table are; a few duplicates too. */
+static void interleaved(uint64_t *v, size_t n, size_t k)
+{
+	uint64_t next[64];
+
+	for (size_t p = 0; p < k; p++)
+		next[p] = 0xffffffff81000000ull + p * 0x1000000ull;
+	for (size_t i = 0; i < n; i++) {
+		size_t p = rnd() % k;
+
+		v[i] = next[p];
+		next[p] += rnd() % 7 ? 1 + rnd() % 300 : 0;
+	}
+}
+
+static void test_sort(void)
+{
+	enum { N = 200000 };
+	uint64_t *v = malloc(N * sizeof(*v));
+	char what[128];
+
+	for (size_t i = 0; i < N; i++)
+		v[i] = rnd();
+	ok(sorts_like_qsort(v, N), "mc_sort_u64: random 64-bit keys (radix)");
+	for (size_t i = 0; i < N; i++)
+		v[i] = 0xffffffff81000000ull + (rnd() % 0x2000000);
+	ok(sorts_like_qsort(v, N), "mc_sort_u64: random addresses, constant high bits skipped");
+	static const size_t ks[] = { 1, 2, 3, 5, 16, 17, 40 };
+	for (size_t j = 0; j < sizeof(ks) / sizeof(ks[0]); j++) {
+		interleaved(v, N, ks[j]);
+		snprintf(what, sizeof(what), "mc_sort_u64: %zu interleaved ascending sequences%s",
+			 ks[j], ks[j] > 16 ? " (more than the piles: radix)" : "");
+		ok(sorts_like_qsort(v, N), what);
+	}
+	for (size_t i = 0; i < 5; i++)
+		v[i] = 5 - i;
+	ok(sorts_like_qsort(v, 0) && sorts_like_qsort(v, 1) && sorts_like_qsort(v, 5),
+	   "mc_sort_u64: 0, 1 and 5 keys");
+	free(v);
+
+	struct mc_kv *kv = malloc(N * sizeof(*kv));
+	for (size_t i = 0; i < N; i++)
+		kv[i] = (struct mc_kv){ rnd() % 1000, i };
+	int stable = mc_sort_kv(kv, N) == 0;
+	for (size_t i = 1; i < N; i++)
+		if (kv[i].key < kv[i - 1].key ||
+		    (kv[i].key == kv[i - 1].key && kv[i].val < kv[i - 1].val))
+			stable = 0;
+	ok(stable, "mc_sort_kv: sorted, equal keys in their first order");
+	free(kv);
+}
+
+/* Symbols left in the file (MCE_OPEN_LAZY_SYMS) read as f->syms does. */
+static void test_lazy_symbols(const char *path)
+{
+	struct mce_file full, lazy;
+	struct mce_sym m;
+	int same = 1;
+
+	if (mce_open(&full, path) < 0 || mce_open_flags(&lazy, path, MCE_OPEN_LAZY_SYMS) < 0) {
+		ok(0, "lazy symbols: the object opens both ways");
+		return;
+	}
+	ok(lazy.syms == NULL && lazy.syms_lazy && lazy.nsyms == full.nsyms,
+	   "lazy symbols: none read at open, the count known");
+	for (size_t i = 0; i < full.nsyms; i++) {
+		const struct mce_sym *w = &full.syms[i];
+
+		if (mce_sym_peek(&lazy, i, &m) < 0 || strcmp(m.name, w->name) ||
+		    m.value != w->value || m.size != w->size || m.type != w->type ||
+		    m.bind != w->bind || m.shndx != w->shndx)
+			same = 0;
+		if (mce_sym_peek_addr(&lazy, i, &m) < 0 || m.value != w->value ||
+		    m.type != w->type || m.shndx != w->shndx)
+			same = 0;
+	}
+	ok(same, "lazy symbols: each symbol peeked in place equals the one read up front");
+	ok(mce_sym_lookup(&lazy, "f") == mce_sym_lookup(&full, "f") && mce_sym_lookup(&lazy, "f") > 0,
+	   "lazy symbols: lookup by name reads the table in place");
+	ok(mce_syms_need(&lazy) == 0 && lazy.syms && !lazy.syms_lazy &&
+	   !strcmp(lazy.syms[mce_sym_lookup(&full, "f")].name, "f"),
+	   "lazy symbols: read in full on demand");
+	mce_close(&full);
+	mce_close(&lazy);
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/mcloc-unit.XXXXXX", path[256], out[300], cmd[1024];
@@ -42,6 +160,8 @@ int main(void)
 		return 0;
 	}
 
+	test_sort();
+	test_lazy_symbols(path);
 	ok(mce_open(&f, path) == 0, "a compiler-made object opens");
 	ok(f.cls == ELFCLASS64 && f.addrsize == 8 && !f.msb, "class and byte order come from the file");
 	struct mce_sec *text = mce_sec_by_name(&f, ".text");
