@@ -81,6 +81,7 @@ struct image {
 struct mcloc_ops_priv {
 	uint64_t *filter, *notrace, *covers;	/* bitmaps over global record indices */
 	size_t nfilter;
+	size_t ncovered;	/* records that existed when it registered */
 	bool registered;
 };
 
@@ -136,12 +137,44 @@ static const struct image *image_of(uintptr_t addr)
 	return NULL;
 }
 
-/* The first record of IM at or after ADDR. */
+/*
+ * The first record of IM at or after ADDR.  Sites are spread over the text
+ * about evenly (one per function), so the search first guesses where ADDR
+ * falls between the first and the last site and narrows from there: two
+ * or three probes instead of a binary search's log2(n), which showed in
+ * every dispatch.  The guess only sets the start; the answer is exact.
+ */
 static size_t rec_lower(const struct image *im, uintptr_t addr)
 {
 	size_t lo = 0, hi = im->nrecs;
 	uint64_t off = addr - im->base;
 
+	if (hi > 8) {
+		uint64_t first = im->recs[0].off, last = im->recs[hi - 1].off;
+
+		if (off <= first)
+			return 0;
+		if (off > last)
+			return hi;
+		size_t g = (size_t)((double)(off - first) / (double)(last - first) * (double)(hi - 1));
+		/* Gallop from the guess to a bracket [lo, hi). */
+		size_t step = 1;
+		if (im->recs[g].off < off) {
+			lo = g + 1;
+			while (lo + step < hi && im->recs[lo + step - 1].off < off) {
+				lo += step;
+				step *= 2;
+			}
+			hi = lo + step < hi ? lo + step : hi;
+		} else {
+			hi = g;
+			while (hi > step && im->recs[hi - step].off >= off) {
+				hi -= step;
+				step *= 2;
+			}
+			lo = hi > step ? hi - step : 0;
+		}
+	}
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
@@ -384,6 +417,8 @@ int mcloc_register_image(struct mcloc_image *desc)
 	__atomic_store_n(&images[nimages], slot, __ATOMIC_RELEASE);
 	__atomic_store_n(&nimages, nimages + 1, __ATOMIC_RELEASE);
 	nrecords += im.nrecs;
+	/* Before the handlers: a dispatcher finds the image through it. */
+	__atomic_store_n(&desc->lib, slot, __ATOMIC_RELEASE);
 	desc->args_handler = args_dispatch;
 	desc->regs_handler = regs_dispatch;
 	say(2, "image %s: %zu sites", fc.found ? fc.path : "?", im.nrecs);
@@ -408,7 +443,8 @@ void mcloc_unregister_image(struct mcloc_image *desc)
 
 static bool covers(const struct mcloc_ops *ops, size_t g)
 {
-	return ops->priv->covers[g / 64] >> (g % 64) & 1;
+	/* (Relaxed: a filter change rewrites words while sites run.) */
+	return __atomic_load_n(&ops->priv->covers[g / 64], __ATOMIC_RELAXED) >> (g % 64) & 1;
 }
 
 /* (liburcu-bp's reader arena does not give its readers the 128-byte
@@ -425,13 +461,14 @@ static void dispatch(uintptr_t after, uintptr_t parent, struct mcloc_image *img,
 		return;		/* a callback called a traced function */
 	in_tracer = 1;
 	/* The image of the descriptor the trampoline passed, else by
-	 * address: the library's own trampolines serve images without any. */
-	for (size_t i = 0; i < nimages && !im; i++)
-		if (images[i]->desc == img && images[i]->nrecs)
-			im = images[i];
-	if (!im || rec_before(im, after) < 0)
-		im = image_of(after - 1);
-	if (im && (r = rec_before(im, after)) >= 0) {
+	 * address: the library's own trampolines serve images without any.
+	 * (Image records are never freed, so desc->lib stays valid.) */
+	if (img)
+		im = __atomic_load_n((struct image **)&img->lib, __ATOMIC_ACQUIRE);
+	r = im && im->nrecs ? rec_before(im, after) : -1;
+	if (r < 0 && (im = image_of(after - 1)))
+		r = rec_before(im, after);
+	if (r >= 0) {
 		uintptr_t ip = im->base + im->recs[r].off;
 		size_t g = im->first + (size_t)r;
 
@@ -531,13 +568,124 @@ static int ensure_priv(struct mcloc_ops *ops)
 	return 0;
 }
 
-/* With the lock held: OPS is not registered, and its bitmaps cover
- * every record there is. */
+/* With the lock held: OPS's filter bitmaps cover every record there is. */
 static int prepare(struct mcloc_ops *ops)
 {
-	if (ops->priv && ops->priv->registered)
-		return -EBUSY;
 	return ensure_priv(ops);
+}
+
+/* A copy of an ops's filters, to put back when a change cannot be
+ * applied to its sites. */
+struct filters {
+	uint64_t *filter, *notrace;
+};
+
+static int save_filters(struct mcloc_ops *ops, struct filters *f)
+{
+	size_t bytes = ops->priv->nfilter * 8;
+
+	f->filter = malloc(bytes + 8);
+	f->notrace = malloc(bytes + 8);
+	if (!f->filter || !f->notrace) {
+		free(f->filter);
+		free(f->notrace);
+		return -ENOMEM;
+	}
+	memcpy(f->filter, ops->priv->filter, bytes);
+	memcpy(f->notrace, ops->priv->notrace, bytes);
+	return 0;
+}
+
+static void restore_filters(struct mcloc_ops *ops, struct filters *f)
+{
+	memcpy(ops->priv->filter, f->filter, ops->priv->nfilter * 8);
+	memcpy(ops->priv->notrace, f->notrace, ops->priv->nfilter * 8);
+	free(f->filter);
+	free(f->notrace);
+}
+
+/* What OPS covers, word W: the filter (all when empty) minus notrace,
+ * within the NCOVERED records that existed when it registered. */
+static uint64_t covered_word(const struct mcloc_ops_priv *p, bool all, size_t w, size_t ncovered)
+{
+	uint64_t v = (all ? ~0ull : p->filter[w]) & ~p->notrace[w];
+
+	if ((w + 1) * 64 > ncovered)
+		v &= w * 64 >= ncovered ? 0 : (1ull << (ncovered - w * 64)) - 1;
+	return v;
+}
+
+static bool filter_empty(const struct mcloc_ops_priv *p)
+{
+	for (size_t w = 0; w < p->nfilter; w++)
+		if (p->filter[w])
+			return false;
+	return true;
+}
+
+static void rec_add(size_t g, int delta, bool regs);
+static int update_sites(void);
+
+/*
+ * With the lock held, after OPS's filters changed: nothing for an ops that
+ * is not registered (registering reads them).  For a registered one, its
+ * sites follow now, as ftrace's follow a write to set_ftrace_filter while
+ * tracing: the records it gains and loses change counts, the bitmap the
+ * dispatcher reads changes word by word (a site in flight may see either
+ * side of the change, never a half), and only the sites whose state
+ * changes are patched, in one batch.  If the batch is refused, everything
+ * goes back to SAVED and the error is returned.  Frees SAVED.
+ */
+static int retarget(struct mcloc_ops *ops, struct filters *saved)
+{
+	struct mcloc_ops_priv *p = ops->priv;
+	bool regs = ops->flags & MCLOC_OPS_SAVE_REGS;
+	size_t nw = (p->ncovered + 63) / 64;
+	int ret = 0;
+
+	if (!p->registered) {
+		free(saved->filter);
+		free(saved->notrace);
+		return 0;
+	}
+	bool all = filter_empty(p);
+	uint64_t *before = malloc(nw * 8 + 8);
+	if (!before) {
+		restore_filters(ops, saved);
+		return -ENOMEM;
+	}
+	memcpy(before, p->covers, nw * 8);
+	for (size_t w = 0; w < nw; w++) {
+		uint64_t now = covered_word(p, all, w, p->ncovered), was = before[w];
+
+		for (uint64_t d = now ^ was; d; d &= d - 1) {
+			size_t g = w * 64 + (size_t)__builtin_ctzll(d);
+
+			rec_add(g, now >> (g % 64) & 1 ? +1 : -1, regs);
+		}
+		__atomic_store_n(&p->covers[w], now, __ATOMIC_RELAXED);
+	}
+	ret = update_sites();
+	if (ret) {
+		/* Back to what was, sites included. */
+		for (size_t w = 0; w < nw; w++) {
+			uint64_t now = p->covers[w], was = before[w];
+
+			for (uint64_t d = now ^ was; d; d &= d - 1) {
+				size_t g = w * 64 + (size_t)__builtin_ctzll(d);
+
+				rec_add(g, was >> (g % 64) & 1 ? +1 : -1, regs);
+			}
+			__atomic_store_n(&p->covers[w], was, __ATOMIC_RELAXED);
+		}
+		update_sites();
+		restore_filters(ops, saved);
+	} else {
+		free(saved->filter);
+		free(saved->notrace);
+	}
+	free(before);
+	return ret;
 }
 
 static int set_globs(struct mcloc_ops *ops, const char *globs, int reset, bool notrace)
@@ -550,11 +698,16 @@ static int set_globs(struct mcloc_ops *ops, const char *globs, int reset, bool n
 	ret = prepare(ops);
 	if (ret)
 		goto out;
+	struct filters saved;
+	ret = save_filters(ops, &saved);
+	if (ret)
+		goto out;
 	uint64_t *bits = notrace ? ops->priv->notrace : ops->priv->filter;
 	if (reset)
 		memset(bits, 0, ops->priv->nfilter * 8);
 	char *dup = strdup(globs), *save = NULL;
 	if (!dup) {
+		restore_filters(ops, &saved);
 		ret = -ENOMEM;
 		goto out;
 	}
@@ -575,6 +728,9 @@ static int set_globs(struct mcloc_ops *ops, const char *globs, int reset, bool n
 			}
 	}
 	free(dup);
+	ret = retarget(ops, &saved);
+	if (ret)
+		goto out;
 	for (size_t w = 0; w < ops->priv->nfilter; w++)
 		count += __builtin_popcountll(bits[w]);
 	ret = count;
@@ -600,7 +756,10 @@ int mcloc_set_filter_ip(struct mcloc_ops *ops, uintptr_t ip, int remove)
 	if (!ops)
 		return -EINVAL;
 	pthread_mutex_lock(&lock);
+	struct filters saved = { 0 };
 	ret = prepare(ops);
+	if (!ret)
+		ret = save_filters(ops, &saved);
 	if (!ret) {
 		ret = -ENOENT;
 		for (size_t i = 0; i < nimages; i++) {
@@ -622,6 +781,7 @@ int mcloc_set_filter_ip(struct mcloc_ops *ops, uintptr_t ip, int remove)
 			ret = 0;
 			break;
 		}
+		ret = ret ? (restore_filters(ops, &saved), ret) : retarget(ops, &saved);
 	}
 	pthread_mutex_unlock(&lock);
 	return ret;
@@ -707,6 +867,22 @@ static int update_sites(void)
 	return 0;
 }
 
+/* Add DELTA to the count of global record G (and to its registers count). */
+static void rec_add(size_t g, int delta, bool regs)
+{
+	for (size_t i = 0; i < nimages; i++) {
+		struct image *im = images[i];
+
+		if (g < im->first || g >= im->first + im->nrecs)
+			continue;
+		struct mcloc_rec *rec = &im->recs[g - im->first];
+		rec->state = (uint32_t)((int64_t)rec->state + delta);
+		if (regs)
+			rec->state = (uint32_t)((int64_t)rec->state + delta * (1 << REC_REGS_SHIFT));
+		return;
+	}
+}
+
 /* Add DELTA to the counts of every record OPS covers. */
 static void count(struct mcloc_ops *ops, int delta)
 {
@@ -778,22 +954,23 @@ int mcloc_register_ops(struct mcloc_ops *ops)
 	if (ret)
 		goto out;
 	struct mcloc_ops_priv *p = ops->priv;
-	bool any = false;
-	for (size_t w = 0; w < p->nfilter && !any; w++)
-		any = p->filter[w];
+	if (p->registered) {
+		ret = -EBUSY;
+		goto out;
+	}
+	bool all = filter_empty(p);
 	free(p->covers);
 	p->covers = calloc(p->nfilter, 8);
 	if (!p->covers) {
 		ret = -ENOMEM;
 		goto out;
 	}
-	for (size_t w = 0; w < p->nfilter; w++)
-		p->covers[w] = (any ? p->filter[w] : ~0ull) & ~p->notrace[w];
 	/* Only the records that exist now: an image loaded later is not
 	 * covered (its counts were never raised) until the ops registers
 	 * again. */
-	for (size_t g = nrecords; g < p->nfilter * 64; g++)
-		p->covers[g / 64] &= ~(1ull << (g % 64));
+	p->ncovered = nrecords;
+	for (size_t w = 0; w < p->nfilter; w++)
+		p->covers[w] = covered_word(p, all, w, p->ncovered);
 	/* Visible to the dispatcher before any site calls it. */
 	ret = publish(ops, NULL);
 	if (ret)

@@ -30,7 +30,7 @@
 #include <stdint.h>
 
 #define MCLOC_IMAGE_MAGIC 0x636c636du	/* "mclc" */
-#define MCLOC_IMAGE_VERSION 1
+#define MCLOC_IMAGE_VERSION 2
 
 /* One per image, in its writable data, named __mcloc_image (hidden).
  * objpatch sort keeps mcount_stop in step with the cleaned table. */
@@ -44,6 +44,7 @@ struct mcloc_image {
 			     struct mcloc_image *img, void *args);
 	void (*regs_handler)(uintptr_t after, uintptr_t parent,
 			     struct mcloc_image *img, void *regs);
+	void *lib;	/* the library's own record of the image (v2) */
 };
 
 /* Byte offsets the trampolines use. */

@@ -51,9 +51,11 @@ struct mcloc_ops {
 MCLOC_API int mcloc_init(void);
 
 /*
- * Filters, changed only while OPS is not registered (-EBUSY otherwise).
- * GLOBS is a comma- or space-separated list of fnmatch(3) patterns over
- * function names; a pattern "!pat" removes matches instead.  An empty
+ * Filters, changed at any time: a registered OPS's sites follow at once,
+ * in one batch of only the sites that change (a call in flight sees the
+ * coverage from before or after).  GLOBS is a comma- or space-separated
+ * list of fnmatch(3) patterns over function names; a pattern "!pat"
+ * removes matches instead.  An empty
  * filter means every function; notrace wins over filter.  RESET clears the
  * set first.  Returns how many functions the set now holds, or -errno.
  */
