@@ -52,4 +52,22 @@ unsigned mcr_site_len(uintptr_t site, uintptr_t fentry, bool *is_call);
 #define MCR_STUB_SIZE 16
 void mcr_jump_stub(uint8_t *buf, uintptr_t target);
 
+/*
+ * Timing a function needs its return: the function-graph tracer's way.  At
+ * the function's entry (a site's callback with registers), the return
+ * address is swapped for mcr_return_tramp; when the function returns there,
+ * the trampoline keeps the return value, calls mcr_return_hook(SP) with the
+ * stack pointer as the caller will see it, and goes on to the address the
+ * hook returns (the real one, which the library kept).
+ *
+ * mcr_return_slot() finds the return address of a function whose site ran
+ * with the stack pointer SP and whose caller is PARENT: NULL when it is
+ * not where an entry site (fentry, patchable entry) leaves it, for example
+ * at an mcount site after the prologue; such calls are not timed.
+ */
+uintptr_t *mcr_return_slot(uintptr_t sp, uintptr_t parent);
+void mcr_return_tramp(void);
+/* Defined by the library. */
+uintptr_t mcr_return_hook(uintptr_t sp);
+
 #endif

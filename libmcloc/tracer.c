@@ -5,7 +5,8 @@
  *
  *   MCLOC_TRACER=function  one line per call, in ftrace's format
  *                              TASK-TID [CPU] SECONDS: function <-parent
- *   MCLOC_TRACER=profile   at exit, calls per function, most first
+ *   MCLOC_TRACER=profile   at exit, per function: calls, total and average
+ *                          time, most time first
  *   MCLOC_FILTER=globs     what to trace (default: everything)
  *   MCLOC_NOTRACE=globs    what not to trace; wins over the filter
  *   MCLOC_OUTPUT=path      where (default: standard error)
@@ -13,12 +14,22 @@
  * Lines go to a buffer per thread, written out whole when it fills, when
  * the thread exits and at process exit: no lock is taken per call.
  *
- * The profile counts calls only.  Timing a function needs its return,
- * which means hijacking its return address (the function-graph tracer's
- * way); that is not done yet, so no time is shown rather than a wrong one.
+ * The profile times a function by hijacking its return address, as the
+ * kernel's function-graph tracer does: the callback (with registers) swaps
+ * the address for arch's return trampoline and keeps the real one on a
+ * per-thread shadow stack with the entry time; the trampoline's hook pops
+ * it, adds the time, and returns the real address.  The time is
+ * inclusive (callees count), as ftrace's function profiler shows it.  A
+ * longjmp past timed functions leaves their shadow entries behind; the
+ * hook finds its own entry by the stack slot and drops those above it.
+ * Calls whose return address is not at the entry's stack pointer (mcount
+ * sites after a prologue) are counted, not timed.  C++ exceptions must not
+ * pass through a timed function (the unwinder cannot walk the trampoline).
  */
 #include "mcloc.h"
+#include "mcloc-abi.h"
 #include "tracer.h"
+#include "../arch/runtime.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -55,13 +66,37 @@ static pthread_key_t tkey;
 static struct tbuf *all_bufs;
 static __thread struct tbuf *mybuf __attribute__((tls_model("initial-exec")));
 
-/* profile: calls per site, by name */
+/* profile: calls and time per site, by name */
 struct hit {
 	const char *name;
 	atomic_ulong n;
+	atomic_ulong timed, ns;		/* calls timed, and their total time */
 };
 static struct hit *hits;
 static size_t nhits, caphits;
+/* Arrays replaced while timed calls may still return into them: kept,
+ * never freed, so that a late return adds to memory that is still there
+ * (and is ignored, its generation being old). */
+static struct hit *retired_hits[32];
+static size_t nretired_hits;
+static atomic_uint hits_gen;
+
+/* The shadow stack of a thread's timed calls. */
+#define SHADOW_DEPTH 128
+struct frame {
+	uintptr_t *slot;	/* where the return address was */
+	uintptr_t ret;		/* what it was */
+	struct hit *hit;
+	unsigned gen;
+	uint64_t t0;
+};
+struct shadow {
+	unsigned depth;
+	struct frame f[SHADOW_DEPTH];
+};
+static pthread_key_t shadow_key;
+static pthread_once_t shadow_once = PTHREAD_ONCE_INIT;
+static __thread struct shadow *myshadow __attribute__((tls_model("initial-exec")));
 
 static void write_all(const char *p, size_t n)
 {
@@ -161,29 +196,107 @@ static int cmp_name(const void *a, const void *b)
 	return strcmp(((const struct hit *)a)->name, ((const struct hit *)b)->name);
 }
 
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void shadow_free(void *p)
+{
+	free(p);
+}
+
+static void shadow_key_make(void)
+{
+	pthread_key_create(&shadow_key, shadow_free);
+}
+
+static struct shadow *get_shadow(void)
+{
+	struct shadow *sh = myshadow;
+
+	if (sh)
+		return sh;
+	pthread_once(&shadow_once, shadow_key_make);
+	sh = calloc(1, sizeof(*sh));
+	if (!sh)
+		return NULL;
+	pthread_setspecific(shadow_key, sh);
+	myshadow = sh;
+	return sh;
+}
+
 static void profile_cb(uintptr_t ip, uintptr_t parent, struct mcloc_ops *ops,
 		       struct mcloc_regs *regs)
 {
 	const char *fn = mcloc_site_name(ip);
 	struct hit key = { .name = fn };
 
-	(void)parent;
 	(void)ops;
-	(void)regs;
 	if (!fn)
 		return;
 	struct hit *h = bsearch(&key, hits, nhits, sizeof(*hits), cmp_name);
-	if (h)
-		atomic_fetch_add_explicit(&h->n, 1, memory_order_relaxed);
+	if (!h)
+		return;
+	atomic_fetch_add_explicit(&h->n, 1, memory_order_relaxed);
+
+	struct shadow *sh = get_shadow();
+	uintptr_t *slot = regs ? mcr_return_slot((uintptr_t)regs->sp, parent) : NULL;
+	if (!sh || !slot || sh->depth == SHADOW_DEPTH)
+		return;		/* counted, not timed */
+	sh->f[sh->depth] = (struct frame){ slot, *slot, h,
+					   atomic_load_explicit(&hits_gen, memory_order_relaxed),
+					   now_ns() };
+	/* The entry first: a signal arriving between the two finds it. */
+	__atomic_store_n(&sh->depth, sh->depth + 1, __ATOMIC_RELAXED);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	*slot = (uintptr_t)mcr_return_tramp;
 }
 
+uintptr_t mcr_return_hook(uintptr_t sp)
+{
+	struct shadow *sh = myshadow;
+	uint64_t t = now_ns();
+
+	/* The returning call's entry is the newest whose slot lies just
+	 * below SP; newer ones were left by a longjmp past them. */
+	for (unsigned k = sh ? sh->depth : 0; k-- > 0;) {
+		struct frame *f = &sh->f[k];
+
+		if ((uintptr_t)f->slot != sp - sizeof(uintptr_t))
+			continue;
+		uintptr_t ret = f->ret;
+		if (f->gen == atomic_load_explicit(&hits_gen, memory_order_relaxed)) {
+			atomic_fetch_add_explicit(&f->hit->timed, 1, memory_order_relaxed);
+			atomic_fetch_add_explicit(&f->hit->ns, t - f->t0, memory_order_relaxed);
+		}
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		__atomic_store_n(&sh->depth, k, __ATOMIC_RELAXED);
+		return ret;
+	}
+	/* Nowhere to return to: the shadow stack no longer matches the
+	 * real one.  Say so rather than jump somewhere. */
+	static const char msg[] = "libmcloc: profile: a timed function returned with no "
+				  "record of its caller; aborting\n";
+	if (write(2, msg, sizeof(msg) - 1) < 0)
+		abort();
+	abort();
+}
+
+/* Most time first; then most calls; then by name. */
 static int cmp_hits(const void *a, const void *b)
 {
-	unsigned long x = atomic_load(&((const struct hit *)a)->n);
-	unsigned long y = atomic_load(&((const struct hit *)b)->n);
+	const struct hit *p = a, *q = b;
+	unsigned long x = atomic_load(&p->ns), y = atomic_load(&q->ns);
 
-	return x < y ? 1 : x > y ? -1 : strcmp(((const struct hit *)a)->name,
-					       ((const struct hit *)b)->name);
+	if (x != y)
+		return x < y ? 1 : -1;
+	x = atomic_load(&p->n);
+	y = atomic_load(&q->n);
+	return x < y ? 1 : x > y ? -1 : strcmp(p->name, q->name);
 }
 
 /* Stop the tracer and write out what it holds. */
@@ -205,20 +318,42 @@ static void finish(void)
 	} else if (kind == PROFILE) {
 		char line[512];
 
-		qsort(hits, nhits, sizeof(*hits), cmp_hits);
-		int n = snprintf(line, sizeof(line), "%-40s %12s\n", "Function", "Hit");
+		/* Sorted in a copy: a timed call still running in another
+		 * thread adds to the array it started with. */
+		struct hit *v = malloc((nhits + 1) * sizeof(*v));
+		if (!v)
+			return;
+		for (size_t i = 0; i < nhits; i++) {
+			v[i].name = hits[i].name;
+			atomic_init(&v[i].n, atomic_load(&hits[i].n));
+			atomic_init(&v[i].timed, atomic_load(&hits[i].timed));
+			atomic_init(&v[i].ns, atomic_load(&hits[i].ns));
+		}
+		qsort(v, nhits, sizeof(*v), cmp_hits);
+		int n = snprintf(line, sizeof(line), "%-40s %12s %14s %12s\n", "Function", "Hit",
+				 "Time (us)", "Avg (us)");
 		write_all(line, (size_t)n);
-		n = snprintf(line, sizeof(line), "%-40s %12s\n", "--------", "---");
+		n = snprintf(line, sizeof(line), "%-40s %12s %14s %12s\n", "--------", "---",
+			     "---------", "--------");
 		write_all(line, (size_t)n);
-		for (size_t i = 0; i < nhits && atomic_load(&hits[i].n); i++) {
-			n = snprintf(line, sizeof(line), "%-40s %12lu\n", hits[i].name,
-				     atomic_load(&hits[i].n));
+		for (size_t i = 0; i < nhits && atomic_load(&v[i].n); i++) {
+			unsigned long timed = atomic_load(&v[i].timed), ns = atomic_load(&v[i].ns);
+
+			if (timed)
+				n = snprintf(line, sizeof(line), "%-40s %12lu %14.3f %12.3f\n",
+					     v[i].name, atomic_load(&v[i].n), ns / 1e3,
+					     ns / 1e3 / (double)timed);
+			else	/* (an mcount site: counted, not timed) */
+				n = snprintf(line, sizeof(line), "%-40s %12lu %14s %12s\n",
+					     v[i].name, atomic_load(&v[i].n), "-", "-");
 			write_all(line, (size_t)n);
 		}
-		n = snprintf(line, sizeof(line), "(time per function is not measured: return "
-			     "hooking is not implemented yet)\n");
-		write_all(line, (size_t)n);
-		free(hits);
+		free(v);
+		/* A later start counts afresh; returns still in flight add to
+		 * the retired array, if anything (its generation is old). */
+		atomic_fetch_add(&hits_gen, 1);
+		if (nretired_hits < sizeof(retired_hits) / sizeof(retired_hits[0]))
+			retired_hits[nretired_hits++] = hits;
 		hits = NULL;
 		nhits = caphits = 0;
 	}
@@ -245,6 +380,8 @@ static void add_name(const char *name, void *arg)
 	}
 	hits[nhits].name = name;
 	atomic_init(&hits[nhits].n, 0);
+	atomic_init(&hits[nhits].timed, 0);
+	atomic_init(&hits[nhits].ns, 0);
 	nhits++;
 }
 
@@ -255,6 +392,8 @@ static void build_hits(void)
 {
 	struct hit *old = hits;
 	size_t nold = nhits;
+
+	atomic_fetch_add(&hits_gen, 1);	/* calls timed from now on: the new array */
 
 	hits = NULL;
 	nhits = caphits = 0;
@@ -268,10 +407,15 @@ static void build_hits(void)
 	for (size_t i = 0; i < nold; i++) {
 		struct hit *h = bsearch(&old[i], hits, nhits, sizeof(*hits), cmp_name);
 
-		if (h)
+		if (h) {
 			atomic_store(&h->n, atomic_load(&old[i].n));
+			atomic_store(&h->timed, atomic_load(&old[i].timed));
+			atomic_store(&h->ns, atomic_load(&old[i].ns));
+		}
 	}
-	free(old);
+	if (old && nretired_hits < sizeof(retired_hits) / sizeof(retired_hits[0]))
+		retired_hits[nretired_hits++] = old;	/* see retired_hits */
+	/* (Past that many image loads, the oldest arrays leak.) */
 }
 
 /* (Re)register the tracer's ops over every image known now. */
@@ -282,7 +426,9 @@ static int arm(void)
 		mcloc_ops_free(&tracer_ops);
 		started = false;
 	}
-	tracer_ops = (struct mcloc_ops){ .func = kind == FUNCTION ? function_cb : profile_cb };
+	/* The profile needs the stack pointer to time calls: registers. */
+	tracer_ops = (struct mcloc_ops){ .func = kind == FUNCTION ? function_cb : profile_cb,
+					 .flags = kind == PROFILE ? MCLOC_OPS_SAVE_REGS : 0 };
 	if (cur_filter[0])
 		mcloc_set_filter(&tracer_ops, cur_filter, 1);
 	if (cur_notrace[0])

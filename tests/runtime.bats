@@ -90,9 +90,9 @@ build_rt() {
 	[ "$(grep -c ': stats_add <-main' "$T/trace")" -eq 10 ]
 	run env LD_PRELOAD="$lib" MCLOC_TRACER=profile "$T/demo"
 	assert_success
-	assert_line --regexp '^fib +10$'
-	assert_line --regexp '^stats_mean +1$'
-	assert_line --partial "time per function is not measured"
+	assert_line --regexp '^fib +10 +[0-9]+\.[0-9]{3} +[0-9]+\.[0-9]{3}$'
+	assert_line --regexp '^stats_mean +1 +[0-9]+\.[0-9]{3} +[0-9]+\.[0-9]{3}$'
+	assert_line --regexp '^Function +Hit +Time \(us\) +Avg \(us\)$'
 	# Without MCLOC_TRACER nothing is printed and every site stays a NOP.
 	run env LD_PRELOAD="$lib" "$T/demo"
 	assert_output "sum=143 max=55 mean=14.30"
@@ -122,6 +122,34 @@ build_rt() {
 	done
 }
 
+@test "MCLOC_TRACER=profile times calls by return hooking: inclusive, longjmp, return values" {
+	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
+	[ -z "${MCLOC_SANITIZED:-}" ] || skip "LD_PRELOAD of a sanitized library into a plain program"
+	cc -O1 -pg -mfentry -c "$RT/profile.c" -o "$T/profile.o"
+	"$RECORDMCOUNT" "$T/profile.o"
+	"$OBJPATCH" link --nop --runtime -- cc "$T/profile.o" -o "$T/profile"
+	run "$T/profile"
+	assert_output "500.00 4200"
+	run env LD_PRELOAD="$LIBDIR/libmcloc.so" MCLOC_TRACER=profile MCLOC_OUTPUT="$T/prof" \
+		"$T/profile"
+	assert_success
+	assert_output "500.00 4200"	# return values survive the trampoline
+	cat "$T/prof"
+	# Lower bounds only (sleeps guarantee them; nothing here is a speed
+	# claim): nap sleeps 20 ms, outer naps twice, main holds it all.
+	awk '$1 == "nap" { ok = $2 == 7 && $4 >= 20000 } END { exit !ok }' "$T/prof"
+	awk '$1 == "outer" { ok = $2 == 3 && $3 >= 120000 && $4 >= 40000 } END { exit !ok }' "$T/prof"
+	awk '$1 == "main" { ok = $2 == 1 && $3 >= 140000 } END { exit !ok }' "$T/prof"
+	# jumper's 20 calls are counted; longjmp left every one, so none is
+	# timed, and the calls after it still found their own entries.
+	awk '$1 == "jumper" { ok = $2 == 20 && $3 == "-" } END { exit !ok }' "$T/prof"
+	awk '$1 == "fret" { ok = $2 == 100 && $4 != "-" } END { exit !ok }' "$T/prof"
+	awk '$1 == "lret" { ok = $2 == 100 && $4 != "-" } END { exit !ok }' "$T/prof"
+	# Most time first: main, then nap (7 naps), then outer (6 of them).
+	run awk 'NR > 2 { print $1 }' "$T/prof"
+	[ "${lines[0]}" = main ] && [ "${lines[1]}" = nap ] && [ "${lines[2]}" = outer ]
+}
+
 @test "MCLOC_TRACER on a program that never heard of mcloc, through LD_PRELOAD" {
 	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
 	[ -z "${MCLOC_SANITIZED:-}" ] || skip "LD_PRELOAD of a sanitized library into a plain program"
@@ -132,8 +160,8 @@ build_rt() {
 	cc "$T"/o/*.o -o "$T/demo" 2>/dev/null
 	run env LD_PRELOAD="$LIBDIR/libmcloc.so" MCLOC_TRACER=profile MCLOC_FILTER='stats*' "$T/demo"
 	assert_success
-	assert_line --regexp '^stats_add +10$'
-	assert_line --regexp '^stats_mean +1$'
+	assert_line --regexp '^stats_add +10 +[0-9]+\.[0-9]{3} +[0-9]+\.[0-9]{3}$'
+	assert_line --regexp '^stats_mean +1 +[0-9.]+ +[0-9.]+$'
 	refute_line --regexp '^fib '
 }
 

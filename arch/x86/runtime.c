@@ -129,3 +129,50 @@ void mcr_jump_stub(uint8_t *buf, uintptr_t target)
 	memcpy(buf + 6, &target, 8);
 	buf[14] = buf[15] = 0xcc;
 }
+
+uintptr_t *mcr_return_slot(uintptr_t sp, uintptr_t parent)
+{
+	/* At an entry site, the call into the function has just pushed its
+	 * return address: the stack pointer points at it. */
+	uintptr_t *slot = (uintptr_t *)sp;
+
+	return sp && *slot == parent ? slot : NULL;
+}
+
+/*
+ * Reached by the traced function's `ret`, with the caller's stack pointer
+ * (aligned to 16 only if everyone kept the ABI: realigned here).  The
+ * return value may be in %rax/%rdx and %xmm0/%xmm1; those are kept across
+ * the hook, which returns where to go; the jump there goes through %rcx,
+ * which no caller expects to survive a call.  (x87 and the upper vector
+ * halves are not kept: the hook is plain C that does not touch them.)  No
+ * CFI unwinds through here: a C++ exception thrown through a timed
+ * function is not supported.
+ */
+__asm__(
+"	.text\n"
+"	.p2align 4\n"
+"	.globl	mcr_return_tramp\n"
+"	.hidden	mcr_return_tramp\n"
+"	.type	mcr_return_tramp, @function\n"
+"mcr_return_tramp:\n"
+"	pushq	%rbp\n"
+"	movq	%rsp, %rbp\n"
+"	andq	$-16, %rsp\n"
+"	subq	$48, %rsp\n"
+"	movq	%rax, 0(%rsp)\n"
+"	movq	%rdx, 8(%rsp)\n"
+"	movups	%xmm0, 16(%rsp)\n"
+"	movups	%xmm1, 32(%rsp)\n"
+"	leaq	8(%rbp), %rdi\n"
+"	call	mcr_return_hook\n"
+"	movq	%rax, %rcx\n"
+"	movq	0(%rsp), %rax\n"
+"	movq	8(%rsp), %rdx\n"
+"	movups	16(%rsp), %xmm0\n"
+"	movups	32(%rsp), %xmm1\n"
+"	movq	%rbp, %rsp\n"
+"	popq	%rbp\n"
+"	jmpq	*%rcx\n"
+"	.size	mcr_return_tramp, .-mcr_return_tramp\n"
+);
