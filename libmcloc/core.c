@@ -237,6 +237,63 @@ void *mcloc_read_at(int fd, off_t off, size_t len)
  * symbol that contains it.  A stripped image keeps its records unnamed;
  * they are still traced by address.
  */
+/*
+ * The .mcloc_names section objpatch link --runtime adds (see add_names()
+ * in objpatch/fix.c): functions with their link-time start and size, and
+ * their names, which strip(1) leaves in place.  Returns the functions (and
+ * the names in *STR), or NULL when there is no valid such section.
+ */
+static struct fsym *own_names(int fd, const Elf64_Ehdr *eh, const Elf64_Shdr *sh,
+			      uintptr_t bias, char **str, size_t *nf)
+{
+	const Elf64_Shdr *shs = eh->e_shstrndx < eh->e_shnum ? &sh[eh->e_shstrndx] : NULL;
+	char *names = shs ? mcloc_read_at(fd, (off_t)shs->sh_offset, shs->sh_size) : NULL;
+	const Elf64_Shdr *ns = NULL;
+	uint8_t *b = NULL;
+	struct fsym *fs = NULL;
+
+	if (!names)
+		return NULL;
+	names[shs->sh_size] = 0;
+	for (unsigned i = 0; i < eh->e_shnum && !ns; i++)
+		if (sh[i].sh_name < shs->sh_size && !strcmp(names + sh[i].sh_name, ".mcloc_names"))
+			ns = &sh[i];
+	free(names);
+	if (!ns || ns->sh_size < 16 || !(b = mcloc_read_at(fd, (off_t)ns->sh_offset, ns->sh_size)))
+		return NULL;
+	uint64_t n;
+	memcpy(&n, b + 8, 8);
+	if (memcmp(b, "MCLNAME1", 8) || n > (ns->sh_size - 16) / 24)
+		goto bad;
+	size_t sbytes = ns->sh_size - 16 - n * 24;
+	fs = malloc((n + 1) * sizeof(*fs));
+	*str = malloc(sbytes + 1);
+	if (!fs || !*str)
+		goto bad;
+	memcpy(*str, b + 16 + n * 24, sbytes);
+	(*str)[sbytes] = 0;
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t start, size;
+		uint32_t name;
+
+		memcpy(&start, b + 16 + i * 24, 8);
+		memcpy(&size, b + 16 + i * 24 + 8, 8);
+		memcpy(&name, b + 16 + i * 24 + 16, 4);
+		if (name >= sbytes)
+			goto bad;
+		fs[i] = (struct fsym){ start + bias, start + bias + (size ? size : 1), name };
+	}
+	*nf = (size_t)n;
+	free(b);
+	return fs;
+bad:
+	free(b);
+	free(fs);
+	free(*str);
+	*str = NULL;
+	return NULL;
+}
+
 static void name_records(struct image *im, const char *path, uintptr_t bias)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -254,16 +311,24 @@ static void name_records(struct image *im, const char *path, uintptr_t bias)
 	if (!sh)
 		goto out;
 	const Elf64_Shdr *st = NULL;
-	for (int want = SHT_SYMTAB; !st && want; want = want == SHT_SYMTAB ? SHT_DYNSYM : 0)
-		for (unsigned i = 0; i < eh.e_shnum; i++)
-			if (sh[i].sh_type == (Elf64_Word)want && sh[i].sh_link < eh.e_shnum &&
-			    sh[i].sh_entsize == sizeof(Elf64_Sym)) {
-				st = &sh[i];
-				break;
-			}
+	size_t nf = 0;
+	for (unsigned i = 0; i < eh.e_shnum; i++)
+		if (sh[i].sh_type == SHT_SYMTAB && sh[i].sh_link < eh.e_shnum &&
+		    sh[i].sh_entsize == sizeof(Elf64_Sym)) {
+			st = &sh[i];
+			break;
+		}
+	/* Stripped: the names objpatch link --runtime kept, else the
+	 * dynamic symbols (exported functions only). */
+	if (!st && (fs = own_names(fd, &eh, sh, bias, &str, &nf)))
+		goto merge;
+	for (unsigned i = 0; !st && i < eh.e_shnum; i++)
+		if (sh[i].sh_type == SHT_DYNSYM && sh[i].sh_link < eh.e_shnum &&
+		    sh[i].sh_entsize == sizeof(Elf64_Sym))
+			st = &sh[i];
 	if (!st)
 		goto out;
-	size_t n = st->sh_size / sizeof(Elf64_Sym), nf = 0;
+	size_t n = st->sh_size / sizeof(Elf64_Sym);
 	const Elf64_Shdr *ss = &sh[st->sh_link];
 	syms = mcloc_read_at(fd, (off_t)st->sh_offset, st->sh_size);
 	str = mcloc_read_at(fd, (off_t)ss->sh_offset, ss->sh_size);
@@ -278,6 +343,7 @@ static void name_records(struct image *im, const char *path, uintptr_t bias)
 						  syms[i].st_value + bias + (syms[i].st_size ?
 									      syms[i].st_size : 1),
 						  syms[i].st_name };
+merge:
 	qsort(fs, nf, sizeof(*fs), cmp_fsym);
 	im->names = calloc(im->nrecs + 1, sizeof(*im->names));
 	if (!im->names)
@@ -712,7 +778,7 @@ static int set_globs(struct mcloc_ops *ops, const char *globs, int reset, bool n
 		goto out;
 	}
 	for (char *pat = strtok_r(dup, ", \t\n", &save); pat; pat = strtok_r(NULL, ", \t\n", &save)) {
-		bool neg = pat[0] == '!';
+		bool neg = pat[0] == '!', matched = false;
 
 		for (size_t i = 0; i < nimages; i++)
 			for (size_t r = 0; r < images[i]->nrecs; r++) {
@@ -721,11 +787,20 @@ static int set_globs(struct mcloc_ops *ops, const char *globs, int reset, bool n
 
 				if (!name || fnmatch(pat + neg, name, 0))
 					continue;
+				matched = true;
 				if (neg)
 					bits[g / 64] &= ~(1ull << (g % 64));
 				else
 					bits[g / 64] |= 1ull << (g % 64);
 			}
+		/* As ftrace refuses a pattern that matches nothing: a filter
+		 * left empty by it would mean every function. */
+		if (!matched && !neg) {
+			free(dup);
+			restore_filters(ops, &saved);
+			ret = -ENOENT;
+			goto out;
+		}
 	}
 	free(dup);
 	ret = retarget(ops, &saved);

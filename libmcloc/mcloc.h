@@ -57,7 +57,9 @@ MCLOC_API int mcloc_init(void);
  * list of fnmatch(3) patterns over function names; a pattern "!pat"
  * removes matches instead.  An empty
  * filter means every function; notrace wins over filter.  RESET clears the
- * set first.  Returns how many functions the set now holds, or -errno.
+ * set first.  Returns how many functions the set now holds, or -errno:
+ * -ENOENT, with the sets unchanged, when a pattern matches no function
+ * (as ftrace refuses one).
  */
 MCLOC_API int mcloc_set_filter(struct mcloc_ops *ops, const char *globs, int reset);
 MCLOC_API int mcloc_set_notrace(struct mcloc_ops *ops, const char *globs, int reset);

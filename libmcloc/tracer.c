@@ -58,6 +58,9 @@ struct tbuf {
 static int out_fd = -1;
 static enum { NONE, FUNCTION, PROFILE } kind;
 static bool started, key_made;
+/* Started and not stopped; `started` says whether its ops is registered
+ * (it is not while its filter matches nothing loaded yet). */
+static bool active;
 static char cur_filter[1024], cur_notrace[1024];
 static pthread_mutex_t api_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct mcloc_ops tracer_ops;
@@ -302,6 +305,7 @@ static int cmp_hits(const void *a, const void *b)
 /* Stop the tracer and write out what it holds. */
 static void finish(void)
 {
+	active = false;
 	if (!started)
 		return;
 	mcloc_unregister_ops(&tracer_ops);
@@ -418,6 +422,19 @@ static void build_hits(void)
 	/* (Past that many image loads, the oldest arrays leak.) */
 }
 
+/* Add each pattern of GLOBS with SET; how many matched something. */
+static int add_patterns(struct mcloc_ops *ops, const char *globs,
+			int (*set)(struct mcloc_ops *, const char *, int))
+{
+	char buf[sizeof(cur_filter)], *save = NULL;
+	int ok = 0;
+
+	snprintf(buf, sizeof(buf), "%s", globs);
+	for (char *p = strtok_r(buf, ", \t\n", &save); p; p = strtok_r(NULL, ", \t\n", &save))
+		ok += set(ops, p, 0) >= 0;
+	return ok;
+}
+
 /* (Re)register the tracer's ops over every image known now. */
 static int arm(void)
 {
@@ -429,10 +446,13 @@ static int arm(void)
 	/* The profile needs the stack pointer to time calls: registers. */
 	tracer_ops = (struct mcloc_ops){ .func = kind == FUNCTION ? function_cb : profile_cb,
 					 .flags = kind == PROFILE ? MCLOC_OPS_SAVE_REGS : 0 };
-	if (cur_filter[0])
-		mcloc_set_filter(&tracer_ops, cur_filter, 1);
+	/* Pattern by pattern: one may match only in a library loaded later.
+	 * A filter none of whose patterns matches yet traces nothing (an
+	 * empty filter would mean everything). */
+	if (cur_filter[0] && add_patterns(&tracer_ops, cur_filter, mcloc_set_filter) == 0)
+		return 0;
 	if (cur_notrace[0])
-		mcloc_set_notrace(&tracer_ops, cur_notrace, 1);
+		add_patterns(&tracer_ops, cur_notrace, mcloc_set_notrace);
 	if (kind == PROFILE)
 		build_hits();
 	int ret = mcloc_register_ops(&tracer_ops);
@@ -449,7 +469,7 @@ int mcloc_tracer_start(const char *which, const char *filter, const char *notrac
 	if (ret)
 		return ret;
 	pthread_mutex_lock(&api_lock);
-	if (started) {
+	if (active) {
 		ret = -EBUSY;
 		goto out;
 	}
@@ -479,6 +499,7 @@ int mcloc_tracer_start(const char *which, const char *filter, const char *notrac
 		at_exit_set = true;
 	}
 	ret = arm();
+	active = ret == 0;
 out:
 	pthread_mutex_unlock(&api_lock);
 	return ret;
@@ -516,7 +537,7 @@ void mcloc_env_tracer_kick(void)
 	 * when the image registers from inside a start, which covers it). */
 	if (pthread_mutex_trylock(&api_lock))
 		return;
-	if (from_env && started)
+	if (from_env && active)
 		arm();
 	pthread_mutex_unlock(&api_lock);
 }

@@ -180,6 +180,7 @@ int cmd_link(int argc, char **argv, const struct op_common *c)
 	struct fix_stats st;
 
 	o.missing_ok = true;
+	o.names = runtime;	/* function names that survive strip(1) */
 	if (op_fix_file(out, &o, &st) < 0) {
 		status = 1;
 		unlink(out);

@@ -493,6 +493,111 @@ static int nop_sites(struct mce_file *f, const struct mc_arch *a, const struct o
 	return 0;
 }
 
+/*
+ * .mcloc_names: the names of the functions that hold call sites, for
+ * libmcloc when the image is stripped (kallsyms' job in a kernel).  A
+ * non-allocated section, which strip(1) keeps while it drops .symtab:
+ *
+ *   "MCLNAME1", u64 count,
+ *   count x { u64 start (link-time address), u64 size, u32 name, u32 0 },
+ *   then the NUL-terminated names (name: offset from the first),
+ *
+ * in the image's byte order, sorted by start.  Read by name_records() in
+ * libmcloc/core.c.
+ */
+struct name_ent {
+	uint64_t start, size;
+	uint32_t name, zero;
+};
+
+static int add_names(struct mce_file *f, const struct mc_arch *a, const struct op_sites *s,
+		     struct fix_stats *st)
+{
+	if (f->addrsize != 8 || mce_sec_by_name(f, ".mcloc_names"))
+		return 0;	/* (64-bit images only, as libmcloc; once) */
+	size_t cap = 0, n = 0, slen = 0, scap = 0;
+	struct name_ent *v = NULL;
+	char *str = NULL;
+	int ret = -1;
+
+	for (size_t k = 0; k < s->ntables; k++) {
+		const struct op_table *t = &s->tables[k];
+		size_t words = (t->end - t->start) / 8;
+		uint64_t *own;
+		const uint64_t *e = op_table_words(f, a, t, &own);
+
+		if (!e)
+			goto out;
+		for (size_t i = 0; i < words; i++) {
+			struct mce_sec *sec = e[i] ? mce_sec_of_vaddr(f, e[i]) : NULL;
+			uint64_t start;
+			long sym;
+
+			if (!sec || !mce_sec_exec(sec) ||
+			    (sym = mce_label_before(f, (uint32_t)sec->idx, e[i] - sec->sh.sh_addr,
+						    &start)) <= 0)
+				continue;
+			const struct mce_sym *m = &f->syms[sym];
+			if (n && v[n - 1].start == m->value)
+				continue;	/* (the table is sorted: one per function) */
+			size_t len = strlen(m->name) + 1;
+			if (n == cap || slen + len > scap) {
+				cap = cap ? 2 * cap : 1024;
+				scap = (scap ? 2 * scap : 16384) + len;
+				struct name_ent *nv = realloc(v, cap * sizeof(*v));
+				char *ns = nv ? realloc(str, scap) : NULL;
+
+				if (nv)
+					v = nv;
+				if (!nv || !ns) {
+					free(own);
+					mce_fail(f, "out of memory");
+					goto out;
+				}
+				str = ns;
+			}
+			v[n++] = (struct name_ent){ m->value, m->size, (uint32_t)slen, 0 };
+			memcpy(str + slen, m->name, len);
+			slen += len;
+		}
+		free(own);
+	}
+	if (!n) {
+		ret = 0;
+		goto out;
+	}
+	/* Bytes in the image's order, built whole. */
+	size_t size = 16 + n * sizeof(*v) + slen;
+	uint8_t *b = malloc(size);
+	if (!b) {
+		mce_fail(f, "out of memory");
+		goto out;
+	}
+	memcpy(b, "MCLNAME1", 8);
+	mce_put_addr(f, b + 8, n);
+	for (size_t i = 0; i < n; i++) {
+		uint8_t *p = b + 16 + i * sizeof(*v);
+
+		mce_put_addr(f, p, v[i].start);
+		mce_put_addr(f, p + 8, v[i].size);
+		mce_put_addr(f, p + 16, v[i].name);	/* (u32 name, u32 0 as one word) */
+	}
+	memcpy(b + 16 + n * sizeof(*v), str, slen);
+	if (mce_add_section(f, ".mcloc_names", SHT_PROGBITS, 0, 8, 0, 0, 0, ELF_T_BYTE, b,
+			    size) < 0) {
+		free(b);
+		goto out;
+	}
+	free(b);
+	st->names = n;
+	st->changed = true;
+	ret = 0;
+out:
+	free(v);
+	free(str);
+	return ret;
+}
+
 int op_fix(struct mce_file *f, const struct mc_arch *a, struct op_sites *s,
 	   const struct fix_opts *o, struct fix_stats *st)
 {
@@ -507,6 +612,10 @@ int op_fix(struct mce_file *f, const struct mc_arch *a, struct op_sites *s,
 			mc_error(f->path, "%s", f->err);
 			return -1;
 		}
+	if (o->names && mce_linked(f) && add_names(f, a, s, st) < 0) {
+		mc_error(f->path, "%s", f->err);
+		return -1;
+	}
 	return 0;
 }
 
@@ -515,7 +624,7 @@ int op_fix_file(const char *path, const struct fix_opts *o, struct fix_stats *st
 	struct mce_file f;
 	struct op_sites s = { 0 };
 	/* Sorting alone reads each symbol once, in place (no f->syms). */
-	const struct mc_arch *a = op_open_flags(&f, path, o->nop ? 0 : MCE_OPEN_LAZY_SYMS);
+	const struct mc_arch *a = op_open_flags(&f, path, o->nop || o->names ? 0 : MCE_OPEN_LAZY_SYMS);
 	int ret = -1;
 
 	memset(st, 0, sizeof(*st));

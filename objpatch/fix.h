@@ -12,6 +12,7 @@ struct fix_opts {
 	bool sort;		/* clean and sort (linked images) */
 	bool nop;		/* NOP every call site */
 	bool missing_ok;	/* a file without a table is left alone (link) */
+	bool names;		/* add .mcloc_names (link --runtime) */
 };
 
 struct fix_stats {
@@ -19,6 +20,7 @@ struct fix_stats {
 	size_t zero, outside, stale, duplicate;	/* dropped, by reason */
 	size_t nopped;
 	size_t symbols_added;
+	size_t names;		/* functions in .mcloc_names */
 	bool changed;
 };
 

@@ -150,6 +150,31 @@ build_rt() {
 	[ "${lines[0]}" = main ] && [ "${lines[1]}" = nap ] && [ "${lines[2]}" = outer ]
 }
 
+@test "a stripped image keeps its function names: .mcloc_names from objpatch link --runtime" {
+	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
+	[ -z "${MCLOC_SANITIZED:-}" ] || skip "LD_PRELOAD of a sanitized library into a plain program"
+	demo_objs "$T/o" record
+	"$OBJPATCH" link --nop --runtime --check -- cc "$T"/o/*.o -o "$T/demo"
+	strip "$T/demo"
+	run readelf -SW "$T/demo"
+	refute_output --partial " .symtab "
+	assert_output --partial " .mcloc_names "
+	"$OBJPATCH" check "$T/demo" || true	# (no symbols left to check against)
+	run env LD_PRELOAD="$LIBDIR/libmcloc.so" MCLOC_TRACER=function MCLOC_FILTER='stats_*' \
+		MCLOC_OUTPUT="$T/trace" "$T/demo"
+	assert_success
+	assert_output "sum=143 max=55 mean=14.30"
+	[ "$(grep -c ': stats_add <-' "$T/trace")" -eq 10 ]
+	grep -q ': stats_mean <-' "$T/trace"
+	# Without the section a stripped image has no names: the filter
+	# matches nothing (what the section is for).
+	objcopy --remove-section=.mcloc_names "$T/demo" "$T/bare"
+	run env LD_PRELOAD="$LIBDIR/libmcloc.so" MCLOC_TRACER=function MCLOC_FILTER='stats_*' \
+		MCLOC_OUTPUT="$T/trace2" "$T/bare"
+	assert_success
+	[ ! -s "$T/trace2" ]
+}
+
 @test "MCLOC_TRACER on a program that never heard of mcloc, through LD_PRELOAD" {
 	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
 	[ -z "${MCLOC_SANITIZED:-}" ] || skip "LD_PRELOAD of a sanitized library into a plain program"
