@@ -413,16 +413,10 @@ int mce_dynrels_load(struct mce_file *f, uint32_t relative)
 	return 0;
 }
 
-const struct mce_dynrel *mce_dynrel_at(struct mce_file *f, uint64_t va)
+/* The first dynamic relocation at or after VA. */
+static size_t dynrel_lower(const struct mce_file *f, uint64_t va)
 {
-	size_t lo = 0, hi = f->ndynrels, h = f->dynrel_hint;
-
-	/* Tables are walked in order: try where the last lookup ended. */
-	for (size_t k = h; k < h + 2 && k < f->ndynrels; k++)
-		if (f->dynrels[k].where == va) {
-			f->dynrel_hint = k + 1;
-			return &f->dynrels[k];
-		}
+	size_t lo = 0, hi = f->ndynrels;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -432,6 +426,21 @@ const struct mce_dynrel *mce_dynrel_at(struct mce_file *f, uint64_t va)
 		else
 			hi = mid;
 	}
+	return lo;
+}
+
+const struct mce_dynrel *mce_dynrel_at(struct mce_file *f, uint64_t va)
+{
+	size_t h = f->dynrel_hint;
+
+	/* Tables are walked in order: try where the last lookup ended. */
+	for (size_t k = h; k < h + 2 && k < f->ndynrels; k++)
+		if (f->dynrels[k].where == va) {
+			f->dynrel_hint = k + 1;
+			return &f->dynrels[k];
+		}
+
+	size_t lo = dynrel_lower(f, va);
 	if (lo < f->ndynrels && f->dynrels[lo].where == va) {
 		f->dynrel_hint = lo + 1;
 		return &f->dynrels[lo];
@@ -522,18 +531,8 @@ static uint8_t *place_words(struct mce_file *f, uint64_t va, size_t n, struct mc
 /* Whether any dynamic relocation applies in [VA, END). */
 static bool dynrels_within(const struct mce_file *f, uint64_t va, uint64_t end)
 {
-	size_t lo = 0, hi = f->ndynrels;
+	size_t lo = f->dynrels_loaded ? dynrel_lower(f, va) : f->ndynrels;
 
-	if (!f->dynrels_loaded)
-		return false;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (f->dynrels[mid].where < va)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	return lo < f->ndynrels && f->dynrels[lo].where < end;
 }
 
