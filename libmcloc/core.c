@@ -75,6 +75,7 @@ struct image {
 	size_t nfuncs;
 	size_t nrecs, first;	/* global index of recs[0] */
 	uintptr_t lo, hi;	/* first and last site */
+	uint64_t scale;		/* (nrecs - 1) / (last - first offset), 32.32 */
 	bool dead;
 };
 
@@ -85,9 +86,20 @@ struct mcloc_ops_priv {
 	bool registered;
 };
 
+/* What the dispatcher needs of each registered ops, copied into the set
+ * so that a traced call follows one pointer less per ops (its callback,
+ * flags and bitmap are fixed while it is registered; the bitmap's words
+ * change in place). */
+struct set_ent {
+	struct mcloc_ops *ops;
+	mcloc_func_t func;
+	const uint64_t *covers;
+	bool regs;
+};
+
 struct ops_set {
 	size_t n;
-	struct mcloc_ops *v[];
+	struct set_ent v[];
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -156,7 +168,11 @@ static size_t rec_lower(const struct image *im, uintptr_t addr)
 			return 0;
 		if (off > last)
 			return hi;
-		size_t g = (size_t)((double)(off - first) / (double)(last - first) * (double)(hi - 1));
+		/* (A multiply, not a division: offsets are 32-bit and sites
+		 * are at least a byte apart, so scale fits 32 bits too.) */
+		size_t g = (size_t)(((off - first) * im->scale) >> 32);
+		if (g >= hi)
+			g = hi - 1;
 		/* Gallop from the guess to a bracket [lo, hi). */
 		size_t step = 1;
 		if (im->recs[g].off < off) {
@@ -474,6 +490,8 @@ int mcloc_register_image(struct mcloc_image *desc)
 	if (im.nrecs) {
 		im.lo = im.base + im.recs[0].off;
 		im.hi = im.base + im.recs[im.nrecs - 1].off;
+		uint64_t span = im.recs[im.nrecs - 1].off - im.recs[0].off;
+		im.scale = span ? ((uint64_t)(im.nrecs - 1) << 32) / span : 0;
 	}
 	im.first = nrecords;
 	dl_iterate_phdr(find_object, &fc);
@@ -507,10 +525,15 @@ void mcloc_unregister_image(struct mcloc_image *desc)
 
 /* ---- dispatch ------------------------------------------------------------------ */
 
-static bool covers(const struct mcloc_ops *ops, size_t g)
+static bool bit_of(const uint64_t *map, size_t g)
 {
 	/* (Relaxed: a filter change rewrites words while sites run.) */
-	return __atomic_load_n(&ops->priv->covers[g / 64], __ATOMIC_RELAXED) >> (g % 64) & 1;
+	return __atomic_load_n(&map[g / 64], __ATOMIC_RELAXED) >> (g % 64) & 1;
+}
+
+static bool covers(const struct mcloc_ops *ops, size_t g)
+{
+	return bit_of(ops->priv->covers, g);
 }
 
 /* (liburcu-bp's reader arena does not give its readers the 128-byte
@@ -541,11 +564,10 @@ static void dispatch(uintptr_t after, uintptr_t parent, struct mcloc_image *img,
 		rcu_read_lock_bp();
 		struct ops_set *set = rcu_dereference(cur_set);
 		for (size_t i = 0; set && i < set->n; i++) {
-			struct mcloc_ops *ops = set->v[i];
+			const struct set_ent *e = &set->v[i];
 
-			if (covers(ops, g))
-				ops->func(ip, parent, ops, (ops->flags & MCLOC_OPS_SAVE_REGS) ?
-					  regs : NULL);
+			if (bit_of(e->covers, g))
+				e->func(ip, parent, e->ops, e->regs ? regs : NULL);
 		}
 		rcu_read_unlock_bp();
 	}
@@ -995,10 +1017,11 @@ static int publish(struct mcloc_ops *add, struct mcloc_ops *remove)
 		return -ENOMEM;
 	set->n = 0;
 	for (size_t i = 0; i < n; i++)
-		if (old->v[i] != remove)
+		if (old->v[i].ops != remove)
 			set->v[set->n++] = old->v[i];
 	if (add)
-		set->v[set->n++] = add;
+		set->v[set->n++] = (struct set_ent){ add, add->func, add->priv->covers,
+						     add->flags & MCLOC_OPS_SAVE_REGS };
 	rcu_set_pointer(&cur_set, set);
 	/* An addition needs no grace period before returning: only the
 	 * old array must outlive its readers, so it waits for the next
