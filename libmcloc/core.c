@@ -944,7 +944,6 @@ static int update_sites(void)
 				    (unsigned long)site, len);
 				continue;
 			}
-			p->owner = &im->recs[r];
 			n++;
 		}
 	}
@@ -953,14 +952,20 @@ static int update_sites(void)
 		say(0, "%s", err);
 		return ret;
 	}
-	for (size_t k = 0; k < n; k++) {
-		struct mcloc_rec *rec = v[k].owner;	/* (mcr_patch may sort) */
-		uint32_t s = rec->state & ~(REC_ENABLED | REC_ENABLED_REGS);
+	/* Every record that needed a change got it (those refused above
+	 * are marked and need none now): the same walk, to record it. */
+	for (size_t i = 0; i < nimages; i++)
+		for (size_t r = 0; !images[i]->dead && r < images[i]->nrecs; r++) {
+			struct mcloc_rec *rec = &images[i]->recs[r];
+			uint32_t s = rec->state;
 
-		if (s & REC_REF_MASK)
-			s |= REC_ENABLED | (s & REC_REGS_MASK ? REC_ENABLED_REGS : 0);
-		rec->state = s;
-	}
+			if (!needs_change(s))
+				continue;
+			s &= ~(REC_ENABLED | REC_ENABLED_REGS);
+			if (s & REC_REF_MASK)
+				s |= REC_ENABLED | (s & REC_REGS_MASK ? REC_ENABLED_REGS : 0);
+			rec->state = s;
+		}
 	return 0;
 }
 

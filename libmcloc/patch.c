@@ -235,7 +235,19 @@ static int open_text(struct writer *w, const struct mcr_poke *v, size_t n,
 		snprintf(err, errlen, "cannot read /proc/self/maps");
 		return -EIO;
 	}
-	/* Sites are sorted: spans grow page by page within one mapping. */
+	/* Sites are sorted.  When the first and the last lie in one mapping,
+	 * so does every site between, and one span covers them all (the
+	 * usual case: one image's text); otherwise spans grow page by page
+	 * within each mapping. */
+	const struct mapping *first = mapping_of(maps, nm, v[0].addr);
+	uintptr_t end = v[n - 1].addr + v[n - 1].len;
+	if (first && end <= first->hi) {
+		uintptr_t pg = (uintptr_t)page_size;
+
+		w->spans[w->nspans++] = (struct span){ v[0].addr & ~(pg - 1),
+						       (end + pg - 1) & ~(pg - 1), first->prot };
+		n = 0;	/* (nothing left for the walk below) */
+	}
 	for (size_t i = 0; i < n; i++)
 		for (uintptr_t a = v[i].addr; a < v[i].addr + v[i].len;) {
 			uintptr_t pg = a & ~(uintptr_t)(page_size - 1);

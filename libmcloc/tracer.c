@@ -259,7 +259,7 @@ static void profile_cb(uintptr_t ip, uintptr_t parent, struct mcloc_ops *ops,
 	*slot = (uintptr_t)mcr_return_tramp;
 }
 
-uintptr_t mcr_return_hook(uintptr_t sp)
+__attribute__((used)) uintptr_t mcr_return_hook(uintptr_t sp)
 {
 	struct shadow *sh = myshadow;
 	uint64_t t = now_ns();
