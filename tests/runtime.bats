@@ -72,6 +72,22 @@ build_rt() {
 	assert_line --partial "mismatches: 0, api errors: 0, enabled at end: 0"
 }
 
+@test "fork from a thread liburcu-bp does not know yet, while registered threads exit: no child hangs" {
+	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
+	local san=()
+	[ -z "${MCLOC_SANITIZED:-}" ] || san=(-fsanitize=address,undefined)
+	$PY "$RT/gen.py" "$T/gen.c" 200
+	cc -O1 -pg -mfentry -c "$T/gen.c" -o "$T/gen.o"
+	"$RECORDMCOUNT" "$T/gen.o"
+	cc -O1 "${san[@]}" -I"$SRC/libmcloc" -c "$RT/forkreg.c" -o "$T/forkreg.o"
+	"$OBJPATCH" link --nop --runtime -- cc "${san[@]}" "$T/forkreg.o" "$T/gen.o" \
+		-o "$T/forkreg" -L"$LIBDIR" -lmcloc -lpthread
+	run env LD_LIBRARY_PATH="$LIBDIR" timeout -s KILL 300 "$T/forkreg" 10
+	echo "# $output" >&3
+	assert_success
+	assert_output --regexp '^forks [0-9]+, hung 0$'
+}
+
 @test "MCLOC_TRACER=function and =profile: ftrace's line format, filters, output file" {
 	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
 	demo_objs "$T/o" record
