@@ -29,8 +29,16 @@
 #include "core.h"
 #include "tracer.h"
 
-/* The inline read-side fast paths (this library is LGPL as liburcu is). */
+/* The inline read-side fast paths (this library is LGPL as liburcu is);
+ * not in a sanitized build (MCLOC_URCU_OUT_OF_LINE, from meson).
+ * liburcu-bp's reader arena gives its readers less than the 128-byte
+ * alignment their type declares, and UBSan instruments the inlined
+ * accesses wherever they are inlined, whatever the caller's attributes:
+ * there the library's own functions, which are not instrumented, do the
+ * same work out of line. */
+#ifndef MCLOC_URCU_OUT_OF_LINE
 #define _LGPL_SOURCE
+#endif
 #include <urcu-bp.h>
 
 #include <dlfcn.h>
@@ -536,10 +544,6 @@ static bool covers(const struct mcloc_ops *ops, size_t g)
 	return bit_of(ops->priv->covers, g);
 }
 
-/* (liburcu-bp's reader arena does not give its readers the 128-byte
- * alignment their type declares; UBSan would flag every inline read-side
- * access.) */
-__attribute__((no_sanitize("alignment")))
 static void dispatch(uintptr_t after, uintptr_t parent, struct mcloc_image *img,
 		     void *regs)
 {
