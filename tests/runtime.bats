@@ -11,16 +11,24 @@ load helpers
 RT=$SRC/tests/fixtures/runtime
 LIBDIR=${MCLOC_LIBDIR:-$(dirname "$OBJPATCH")/../libmcloc}
 
-build_rt() {
+# build_traced DRIVER NFUNCS: $T/DRIVER from fixtures/runtime/DRIVER.c and
+# NFUNCS generated traced functions, through recordmcount and objpatch
+# link --nop --runtime --check (sanitized in the sanitized build).
+build_traced() {
 	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
 	local san=()
 	[ -z "${MCLOC_SANITIZED:-}" ] || san=(-fsanitize=address,undefined)
-	$PY "$RT/gen.py" "$T/gen.c" "$1"
+	$PY "$RT/gen.py" "$T/gen.c" "$2"
 	cc -O1 -pg -mfentry -c "$T/gen.c" -o "$T/gen.o"
 	"$RECORDMCOUNT" "$T/gen.o"
-	cc -O1 "${san[@]}" -I"$SRC/libmcloc" -c "$RT/rt_test.c" -o "$T/rt_test.o"
-	"$OBJPATCH" link --nop --runtime --check -- cc "${san[@]}" "$T/rt_test.o" "$T/gen.o" \
-		-o "$T/rt" -L"$LIBDIR" -lmcloc -lpthread
+	cc -O1 "${san[@]}" -I"$SRC/libmcloc" -c "$RT/$1.c" -o "$T/$1.o"
+	"$OBJPATCH" link --nop --runtime --check -- cc "${san[@]}" "$T/$1.o" "$T/gen.o" \
+		-o "$T/$1" -L"$LIBDIR" -lmcloc -lpthread
+}
+
+build_rt() {
+	build_traced rt_test "$1"
+	mv "$T/rt_test" "$T/rt"
 }
 
 @test "live patching while threads run: counts, filters, redirect, races, protections" {
@@ -55,15 +63,7 @@ build_rt() {
 # unregister; threads come and go, signals and forks fly.  Longer runs:
 # tests/bench/stress.sh.
 @test "stress: 8 threads, 10,000 functions, 1,000+ enable/disable cycles, exact per call" {
-	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
-	local san=()
-	[ -z "${MCLOC_SANITIZED:-}" ] || san=(-fsanitize=address,undefined)
-	$PY "$RT/gen.py" "$T/gen.c" 10000
-	cc -O1 -pg -mfentry -c "$T/gen.c" -o "$T/gen.o"
-	"$RECORDMCOUNT" "$T/gen.o"
-	cc -O1 "${san[@]}" -I"$SRC/libmcloc" -c "$RT/stress.c" -o "$T/stress.o"
-	"$OBJPATCH" link --nop --runtime --check -- cc "${san[@]}" "$T/stress.o" "$T/gen.o" \
-		-o "$T/stress" -L"$LIBDIR" -lmcloc -lpthread
+	build_traced stress 10000
 	run env LD_LIBRARY_PATH="$LIBDIR" timeout -s KILL 600 "$T/stress" 30 1000
 	echo "$output"
 	echo "# ${lines[-3]}" >&3
@@ -73,15 +73,7 @@ build_rt() {
 }
 
 @test "fork from a thread liburcu-bp does not know yet, while registered threads exit: no child hangs" {
-	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
-	local san=()
-	[ -z "${MCLOC_SANITIZED:-}" ] || san=(-fsanitize=address,undefined)
-	$PY "$RT/gen.py" "$T/gen.c" 200
-	cc -O1 -pg -mfentry -c "$T/gen.c" -o "$T/gen.o"
-	"$RECORDMCOUNT" "$T/gen.o"
-	cc -O1 "${san[@]}" -I"$SRC/libmcloc" -c "$RT/forkreg.c" -o "$T/forkreg.o"
-	"$OBJPATCH" link --nop --runtime -- cc "${san[@]}" "$T/forkreg.o" "$T/gen.o" \
-		-o "$T/forkreg" -L"$LIBDIR" -lmcloc -lpthread
+	build_traced forkreg 200
 	run env LD_LIBRARY_PATH="$LIBDIR" timeout -s KILL 300 "$T/forkreg" 10
 	echo "# $output" >&3
 	assert_success
