@@ -382,7 +382,7 @@ int mce_syms_need(struct mce_file *f)
 	return 0;
 }
 
-int mce_sym_peek(struct mce_file *f, size_t i, struct mce_sym *m)
+static int peek(struct mce_file *f, size_t i, struct mce_sym *m, bool name)
 {
 	if (i >= f->nsyms)
 		return mce_fail(f, "no symbol %zu", i);
@@ -390,18 +390,17 @@ int mce_sym_peek(struct mce_file *f, size_t i, struct mce_sym *m)
 		*m = f->syms[i];
 		return 0;
 	}
-	return read_symbol(f, i, m, true);
+	return read_symbol(f, i, m, name);
+}
+
+int mce_sym_peek(struct mce_file *f, size_t i, struct mce_sym *m)
+{
+	return peek(f, i, m, true);
 }
 
 int mce_sym_peek_addr(struct mce_file *f, size_t i, struct mce_sym *m)
 {
-	if (i >= f->nsyms)
-		return mce_fail(f, "no symbol %zu", i);
-	if (!f->syms_lazy) {
-		*m = f->syms[i];
-		return 0;
-	}
-	return read_symbol(f, i, m, false);
+	return peek(f, i, m, false);
 }
 
 int mce_open(struct mce_file *f, const char *path)

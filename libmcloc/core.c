@@ -728,10 +728,24 @@ static int update_sites(void);
  * changes are patched, in one batch.  If the batch is refused, everything
  * goes back to SAVED and the error is returned.  Frees SAVED.
  */
+/* Make OPS's bitmap word W hold TO: the records it gains and loses
+ * change their counts, then the word the dispatcher reads changes. */
+static void move_covers_word(struct mcloc_ops *ops, size_t w, uint64_t to)
+{
+	uint64_t *word = &ops->priv->covers[w];
+	bool regs = ops->flags & MCLOC_OPS_SAVE_REGS;
+
+	for (uint64_t d = *word ^ to; d; d &= d - 1) {
+		size_t g = w * 64 + (size_t)__builtin_ctzll(d);
+
+		rec_add(g, to >> (g % 64) & 1 ? +1 : -1, regs);
+	}
+	__atomic_store_n(word, to, __ATOMIC_RELAXED);
+}
+
 static int retarget(struct mcloc_ops *ops, struct filters *saved)
 {
 	struct mcloc_ops_priv *p = ops->priv;
-	bool regs = ops->flags & MCLOC_OPS_SAVE_REGS;
 	size_t nw = (p->ncovered + 63) / 64;
 	int ret = 0;
 
@@ -747,29 +761,13 @@ static int retarget(struct mcloc_ops *ops, struct filters *saved)
 		return -ENOMEM;
 	}
 	memcpy(before, p->covers, nw * 8);
-	for (size_t w = 0; w < nw; w++) {
-		uint64_t now = covered_word(p, all, w, p->ncovered), was = before[w];
-
-		for (uint64_t d = now ^ was; d; d &= d - 1) {
-			size_t g = w * 64 + (size_t)__builtin_ctzll(d);
-
-			rec_add(g, now >> (g % 64) & 1 ? +1 : -1, regs);
-		}
-		__atomic_store_n(&p->covers[w], now, __ATOMIC_RELAXED);
-	}
+	for (size_t w = 0; w < nw; w++)
+		move_covers_word(ops, w, covered_word(p, all, w, p->ncovered));
 	ret = update_sites();
 	if (ret) {
 		/* Back to what was, sites included. */
-		for (size_t w = 0; w < nw; w++) {
-			uint64_t now = p->covers[w], was = before[w];
-
-			for (uint64_t d = now ^ was; d; d &= d - 1) {
-				size_t g = w * 64 + (size_t)__builtin_ctzll(d);
-
-				rec_add(g, was >> (g % 64) & 1 ? +1 : -1, regs);
-			}
-			__atomic_store_n(&p->covers[w], was, __ATOMIC_RELAXED);
-		}
+		for (size_t w = 0; w < nw; w++)
+			move_covers_word(ops, w, before[w]);
 		update_sites();
 		restore_filters(ops, saved);
 	} else {

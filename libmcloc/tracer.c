@@ -207,14 +207,9 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static void shadow_free(void *p)
-{
-	free(p);
-}
-
 static void shadow_key_make(void)
 {
-	pthread_key_create(&shadow_key, shadow_free);
+	pthread_key_create(&shadow_key, free);
 }
 
 static struct shadow *get_shadow(void)

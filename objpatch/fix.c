@@ -79,17 +79,15 @@ static void set_bits(uint64_t *w, uint64_t from, uint64_t to)
  * search per symbol: on the VMs we measure on, either of those took longer
  * than copying the image three times (a cache miss costs ~100 ns there,
  * and a binary search is a chain of them).  Sizeless functions (assembly
- * without .size) are counted in *SIZELESS and settled later, for the
- * entries still uncovered.
+ * without .size) cover nothing here; settle_uncovered() applies their
+ * rule to the entries still uncovered.
  */
-static int mark_covered(struct mce_file *f, const uint64_t *v, size_t n, uint64_t *covered,
-			size_t *sizeless)
+static int mark_covered(struct mce_file *f, const uint64_t *v, size_t n, uint64_t *covered)
 {
 	uint64_t *base = calloc(f->shnum, sizeof(*base)), *code = NULL, bits = 0;
 	struct mce_sym m;
 	int ret = -1;
 
-	*sizeless = 0;
 	if (!base)
 		return mce_fail(f, "out of memory");
 	/* 1 + the first bit of each section holding entries (0: none). */
@@ -109,12 +107,8 @@ static int mark_covered(struct mce_file *f, const uint64_t *v, size_t n, uint64_
 	for (size_t i = 1; i < f->nsyms; i++) {
 		if (mce_sym_peek_addr(f, i, &m) < 0)
 			goto out;
-		if (!is_function(f, &m) || !base[m.shndx])
+		if (!is_function(f, &m) || !base[m.shndx] || !m.size)
 			continue;
-		if (!m.size) {
-			(*sizeless)++;
-			continue;
-		}
 		const struct mce_sec *s = &f->secs[m.shndx];
 		uint64_t from = m.value - s->sh.sh_addr, to = from + m.size;
 
@@ -204,11 +198,10 @@ static int neighbours(struct mce_file *f, const uint64_t *u, size_t k, uint64_t 
  * M NOPs before the symbol).  The others are stale: their bit in STALE.
  */
 static int settle_uncovered(struct mce_file *f, const struct mc_arch *a, const uint64_t *v,
-			    size_t n, const uint64_t *covered, uint64_t *stale, size_t *nstale)
+			    size_t n, const uint64_t *covered, uint64_t *stale)
 {
 	size_t k = 0, at = 0;
 
-	*nstale = 0;
 	for (size_t i = 0; i < n; i++)
 		k += !(covered[i / 64] >> (i % 64) & 1);
 	if (!k)
@@ -242,7 +235,6 @@ static int settle_uncovered(struct mce_file *f, const struct mc_arch *a, const u
 		if (e.state == OP_PATCHABLE && next[i] < u[i] + e.len)
 			continue;
 		stale[idx[i] / 64] |= 1ull << (idx[i] % 64);
-		(*nstale)++;
 	}
 	ret = 0;
 out:
@@ -356,7 +348,7 @@ static int fix_table(struct mce_file *f, const struct mc_arch *a, const struct o
 	free(own);
 	own = NULL;
 
-	size_t words = (m + 63) / 64, nstale = 0, sizeless = 0;
+	size_t words = (m + 63) / 64;
 	bits = calloc(2 * words + 1, sizeof(*bits));
 	uint64_t *covered = bits, *stale = bits + words;
 	if (!bits) {
@@ -364,8 +356,8 @@ static int fix_table(struct mce_file *f, const struct mc_arch *a, const struct o
 		goto out;
 	}
 	if (have_symbols && m) {
-		if (mark_covered(f, v, m, covered, &sizeless) < 0 ||
-		    settle_uncovered(f, a, v, m, covered, stale, &nstale) < 0)
+		if (mark_covered(f, v, m, covered) < 0 ||
+		    settle_uncovered(f, a, v, m, covered, stale) < 0)
 			goto out;
 	}
 	for (size_t i = 0; i < m; i++) {
