@@ -54,6 +54,32 @@ unsigned mcr_site_len(uintptr_t site, uintptr_t fentry, bool *is_call);
 void mcr_jump_stub(uint8_t *buf, uintptr_t target);
 
 /*
+ * One ops alone on a site: the kernel's per-ops trampoline, without
+ * writing code at run time.  Such a site calls a stub on a page of stubs
+ * near its image (MCR_DIRECT_PAGE bytes: MCR_DIRECT_SLOTS slots for each
+ * site length the ISA has, mcr_direct_len[]).  A stub jumps to
+ * mcr_direct_tramp with its own address in a scratch register; the
+ * trampoline saves what the callback may clobber and calls
+ * mcr_direct_hook(AFTER, PARENT, STUB), where AFTER is the address just
+ * past the site.  Stubs are written once, when the page is made, and never
+ * change: a thread stopped inside one finds the same stub when it resumes.
+ */
+#define MCR_DIRECT_STUB 32
+#define MCR_DIRECT_PAGE 4096
+#define MCR_DIRECT_LENS 2
+#define MCR_DIRECT_SLOTS (MCR_DIRECT_PAGE / MCR_DIRECT_STUB / MCR_DIRECT_LENS)
+extern const uint8_t mcr_direct_len[MCR_DIRECT_LENS];
+void mcr_direct_stub(uint8_t *buf, uintptr_t tramp);
+void mcr_direct_tramp(void);
+/* Defined by the library. */
+void mcr_direct_hook(uintptr_t after, uintptr_t parent, uintptr_t stub);
+
+/* Where the call of LEN bytes that ends at AFTER goes, also while its
+ * first byte is the breakpoint of a change in progress; 0 if it is not a
+ * call of ours (a NOP, say). */
+uintptr_t mcr_call_dest(uintptr_t after, unsigned len);
+
+/*
  * Timing a function needs its return: the function-graph tracer's way.  At
  * the function's entry (a site's callback with registers), the return
  * address is swapped for mcr_return_tramp; when the function returns there,

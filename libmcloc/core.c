@@ -19,9 +19,11 @@
  * waits for a grace period, and only then returns, so the caller may free
  * the ops.  Each ops carries a bitmap over the records it covers.
  *
- * Site states: no ops, a NOP; ops without MCLOC_OPS_SAVE_REGS, a call to
- * the image's args trampoline; any that needs registers, a call to its
- * regs trampoline.
+ * Site states, as ftrace's: no ops, a NOP; one ops, a call to that ops's
+ * own stub on the image's direct page (arch/runtime.h), which reaches its
+ * callback without looking anything up; several, a call to the image's
+ * args trampoline, whose dispatcher walks the set (ftrace's list
+ * function); any that needs registers, a call to the regs trampoline.
  */
 #include "mcloc.h"
 #include "mcloc-abi.h"
@@ -52,6 +54,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 struct mcloc_rec {
@@ -66,6 +69,7 @@ _Static_assert(sizeof(struct mcloc_rec) == 8, "a record is 8 bytes");
 #define REC_ENABLED	(1u << 24)	/* the site holds a call */
 #define REC_ENABLED_REGS (1u << 25)	/* ... to the regs trampoline */
 #define REC_REFUSED	(1u << 26)	/* its bytes were not what we expected */
+#define REC_ENABLED_DIRECT (1u << 27)	/* ... to an ops's direct stub */
 #define REC_LEN_SHIFT	28		/* site length, 1..15 */
 
 struct fsym {
@@ -84,6 +88,7 @@ struct image {
 	size_t nrecs, first;	/* global index of recs[0] */
 	uintptr_t lo, hi;	/* first and last site */
 	uint64_t scale;		/* (nrecs - 1) / (last - first offset), 32.32 */
+	uint8_t *stubs;		/* its direct page (NULL: none within reach) */
 	bool dead;
 };
 
@@ -91,8 +96,19 @@ struct mcloc_ops_priv {
 	uint64_t *filter, *notrace, *covers;	/* bitmaps over global record indices */
 	size_t nfilter;
 	size_t ncovered;	/* records that existed when it registered */
+	int slot;		/* its direct slot + 1 (0: none) */
 	bool registered;
+	bool leaving;		/* unregistering: its counts are gone already */
 };
+
+/* A direct slot: what a site that calls one of the slot's stubs runs.
+ * Set before any site calls the stub, cleared a grace period after the
+ * last one stopped calling it. */
+struct direct {
+	mcloc_func_t func;
+	struct mcloc_ops *ops;
+};
+static struct direct direct[MCR_DIRECT_SLOTS];
 
 /* What the dispatcher needs of each registered ops, copied into the set
  * so that a traced call follows one pointer less per ops (its callback,
@@ -428,6 +444,43 @@ static int find_object(struct dl_phdr_info *info, size_t size, void *data)
 
 /* ---- images ----------------------------------------------------------------- */
 
+uint8_t *mcloc_near_page(uintptr_t lo, uintptr_t hi)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+
+	for (uintptr_t step = 0; step < (1ul << 30); step += 2ul << 20)
+		for (int side = 0; side < 2; side++) {
+			uintptr_t at = side ? ((lo - step - (uintptr_t)pg) & ~(uintptr_t)(pg - 1))
+					    : ((hi + step + (uintptr_t)pg - 1) & ~(uintptr_t)(pg - 1));
+			void *p = mmap((void *)at, (size_t)pg, PROT_READ | PROT_WRITE,
+				       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+
+			if (p == MAP_FAILED)
+				continue;
+			if ((uintptr_t)p == at)
+				return p;
+			munmap(p, (size_t)pg);
+		}
+	return NULL;
+}
+
+/* IM's page of direct stubs, all written now and never again; NULL (its
+ * sites then go through the args trampoline) when no page is in reach. */
+static uint8_t *direct_page(const struct image *im)
+{
+	uint8_t *pg = im->nrecs ? mcloc_near_page(im->lo, im->hi + MCR_MAX_SITE) : NULL;
+
+	if (!pg)
+		return NULL;
+	for (size_t i = 0; i < MCR_DIRECT_PAGE / MCR_DIRECT_STUB; i++)
+		mcr_direct_stub(pg + i * MCR_DIRECT_STUB, (uintptr_t)mcr_direct_tramp);
+	if (mprotect(pg, MCR_DIRECT_PAGE, PROT_READ | PROT_EXEC)) {
+		munmap(pg, MCR_DIRECT_PAGE);
+		return NULL;
+	}
+	return pg;
+}
+
 static int cmp_u32(const void *a, const void *b)
 {
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
@@ -502,6 +555,9 @@ int mcloc_register_image(struct mcloc_image *desc)
 		im.scale = span ? ((uint64_t)(im.nrecs - 1) << 32) / span : 0;
 	}
 	im.first = nrecords;
+	im.stubs = direct_page(&im);
+	if (im.nrecs && !im.stubs)
+		say(1, "no page for direct stubs within reach; single ops go through the list");
 	dl_iterate_phdr(find_object, &fc);
 	if (fc.found)
 		name_records(&im, fc.path, fc.bias);
@@ -544,15 +600,13 @@ static bool covers(const struct mcloc_ops *ops, size_t g)
 	return bit_of(ops->priv->covers, g);
 }
 
-static void dispatch(uintptr_t after, uintptr_t parent, struct mcloc_image *img,
-		     void *regs)
+/* The set's callbacks for the site that ends at AFTER, in the thread's
+ * in_tracer section. */
+static void walk(uintptr_t after, uintptr_t parent, struct mcloc_image *img, void *regs)
 {
 	const struct image *im = NULL;
 	long r;
 
-	if (in_tracer)
-		return;		/* a callback called a traced function */
-	in_tracer = 1;
 	/* The image of the descriptor the trampoline passed, else by
 	 * address: the library's own trampolines serve images without any.
 	 * (Image records are never freed, so desc->lib stays valid.) */
@@ -561,20 +615,59 @@ static void dispatch(uintptr_t after, uintptr_t parent, struct mcloc_image *img,
 	r = im && im->nrecs ? rec_before(im, after) : -1;
 	if (r < 0 && (im = image_of(after - 1)))
 		r = rec_before(im, after);
-	if (r >= 0) {
-		uintptr_t ip = im->base + im->recs[r].off;
-		size_t g = im->first + (size_t)r;
+	if (r < 0)
+		return;
+	uintptr_t ip = im->base + im->recs[r].off;
+	size_t g = im->first + (size_t)r;
 
-		rcu_read_lock_bp();
-		struct ops_set *set = rcu_dereference(cur_set);
-		for (size_t i = 0; set && i < set->n; i++) {
-			const struct set_ent *e = &set->v[i];
+	rcu_read_lock_bp();
+	struct ops_set *set = rcu_dereference(cur_set);
+	for (size_t i = 0; set && i < set->n; i++) {
+		const struct set_ent *e = &set->v[i];
 
-			if (bit_of(e->covers, g))
-				e->func(ip, parent, e->ops, e->regs ? regs : NULL);
-		}
-		rcu_read_unlock_bp();
+		if (bit_of(e->covers, g))
+			e->func(ip, parent, e->ops, e->regs ? regs : NULL);
 	}
+	rcu_read_unlock_bp();
+}
+
+static void dispatch(uintptr_t after, uintptr_t parent, struct mcloc_image *img,
+		     void *regs)
+{
+	if (in_tracer)
+		return;		/* a callback called a traced function */
+	in_tracer = 1;
+	walk(after, parent, img, regs);
+	in_tracer = 0;
+}
+
+/*
+ * A site alone in one ops's hands, through its stub.  The stub says which
+ * slot, but a thread may have been stopped between the site and here for
+ * any time, long enough for the slot's ops to go and another to take it.
+ * So the slot is trusted only if, inside the read-side section, the site
+ * still calls this stub: then its ops is the one registered now, and it
+ * cannot go before the section ends.  Otherwise the site changed under
+ * the call, and the set decides, as for any call in flight.
+ */
+__attribute__((used)) void mcr_direct_hook(uintptr_t after, uintptr_t parent, uintptr_t stub)
+{
+	size_t i = (stub & (MCR_DIRECT_PAGE - 1)) / MCR_DIRECT_STUB;
+	unsigned len = mcr_direct_len[i / MCR_DIRECT_SLOTS];
+
+	if (in_tracer)
+		return;
+	in_tracer = 1;
+	rcu_read_lock_bp();
+	if (mcr_call_dest(after, len) == stub) {
+		const struct direct *d = &direct[i % MCR_DIRECT_SLOTS];
+
+		if (d->func)
+			d->func(after - len, parent, d->ops, NULL);
+	} else {
+		walk(after, parent, NULL, NULL);
+	}
+	rcu_read_unlock_bp();
 	in_tracer = 0;
 }
 
@@ -886,36 +979,110 @@ int mcloc_set_filter_ip(struct mcloc_ops *ops, uintptr_t ip, int remove)
 	return ret;
 }
 
-/* Patch every record whose wanted state differs from its enabled one. */
-static bool needs_change(uint32_t s)
-{
-	bool want = s & REC_REF_MASK, want_regs = s & REC_REGS_MASK;
-	bool have = s & REC_ENABLED, have_regs = s & REC_ENABLED_REGS;
+#define REC_ENABLED_ALL (REC_ENABLED | REC_ENABLED_REGS | REC_ENABLED_DIRECT)
 
-	return !(s & REC_REFUSED) && (want != have || (want && want_regs != have_regs));
+/* The direct slot of the one ops that covers global record G (-1: it has
+ * none).  An ops that is leaving has given up its counts already. */
+static int direct_slot_of(size_t g)
+{
+	const struct ops_set *set = cur_set;
+
+	for (size_t i = 0; set && i < set->n; i++) {
+		const struct mcloc_ops_priv *p = set->v[i].ops->priv;
+
+		if (!p->leaving && bit_of(set->v[i].covers, g))
+			return p->slot - 1;
+	}
+	return -1;
 }
 
+/* The stub of direct slot K for a site of LEN bytes on IM's page. */
+static uintptr_t stub_of(const struct image *im, int k, unsigned len)
+{
+	size_t v = 0;
+
+	while (v + 1 < MCR_DIRECT_LENS && mcr_direct_len[v] != len)
+		v++;
+	return (uintptr_t)im->stubs + (v * MCR_DIRECT_SLOTS + (size_t)k) * MCR_DIRECT_STUB;
+}
+
+/* Where record R of IM should call, from its counts (0: nowhere, the
+ * NOP), and in *FLAGS the REC_ENABLED* bits that will say so. */
+static uintptr_t wanted(const struct image *im, size_t r, uint32_t *flags)
+{
+	uint32_t s = im->recs[r].state;
+	int k;
+
+	*flags = 0;
+	if (!(s & REC_REF_MASK))
+		return 0;
+	*flags = REC_ENABLED;
+	if (s & REC_REGS_MASK) {
+		*flags |= REC_ENABLED_REGS;
+		return im->desc->tramp_regs;
+	}
+	if ((s & REC_REF_MASK) == 1 && im->stubs && (k = direct_slot_of(im->first + r)) >= 0) {
+		*flags |= REC_ENABLED_DIRECT;
+		return stub_of(im, k, rec_len(&im->recs[r]));
+	}
+	return im->desc->tramp_args;
+}
+
+/* Where record R of IM calls now.  A direct site's stub is read back from
+ * the site: its slot's ops may be the one leaving. */
+static uintptr_t current(const struct image *im, size_t r)
+{
+	uint32_t s = im->recs[r].state;
+	unsigned len = rec_len(&im->recs[r]);
+
+	if (!(s & REC_ENABLED))
+		return 0;
+	if (s & REC_ENABLED_REGS)
+		return im->desc->tramp_regs;
+	if (s & REC_ENABLED_DIRECT)
+		return mcr_call_dest(im->base + im->recs[r].off + len, len);
+	return im->desc->tramp_args;
+}
+
+static bool needs_change(const struct image *im, size_t r, uint32_t *flags)
+{
+	uint32_t s = im->recs[r].state;
+
+	if (s & REC_REFUSED)
+		return false;
+	wanted(im, r, flags);
+	return *flags != (s & REC_ENABLED_ALL);
+}
+
+/* Patch every record whose wanted state differs from its enabled one. */
 static int update_sites(void)
 {
 	size_t cap = 1, n = 0;
+	uint32_t f;
 
 	/* Size the batch first: a hundred thousand sites change at once. */
 	for (size_t i = 0; i < nimages; i++)
 		for (size_t r = 0; !images[i]->dead && r < images[i]->nrecs; r++)
-			cap += needs_change(images[i]->recs[r].state);
+			cap += needs_change(images[i], r, &f);
 	/* Kept from batch to batch (under the lock): a fresh 100,000-site
-	 * buffer costs more in page faults than the batch's own writes. */
+	 * buffer costs more in page faults than the batch's own writes.
+	 * DONE holds each record in the batch and its flags once patched
+	 * (all or none are: mcr_patch may reorder V). */
 	static struct mcr_poke *v;
+	static struct done { struct mcloc_rec *rec; uint32_t flags; } *done;
 	static size_t vcap;
 	char err[256];
 	int ret = 0;
 
 	if (cap > vcap) {
 		struct mcr_poke *nv = realloc(v, cap * sizeof(*v));
+		struct done *nd = nv ? realloc(done, cap * sizeof(*done)) : NULL;
 
-		if (!nv)
+		if (nv)
+			v = nv;
+		if (!nd)
 			return -ENOMEM;
-		v = nv;
+		done = nd;
 		vcap = cap;
 	}
 	for (size_t i = 0; i < nimages; i++) {
@@ -924,16 +1091,11 @@ static int update_sites(void)
 		if (im->dead)
 			continue;
 		for (size_t r = 0; r < im->nrecs; r++) {
-			uint32_t s = im->recs[r].state;
-			unsigned len = s >> REC_LEN_SHIFT;
-			bool want = s & REC_REF_MASK, want_regs = s & REC_REGS_MASK;
-			bool have = s & REC_ENABLED, have_regs = s & REC_ENABLED_REGS;
-
-			if (!needs_change(s))
+			if (!needs_change(im, r, &f))
 				continue;
+			unsigned len = rec_len(&im->recs[r]);
 			uintptr_t site = im->base + im->recs[r].off;
-			uintptr_t from = have ? (have_regs ? im->desc->tramp_regs : im->desc->tramp_args) : 0;
-			uintptr_t to = want ? (want_regs ? im->desc->tramp_regs : im->desc->tramp_args) : 0;
+			uintptr_t from = current(im, r), to = wanted(im, r, &f);
 			struct mcr_poke *p = &v[n];
 
 			p->addr = site;
@@ -946,7 +1108,7 @@ static int update_sites(void)
 				    (unsigned long)site, len);
 				continue;
 			}
-			n++;
+			done[n++] = (struct done){ &im->recs[r], f };
 		}
 	}
 	ret = mcr_patch(v, n, err, sizeof(err));
@@ -954,20 +1116,8 @@ static int update_sites(void)
 		say(0, "%s", err);
 		return ret;
 	}
-	/* Every record that needed a change got it (those refused above
-	 * are marked and need none now): the same walk, to record it. */
-	for (size_t i = 0; i < nimages; i++)
-		for (size_t r = 0; !images[i]->dead && r < images[i]->nrecs; r++) {
-			struct mcloc_rec *rec = &images[i]->recs[r];
-			uint32_t s = rec->state;
-
-			if (!needs_change(s))
-				continue;
-			s &= ~(REC_ENABLED | REC_ENABLED_REGS);
-			if (s & REC_REF_MASK)
-				s |= REC_ENABLED | (s & REC_REGS_MASK ? REC_ENABLED_REGS : 0);
-			rec->state = s;
-		}
+	for (size_t k = 0; k < n; k++)
+		done[k].rec->state = (done[k].rec->state & ~REC_ENABLED_ALL) | done[k].flags;
 	return 0;
 }
 
@@ -1046,6 +1196,41 @@ static int publish(struct mcloc_ops *add, struct mcloc_ops *remove)
 	return 0;
 }
 
+/* A direct slot for OPS (+1; 0 when all are taken: its lone sites then
+ * go through the list).  Set before any site can call the slot's stubs. */
+static int take_slot(struct mcloc_ops *ops)
+{
+	if (ops->flags & MCLOC_OPS_SAVE_REGS)
+		return 0;
+	for (int k = 0; k < MCR_DIRECT_SLOTS; k++)
+		if (!direct[k].func) {
+			direct[k] = (struct direct){ ops->func, ops };
+			return k + 1;
+		}
+	return 0;
+}
+
+static void ignore(uintptr_t ip, uintptr_t parent, struct mcloc_ops *ops, struct mcloc_regs *regs)
+{
+	(void)ip, (void)parent, (void)ops, (void)regs;
+}
+
+/*
+ * After OPS left the set (a grace period later): its slot is free again,
+ * if SITES_OK says no site calls its stubs any more.  Otherwise a site
+ * that could not be patched back still does, and the slot stays taken,
+ * calling nothing: the caller may free OPS.
+ */
+static void release_slot(struct mcloc_ops *ops, bool sites_ok)
+{
+	struct mcloc_ops_priv *p = ops->priv;
+
+	if (!p->slot)
+		return;
+	direct[p->slot - 1] = sites_ok ? (struct direct){ 0 } : (struct direct){ ignore, NULL };
+	p->slot = 0;
+}
+
 int mcloc_register_ops(struct mcloc_ops *ops)
 {
 	int ret = mcloc_init();
@@ -1076,16 +1261,22 @@ int mcloc_register_ops(struct mcloc_ops *ops)
 	p->ncovered = nrecords;
 	for (size_t w = 0; w < p->nfilter; w++)
 		p->covers[w] = covered_word(p, all, w, p->ncovered);
+	p->leaving = false;
+	p->slot = take_slot(ops);
 	/* Visible to the dispatcher before any site calls it. */
 	ret = publish(ops, NULL);
-	if (ret)
+	if (ret) {
+		release_slot(ops, true);
 		goto out;
+	}
 	count(ops, +1);
 	ret = update_sites();
 	if (ret) {
+		p->leaving = true;
 		count(ops, -1);
-		update_sites();
+		bool back = !update_sites();
 		publish(NULL, ops);
+		release_slot(ops, back);
 		goto out;
 	}
 	p->registered = true;
@@ -1105,6 +1296,7 @@ int mcloc_unregister_ops(struct mcloc_ops *ops)
 		ret = -ENOENT;
 		goto out;
 	}
+	ops->priv->leaving = true;
 	count(ops, -1);
 	ret = update_sites();
 	if (ret)
@@ -1112,6 +1304,7 @@ int mcloc_unregister_ops(struct mcloc_ops *ops)
 	/* Out of the set, then a grace period: after it, no thread is in
 	 * OPS's callback or can reach it. */
 	publish(NULL, ops);
+	release_slot(ops, !ret);
 	ops->priv->registered = false;
 out:
 	pthread_mutex_unlock(&lock);
@@ -1138,7 +1331,10 @@ void mcloc_get_stats(struct mcloc_stats *st)
 	st->record_bytes = nrecords * sizeof(struct mcloc_rec);
 	for (size_t i = 0; i < nimages; i++)
 		for (size_t r = 0; r < images[i]->nrecs; r++)
+{
 			st->enabled += !!(images[i]->recs[r].state & REC_ENABLED);
+			st->direct += !!(images[i]->recs[r].state & REC_ENABLED_DIRECT);
+		}
 	st->refused = nrefused;
 	st->batches = mcr_stats.batches;
 	st->sites_patched = mcr_stats.sites;

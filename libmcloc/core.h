@@ -13,6 +13,8 @@ bool mcloc_covers(uintptr_t lo, uintptr_t hi);
 /* LEN bytes of the file FD at OFF, in a malloc'd buffer with room for a
  * terminating NUL; NULL on failure. */
 void *mcloc_read_at(int fd, off_t off, size_t len);
+/* A fresh read-write page within a rel32 call of [LO, HI), or NULL. */
+uint8_t *mcloc_near_page(uintptr_t lo, uintptr_t hi);
 /* Register the main program if it was linked without objpatch. */
 int mcloc_discover_main(char *err, size_t errlen);
 

@@ -77,27 +77,6 @@ static bool has_symbol(int fd, const Elf64_Ehdr *eh, const Elf64_Shdr *sh, const
 	return found;
 }
 
-/* A page of jump stubs within a rel32 call of [LO, HI). */
-static uint8_t *near_page(uintptr_t lo, uintptr_t hi)
-{
-	long pg = sysconf(_SC_PAGESIZE);
-
-	for (uintptr_t step = 0; step < (1ul << 30); step += 2ul << 20)
-		for (int side = 0; side < 2; side++) {
-			uintptr_t at = side ? ((lo - step - (uintptr_t)pg) & ~(uintptr_t)(pg - 1))
-					    : ((hi + step + (uintptr_t)pg - 1) & ~(uintptr_t)(pg - 1));
-			void *p = mmap((void *)at, (size_t)pg, PROT_READ | PROT_WRITE,
-				       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-
-			if (p == MAP_FAILED)
-				continue;
-			if ((uintptr_t)p == at)
-				return p;
-			munmap(p, (size_t)pg);
-		}
-	return NULL;
-}
-
 int mcloc_discover_main(char *err, size_t errlen)
 {
 	struct main_info m = { 0 };
@@ -166,7 +145,7 @@ int mcloc_discover_main(char *err, size_t errlen)
 			np++;
 		}
 	}
-	uint8_t *stubs = near_page(m.text_lo, m.text_hi);
+	uint8_t *stubs = mcloc_near_page(m.text_lo, m.text_hi);
 	if (!stubs) {
 		snprintf(err, errlen, "no page within reach of the main program's text");
 		free(pk);

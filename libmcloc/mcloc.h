@@ -101,6 +101,7 @@ struct mcloc_stats {
 	size_t record_bytes;	/* memory of all records */
 	size_t batches, sites_patched, syncs;
 	double last_batch_ms;
+	size_t direct;		/* of the enabled, those calling one ops directly */
 };
 MCLOC_API void mcloc_get_stats(struct mcloc_stats *st);
 

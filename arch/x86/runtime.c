@@ -134,6 +134,102 @@ void mcr_jump_stub(uint8_t *buf, uintptr_t target)
 	buf[14] = buf[15] = 0xcc;
 }
 
+const uint8_t mcr_direct_len[MCR_DIRECT_LENS] = { 5, 6 };
+
+uintptr_t mcr_call_dest(uintptr_t after, unsigned len)
+{
+	/* Both forms end in e8 rel32; a 5-byte one has the breakpoint in
+	 * place of the e8 while it changes (the tail is written first). */
+	const uint8_t *op = (const uint8_t *)after - 5;
+	int32_t rel;
+
+	if (op[0] != 0xe8 && !(len == 5 && op[0] == mcr_breakpoint))
+		return 0;
+	memcpy(&rel, op + 1, 4);
+	return after + (intptr_t)rel;
+}
+
+void mcr_direct_stub(uint8_t *buf, uintptr_t tramp)
+{
+	static const uint8_t code[13] = {
+		0x4c, 0x8d, 0x1d, 0xf9, 0xff, 0xff, 0xff,	/* lea -7(%rip), %r11 */
+		0xff, 0x25, 0, 0, 0, 0,				/* jmp *0(%rip) */
+	};
+
+	memcpy(buf, code, sizeof(code));
+	memcpy(buf + sizeof(code), &tramp, 8);
+	memset(buf + sizeof(code) + 8, 0xcc, MCR_DIRECT_STUB - sizeof(code) - 8);
+}
+
+/*
+ * From a direct stub, with %r11 the stub's address.  The stack holds the
+ * return address into the traced function and above it (at an entry
+ * site) its caller's.  Saved: what the handler may clobber and a function
+ * entry may still need, as in objpatch's args trampoline: the integer
+ * argument registers, %rax (varargs), %r10 (static chain), %xmm0-7.  The
+ * red zone needs no step: a call was just made, so nothing lives below
+ * the stack pointer.  The stack is realigned (an mcount site after a
+ * prologue has the other parity).
+ */
+__asm__(
+"	.text\n"
+"	.p2align 4\n"
+"	.globl	mcr_direct_tramp\n"
+"	.hidden	mcr_direct_tramp\n"
+"	.type	mcr_direct_tramp, @function\n"
+"mcr_direct_tramp:\n"
+"	.cfi_startproc\n"
+"	pushq	%rbp\n"
+"	.cfi_def_cfa_offset 16\n"
+"	.cfi_offset %rbp, -16\n"
+"	movq	%rsp, %rbp\n"
+"	.cfi_def_cfa_register %rbp\n"
+"	andq	$-16, %rsp\n"
+"	subq	$192, %rsp\n"
+"	movq	%rdi, 0(%rsp)\n"
+"	movq	%rsi, 8(%rsp)\n"
+"	movq	%rdx, 16(%rsp)\n"
+"	movq	%rcx, 24(%rsp)\n"
+"	movq	%r8, 32(%rsp)\n"
+"	movq	%r9, 40(%rsp)\n"
+"	movq	%rax, 48(%rsp)\n"
+"	movq	%r10, 56(%rsp)\n"
+"	movaps	%xmm0, 64(%rsp)\n"
+"	movaps	%xmm1, 80(%rsp)\n"
+"	movaps	%xmm2, 96(%rsp)\n"
+"	movaps	%xmm3, 112(%rsp)\n"
+"	movaps	%xmm4, 128(%rsp)\n"
+"	movaps	%xmm5, 144(%rsp)\n"
+"	movaps	%xmm6, 160(%rsp)\n"
+"	movaps	%xmm7, 176(%rsp)\n"
+"	movq	8(%rbp), %rdi\n"
+"	movq	16(%rbp), %rsi\n"
+"	movq	%r11, %rdx\n"
+"	call	mcr_direct_hook\n"
+"	movq	0(%rsp), %rdi\n"
+"	movq	8(%rsp), %rsi\n"
+"	movq	16(%rsp), %rdx\n"
+"	movq	24(%rsp), %rcx\n"
+"	movq	32(%rsp), %r8\n"
+"	movq	40(%rsp), %r9\n"
+"	movq	48(%rsp), %rax\n"
+"	movq	56(%rsp), %r10\n"
+"	movaps	64(%rsp), %xmm0\n"
+"	movaps	80(%rsp), %xmm1\n"
+"	movaps	96(%rsp), %xmm2\n"
+"	movaps	112(%rsp), %xmm3\n"
+"	movaps	128(%rsp), %xmm4\n"
+"	movaps	144(%rsp), %xmm5\n"
+"	movaps	160(%rsp), %xmm6\n"
+"	movaps	176(%rsp), %xmm7\n"
+"	movq	%rbp, %rsp\n"
+"	popq	%rbp\n"
+"	.cfi_def_cfa %rsp, 8\n"
+"	ret\n"
+"	.cfi_endproc\n"
+"	.size	mcr_direct_tramp, .-mcr_direct_tramp\n"
+);
+
 uintptr_t *mcr_return_slot(uintptr_t sp, uintptr_t parent)
 {
 	/* At an entry site, the call into the function has just pushed its
