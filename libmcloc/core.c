@@ -595,11 +595,6 @@ static bool bit_of(const uint64_t *map, size_t g)
 	return __atomic_load_n(&map[g / 64], __ATOMIC_RELAXED) >> (g % 64) & 1;
 }
 
-static bool covers(const struct mcloc_ops *ops, size_t g)
-{
-	return bit_of(ops->priv->covers, g);
-}
-
 /* The set's callbacks for the site that ends at AFTER, in the thread's
  * in_tracer section. */
 static void walk(uintptr_t after, uintptr_t parent, struct mcloc_image *img, void *regs)
@@ -981,38 +976,47 @@ int mcloc_set_filter_ip(struct mcloc_ops *ops, uintptr_t ip, int remove)
 
 #define REC_ENABLED_ALL (REC_ENABLED | REC_ENABLED_REGS | REC_ENABLED_DIRECT)
 
-/* The direct slot of the one ops that covers global record G (-1: it has
- * none).  An ops that is leaving has given up its counts already. */
-static int direct_slot_of(size_t g)
+/* The registered ops that own a direct slot, for one update_sites(): an
+ * ops that is leaving has given up its counts already. */
+struct owners {
+	size_t n;
+	struct { const uint64_t *covers; int slot; } v[MCR_DIRECT_SLOTS];
+};
+
+static void owners_now(struct owners *o)
 {
 	const struct ops_set *set = cur_set;
 
+	o->n = 0;
 	for (size_t i = 0; set && i < set->n; i++) {
 		const struct mcloc_ops_priv *p = set->v[i].ops->priv;
 
-		if (!p->leaving && bit_of(set->v[i].covers, g))
-			return p->slot - 1;
+		if (!p->leaving && p->slot && o->n < MCR_DIRECT_SLOTS) {
+			o->v[o->n].covers = set->v[i].covers;
+			o->v[o->n++].slot = p->slot - 1;
+		}
 	}
-	return -1;
 }
 
-/* The stub of direct slot K for a site of LEN bytes on IM's page. */
-static uintptr_t stub_of(const struct image *im, int k, unsigned len)
+/* The variant of the direct stubs for a site of LEN bytes. */
+static size_t stub_variant(unsigned len)
 {
 	size_t v = 0;
 
 	while (v + 1 < MCR_DIRECT_LENS && mcr_direct_len[v] != len)
 		v++;
-	return (uintptr_t)im->stubs + (v * MCR_DIRECT_SLOTS + (size_t)k) * MCR_DIRECT_STUB;
+	return v;
 }
 
-/* Where record R of IM should call, from its counts (0: nowhere, the
- * NOP), and in *FLAGS the REC_ENABLED* bits that will say so. */
-static uintptr_t wanted(const struct image *im, size_t r, uint32_t *flags)
+/*
+ * Where the site of record R of IM should call, from its state S (0:
+ * nowhere, the NOP), and in *FLAGS the REC_ENABLED* bits that will say so:
+ * the regs trampoline if any ops needs registers, the one ops's stub if
+ * one alone covers it and has a slot, else the list (args trampoline).
+ */
+static uintptr_t wanted(const struct image *im, size_t r, uint32_t s, const struct owners *o,
+			uint32_t *flags)
 {
-	uint32_t s = im->recs[r].state;
-	int k;
-
 	*flags = 0;
 	if (!(s & REC_REF_MASK))
 		return 0;
@@ -1021,19 +1025,26 @@ static uintptr_t wanted(const struct image *im, size_t r, uint32_t *flags)
 		*flags |= REC_ENABLED_REGS;
 		return im->desc->tramp_regs;
 	}
-	if ((s & REC_REF_MASK) == 1 && im->stubs && (k = direct_slot_of(im->first + r)) >= 0) {
-		*flags |= REC_ENABLED_DIRECT;
-		return stub_of(im, k, rec_len(&im->recs[r]));
+	if ((s & REC_REF_MASK) == 1 && im->stubs) {
+		size_t g = im->first + r;
+
+		for (size_t i = 0; i < o->n; i++)
+			if (bit_of(o->v[i].covers, g)) {
+				size_t k = stub_variant(s >> REC_LEN_SHIFT) * MCR_DIRECT_SLOTS +
+					   (size_t)o->v[i].slot;
+
+				*flags |= REC_ENABLED_DIRECT;
+				return (uintptr_t)im->stubs + k * MCR_DIRECT_STUB;
+			}
 	}
 	return im->desc->tramp_args;
 }
 
 /* Where record R of IM calls now.  A direct site's stub is read back from
  * the site: its slot's ops may be the one leaving. */
-static uintptr_t current(const struct image *im, size_t r)
+static uintptr_t current(const struct image *im, size_t r, uint32_t s)
 {
-	uint32_t s = im->recs[r].state;
-	unsigned len = rec_len(&im->recs[r]);
+	unsigned len = s >> REC_LEN_SHIFT;
 
 	if (!(s & REC_ENABLED))
 		return 0;
@@ -1044,63 +1055,50 @@ static uintptr_t current(const struct image *im, size_t r)
 	return im->desc->tramp_args;
 }
 
-static bool needs_change(const struct image *im, size_t r, uint32_t *flags)
-{
-	uint32_t s = im->recs[r].state;
-
-	if (s & REC_REFUSED)
-		return false;
-	wanted(im, r, flags);
-	return *flags != (s & REC_ENABLED_ALL);
-}
-
-/* Patch every record whose wanted state differs from its enabled one. */
+/* Patch every record whose wanted state differs from its enabled one:
+ * one pass over the records, one batch. */
 static int update_sites(void)
 {
-	size_t cap = 1, n = 0;
-	uint32_t f;
-
-	/* Size the batch first: a hundred thousand sites change at once. */
-	for (size_t i = 0; i < nimages; i++)
-		for (size_t r = 0; !images[i]->dead && r < images[i]->nrecs; r++)
-			cap += needs_change(images[i], r, &f);
 	/* Kept from batch to batch (under the lock): a fresh 100,000-site
-	 * buffer costs more in page faults than the batch's own writes.
-	 * DONE holds each record in the batch and its flags once patched
-	 * (all or none are: mcr_patch may reorder V). */
+	 * buffer costs more in page faults than the batch's own writes. */
 	static struct mcr_poke *v;
-	static struct done { struct mcloc_rec *rec; uint32_t flags; } *done;
 	static size_t vcap;
+	struct owners own;
+	size_t cap = 1, n = 0;
 	char err[256];
 	int ret = 0;
 
+	for (size_t i = 0; i < nimages; i++)
+		cap += images[i]->dead ? 0 : images[i]->nrecs;
 	if (cap > vcap) {
 		struct mcr_poke *nv = realloc(v, cap * sizeof(*v));
-		struct done *nd = nv ? realloc(done, cap * sizeof(*done)) : NULL;
 
-		if (nv)
-			v = nv;
-		if (!nd)
+		if (!nv)
 			return -ENOMEM;
-		done = nd;
+		v = nv;
 		vcap = cap;
 	}
+	owners_now(&own);
 	for (size_t i = 0; i < nimages; i++) {
 		struct image *im = images[i];
 
 		if (im->dead)
 			continue;
 		for (size_t r = 0; r < im->nrecs; r++) {
-			if (!needs_change(im, r, &f))
+			uint32_t s = im->recs[r].state, f;
+
+			if (!(s & (REC_REF_MASK | REC_ENABLED)) || (s & REC_REFUSED))
 				continue;
-			unsigned len = rec_len(&im->recs[r]);
+			uintptr_t to = wanted(im, r, s, &own, &f);
+			if (f == (s & REC_ENABLED_ALL))
+				continue;
+			unsigned len = s >> REC_LEN_SHIFT;
 			uintptr_t site = im->base + im->recs[r].off;
-			uintptr_t from = current(im, r), to = wanted(im, r, &f);
 			struct mcr_poke *p = &v[n];
 
 			p->addr = site;
 			p->len = (uint8_t)len;
-			if (mcr_encode(site, len, from, p->old_bytes) < 0 ||
+			if (mcr_encode(site, len, current(im, r, s), p->old_bytes) < 0 ||
 			    mcr_encode(site, len, to, p->new_bytes) < 0) {
 				im->recs[r].state |= REC_REFUSED;
 				nrefused++;
@@ -1108,17 +1106,28 @@ static int update_sites(void)
 				    (unsigned long)site, len);
 				continue;
 			}
-			done[n++] = (struct done){ &im->recs[r], f };
+			/* The new state now (a dispatcher reads only the
+			 * length), the old one in the poke, in case the batch
+			 * is refused: a second walk over a hundred thousand
+			 * records cost more than the batch's bookkeeping. */
+			p->tag = (uint8_t)((s & REC_ENABLED_ALL) >> 24);
+			im->recs[r].state = (s & ~REC_ENABLED_ALL) | f;
+			n++;
 		}
 	}
 	ret = mcr_patch(v, n, err, sizeof(err));
 	if (ret) {
 		say(0, "%s", err);
-		return ret;
+		for (size_t k = 0; k < n; k++) {
+			struct image *im = (struct image *)image_of(v[k].addr);
+			long r = im ? rec_at(im, v[k].addr) : -1;
+
+			if (r >= 0)
+				im->recs[r].state = (im->recs[r].state & ~REC_ENABLED_ALL) |
+						    (uint32_t)v[k].tag << 24;
+		}
 	}
-	for (size_t k = 0; k < n; k++)
-		done[k].rec->state = (done[k].rec->state & ~REC_ENABLED_ALL) | done[k].flags;
-	return 0;
+	return ret;
 }
 
 /* Add DELTA to the count of global record G (and to its registers count). */
@@ -1137,27 +1146,35 @@ static void rec_add(size_t g, int delta, bool regs)
 	}
 }
 
-/* Add DELTA to the counts of every record OPS covers. */
+/* Add DELTA to the counts of every record OPS covers: its bitmap's set
+ * bits, word by word (an image loaded after it registered has records
+ * past its ncovered, which it does not cover). */
 static void count(struct mcloc_ops *ops, int delta)
 {
-	bool regs = ops->flags & MCLOC_OPS_SAVE_REGS;
+	const uint64_t *covers = ops->priv->covers;
+	size_t ncovered = ops->priv->ncovered;
+	/* Both counts in one add: modulo 2^32, a negative DELTA borrows
+	 * from neither neighbour while the counts stay non-negative. */
+	uint32_t d = (uint32_t)delta * (1u + (ops->flags & MCLOC_OPS_SAVE_REGS ?
+					     1u << REC_REGS_SHIFT : 0));
 
-	for (size_t i = 0; i < nimages; i++)
-		for (size_t r = 0; r < images[i]->nrecs; r++) {
-			size_t g = images[i]->first + r;
-			struct mcloc_rec *rec = &images[i]->recs[r];
+	for (size_t i = 0; i < nimages; i++) {
+		struct image *im = images[i];
+		size_t lo = im->first, hi = im->first + im->nrecs;
 
-			if (!ops->priv->covers[g / 64] && g % 64 == 0) {
-				r += 63;	/* a word with no site covered */
-				continue;
-			}
-			if (!covers(ops, g))
-				continue;
-			rec->state = (uint32_t)((int64_t)rec->state + delta);
-			if (regs)
-				rec->state = (uint32_t)((int64_t)rec->state +
-							delta * (1 << REC_REGS_SHIFT));
+		if (hi > ncovered)
+			hi = ncovered;
+		for (size_t g = lo; g < hi;) {
+			size_t end = (g / 64 + 1) * 64 < hi ? (g / 64 + 1) * 64 : hi;
+			uint64_t bits = covers[g / 64] >> (g % 64);
+
+			if (end - g < 64)
+				bits &= (1ull << (end - g)) - 1;
+			for (; bits; bits &= bits - 1)
+				im->recs[g - lo + (size_t)__builtin_ctzll(bits)].state += d;
+			g = end;
 		}
+	}
 }
 
 /* Sets replaced by an addition, freed after the next grace period. */

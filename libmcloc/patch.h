@@ -17,6 +17,7 @@ struct mcr_poke {
 	uint8_t len;
 	uint8_t old_bytes[MCR_MAX_SITE];
 	uint8_t new_bytes[MCR_MAX_SITE];
+	uint8_t tag;		/* the caller's, carried along */
 };
 _Static_assert(sizeof(struct mcr_poke) <= 24, "a poke is at most 24 bytes");
 

@@ -5,6 +5,7 @@
 # generated source, built with clang -fxray-instrument
 # -fxray-instruction-threshold=1.  Not a test: prints medians and the
 # ratios ours/XRay measured in this run; the goal is <= 1.0.
+# PAIRS=N sets how many times the two alternate (default 5).
 # Usage: patch-bench.sh [NFUNCS [ROUNDS]]
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
@@ -21,10 +22,24 @@ cc -O1 -I"$here/libmcloc" -c "$here/tests/bench/xray/mcloc_main.c" -o "$w/main.o
 "$build/objpatch/objpatch" link --nop --runtime -- cc "$w/main.o" "$w/gen.o" \
 	-L"$build/libmcloc" -lmcloc -o "$w/ours"
 clang++ -O1 -fxray-instrument "$here/tests/bench/xray/xray_main.cpp" "$w/xgen.o" -o "$w/xray"
-read -r op ou opb oub recs < <(LD_LIBRARY_PATH=$build/libmcloc "$w/ours" "$rounds")
-read -r xp xu < <(XRAY_OPTIONS="patch_premain=false" "$w/xray" "$rounds")
-echo "sites: ours $recs"
-echo "patch all:   ours ${op} ms (batch ${opb} ms), XRay ${xp} ms"
-echo "unpatch all: ours ${ou} ms (batch ${oub} ms), XRay ${xu} ms"
-echo "patch-all ours/XRay = $(echo "scale=2; $op / $xp" | bc)"
-echo "unpatch-all ours/XRay = $(echo "scale=2; $ou / $xu" | bc)"
+# The machine's speed drifts by tens of percent within a minute, so the
+# two sides alternate, PAIRS times, and each pair gives a ratio; the
+# median ratio is printed beside each side's median times.
+pairs=${PAIRS:-5}
+: > "$w/runs"
+for ((k = 0; k < pairs; k++)); do
+	read -r op ou opb oub recs < <(LD_LIBRARY_PATH=$build/libmcloc "$w/ours" "$rounds")
+	read -r xp xu < <(XRAY_OPTIONS="patch_premain=false" "$w/xray" "$rounds")
+	echo "$op $ou $opb $oub $xp $xu" >> "$w/runs"
+done
+echo "sites: ours $recs; $pairs alternating pairs of $rounds rounds each"
+/usr/bin/python3 - "$w/runs" <<'PY'
+import statistics as st, sys
+rows = [list(map(float, l.split())) for l in open(sys.argv[1])]
+med = lambda i: st.median(r[i] for r in rows)
+rat = lambda i, j: st.median(r[i] / r[j] for r in rows)
+print(f"patch all:   ours {med(0):.3f} ms (batch {med(2):.3f} ms), XRay {med(4):.3f} ms")
+print(f"unpatch all: ours {med(1):.3f} ms (batch {med(3):.3f} ms), XRay {med(5):.3f} ms")
+print(f"patch-all ours/XRay = {rat(0, 4):.2f} (pairs: {' '.join(f'{r[0] / r[4]:.2f}' for r in rows)})")
+print(f"unpatch-all ours/XRay = {rat(1, 5):.2f} (pairs: {' '.join(f'{r[1] / r[5]:.2f}' for r in rows)})")
+PY
