@@ -81,15 +81,14 @@ struct image {
 	struct mcloc_image *desc;
 	uintptr_t base;
 	struct mcloc_rec *recs;
-	const char **names;	/* function of each record (NULL: unknown) */
-	char *strtab;		/* the names' storage */
+	const char **names;	/* function of each record (NULL: unknown), interned */
+	char *strtab;		/* the names of FUNCS */
 	struct fsym *funcs;	/* every function symbol, by address */
 	size_t nfuncs;
 	size_t nrecs, first;	/* global index of recs[0] */
 	uintptr_t lo, hi;	/* first and last site */
 	uint64_t scale;		/* (nrecs - 1) / (last - first offset), 32.32 */
 	uint8_t *stubs;		/* its direct page (NULL: none within reach) */
-	bool dead;
 };
 
 struct mcloc_ops_priv {
@@ -127,10 +126,22 @@ struct ops_set {
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-/* Never moved once published: dispatchers read them without the lock. */
+/*
+ * Loaded images; a NULL slot is free.  Readers (dispatchers, the SIGTRAP
+ * handler, the name lookups) do not take the lock: an unloaded image's
+ * slot is cleared first, and its memory freed only after a grace period
+ * and after every SIGTRAP handler that could have seen it.  Record
+ * numbers (global indices into the ops's bitmaps) are never reused: each
+ * load takes new ones.
+ */
 #define MAX_IMAGES 256
 static struct image *images[MAX_IMAGES];
-static size_t nimages, nrecords;
+static size_t nimages, nrecords;	/* slots in use, at most; records ever */
+
+static struct image *image_at(size_t i)
+{
+	return __atomic_load_n(&images[i], __ATOMIC_ACQUIRE);
+}
 static struct ops_set *cur_set;
 static void (*log_fn)(int, const char *);
 static bool inited;
@@ -167,9 +178,14 @@ static unsigned rec_len(const struct mcloc_rec *r)
 
 static const struct image *image_of(uintptr_t addr)
 {
-	for (size_t i = 0; i < nimages; i++)
-		if (!images[i]->dead && addr >= images[i]->lo && addr <= images[i]->hi + 16)
-			return images[i];
+	size_t n = __atomic_load_n(&nimages, __ATOMIC_ACQUIRE);
+
+	for (size_t i = 0; i < n; i++) {
+		const struct image *im = image_at(i);
+
+		if (im && addr >= im->lo && addr <= im->hi + 16)
+			return im;
+	}
 	return NULL;
 }
 
@@ -334,6 +350,66 @@ bad:
 	return NULL;
 }
 
+/*
+ * Function names outlive their image: a profile still prints the calls of
+ * a library that has been dlclose()d, and a name handed out by
+ * mcloc_site_name() stays valid.  So the names of traced functions are
+ * interned here, once each however often a library is loaded again, and
+ * never freed.  Only under the lock.
+ */
+static struct {
+	const char **slot;	/* open addressing, a power of two */
+	size_t cap, n;
+	char *chunk;		/* where the next string goes */
+	size_t left;
+} pool;
+
+static const char *intern(const char *name)
+{
+	uint64_t h = 1469598103934665603ull;	/* FNV-1a */
+	size_t len = strlen(name);
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (uint8_t)name[i]) * 1099511628211ull;
+	if (2 * (pool.n + 1) > pool.cap) {
+		size_t cap = pool.cap ? 2 * pool.cap : 4096;
+		const char **slot = calloc(cap, sizeof(*slot));
+
+		if (!slot)
+			return NULL;
+		for (size_t i = 0; i < pool.cap; i++)
+			if (pool.slot[i]) {
+				uint64_t g = 1469598103934665603ull;
+
+				for (const char *c = pool.slot[i]; *c; c++)
+					g = (g ^ (uint8_t)*c) * 1099511628211ull;
+				size_t j = g & (cap - 1);
+				while (slot[j])
+					j = (j + 1) & (cap - 1);
+				slot[j] = pool.slot[i];
+			}
+		free(pool.slot);
+		pool.slot = slot;
+		pool.cap = cap;
+	}
+	size_t j = h & (pool.cap - 1);
+	for (; pool.slot[j]; j = (j + 1) & (pool.cap - 1))
+		if (!strcmp(pool.slot[j], name))
+			return pool.slot[j];
+	if (pool.left < len + 1) {
+		size_t sz = len + 1 > 65536 ? len + 1 : 65536;
+
+		if (!(pool.chunk = malloc(sz)))
+			return NULL;
+		pool.left = sz;
+	}
+	char *copy = memcpy(pool.chunk, name, len + 1);
+	pool.chunk += len + 1;
+	pool.left -= len + 1;
+	pool.n++;
+	return pool.slot[j] = copy;
+}
+
 static void name_records(struct image *im, const char *path, uintptr_t bias)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -396,9 +472,9 @@ merge:
 		while (k + 1 < nf && fs[k + 1].lo <= a)
 			k++;
 		if (nf && fs[k].lo <= a && a < fs[k].hi)
-			im->names[r] = str + fs[k].name;
+			im->names[r] = intern(str + fs[k].name);
 		else if (nf && k + 1 < nf && fs[k + 1].lo > a && fs[k + 1].lo - a < 16)
-			im->names[r] = str + fs[k + 1].name;	/* patchable NOPs before the entry */
+			im->names[r] = intern(str + fs[k + 1].name);	/* patchable NOPs before the entry */
 	}
 	im->strtab = str;
 	im->funcs = fs;
@@ -511,7 +587,10 @@ int mcloc_register_image(struct mcloc_image *desc)
 	uint32_t *offs = malloc((n + 1) * sizeof(*offs));
 	struct image *slot = calloc(1, sizeof(*slot));
 
-	if (!offs || !slot || nimages == MAX_IMAGES) {
+	size_t at = 0;
+	while (at < nimages && images[at])
+		at++;
+	if (!offs || !slot || at == MAX_IMAGES) {
 		free(offs);
 		free(slot);
 		ret = offs && slot ? -ENOSPC : -ENOMEM;
@@ -562,8 +641,9 @@ int mcloc_register_image(struct mcloc_image *desc)
 	if (fc.found)
 		name_records(&im, fc.path, fc.bias);
 	*slot = im;
-	__atomic_store_n(&images[nimages], slot, __ATOMIC_RELEASE);
-	__atomic_store_n(&nimages, nimages + 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&images[at], slot, __ATOMIC_RELEASE);
+	if (at == nimages)
+		__atomic_store_n(&nimages, nimages + 1, __ATOMIC_RELEASE);
 	nrecords += im.nrecs;
 	/* Before the handlers: a dispatcher finds the image through it. */
 	__atomic_store_n(&desc->lib, slot, __ATOMIC_RELEASE);
@@ -577,14 +657,31 @@ out:
 	return ret;
 }
 
+/* Its code is going away (dlclose): out of the table now, its memory
+ * once nobody can be reading it.  Its names stay (intern()). */
 void mcloc_unregister_image(struct mcloc_image *desc)
 {
+	struct image *gone = NULL;
+
 	pthread_mutex_lock(&lock);
-	for (size_t i = 0; i < nimages; i++)
-		if (images[i]->desc == desc)
-			images[i]->dead = true;	/* its code is going away */
+	for (size_t i = 0; i < nimages && !gone; i++)
+		if (images[i] && images[i]->desc == desc) {
+			gone = images[i];
+			__atomic_store_n(&images[i], NULL, __ATOMIC_RELEASE);
+		}
+	if (gone) {
+		__atomic_store_n(&desc->lib, NULL, __ATOMIC_RELEASE);
+		synchronize_rcu_bp();
+		mcr_wait_handlers();
+		if (gone->stubs)
+			munmap(gone->stubs, MCR_DIRECT_PAGE);
+		free(gone->recs);
+		free(gone->names);
+		free(gone->funcs);
+		free(gone->strtab);
+		free(gone);
+	}
 	pthread_mutex_unlock(&lock);
-	synchronize_rcu_bp();
 }
 
 /* ---- dispatch ------------------------------------------------------------------ */
@@ -602,26 +699,26 @@ static void walk(uintptr_t after, uintptr_t parent, struct mcloc_image *img, voi
 	const struct image *im = NULL;
 	long r;
 
+	rcu_read_lock_bp();
 	/* The image of the descriptor the trampoline passed, else by
 	 * address: the library's own trampolines serve images without any.
-	 * (Image records are never freed, so desc->lib stays valid.) */
+	 * (An image's record is freed a grace period after it is unloaded.) */
 	if (img)
 		im = __atomic_load_n((struct image **)&img->lib, __ATOMIC_ACQUIRE);
 	r = im && im->nrecs ? rec_before(im, after) : -1;
 	if (r < 0 && (im = image_of(after - 1)))
 		r = rec_before(im, after);
-	if (r < 0)
-		return;
-	uintptr_t ip = im->base + im->recs[r].off;
-	size_t g = im->first + (size_t)r;
+	if (r >= 0) {
+		uintptr_t ip = im->base + im->recs[r].off;
+		size_t g = im->first + (size_t)r;
+		struct ops_set *set = rcu_dereference(cur_set);
 
-	rcu_read_lock_bp();
-	struct ops_set *set = rcu_dereference(cur_set);
-	for (size_t i = 0; set && i < set->n; i++) {
-		const struct set_ent *e = &set->v[i];
+		for (size_t i = 0; set && i < set->n; i++) {
+			const struct set_ent *e = &set->v[i];
 
-		if (bit_of(e->covers, g))
-			e->func(ip, parent, e->ops, e->regs ? regs : NULL);
+			if (bit_of(e->covers, g))
+				e->func(ip, parent, e->ops, e->regs ? regs : NULL);
+		}
 	}
 	rcu_read_unlock_bp();
 }
@@ -709,8 +806,7 @@ bool mcloc_covers(uintptr_t lo, uintptr_t hi)
 
 	pthread_mutex_lock(&lock);
 	for (size_t i = 0; i < nimages && !found; i++)
-		found = !images[i]->dead && images[i]->nrecs && images[i]->lo < hi &&
-			images[i]->hi >= lo;
+		found = images[i] && images[i]->nrecs && images[i]->lo < hi && images[i]->hi >= lo;
 	pthread_mutex_unlock(&lock);
 	return found;
 }
@@ -893,7 +989,7 @@ static int set_globs(struct mcloc_ops *ops, const char *globs, int reset, bool n
 		bool neg = pat[0] == '!', matched = false;
 
 		for (size_t i = 0; i < nimages; i++)
-			for (size_t r = 0; r < images[i]->nrecs; r++) {
+			for (size_t r = 0; images[i] && r < images[i]->nrecs; r++) {
 				const char *name = images[i]->names ? images[i]->names[r] : NULL;
 				size_t g = images[i]->first + r;
 
@@ -950,6 +1046,8 @@ int mcloc_set_filter_ip(struct mcloc_ops *ops, uintptr_t ip, int remove)
 	if (!ret) {
 		ret = -ENOENT;
 		for (size_t i = 0; i < nimages; i++) {
+			if (!images[i])
+				continue;
 			long r = rec_at(images[i], ip);
 
 			/* A function's address names its site too. */
@@ -1069,7 +1167,7 @@ static int update_sites(void)
 	int ret = 0;
 
 	for (size_t i = 0; i < nimages; i++)
-		cap += images[i]->dead ? 0 : images[i]->nrecs;
+		cap += images[i] ? images[i]->nrecs : 0;
 	if (cap > vcap) {
 		struct mcr_poke *nv = realloc(v, cap * sizeof(*v));
 
@@ -1082,7 +1180,7 @@ static int update_sites(void)
 	for (size_t i = 0; i < nimages; i++) {
 		struct image *im = images[i];
 
-		if (im->dead)
+		if (!im)
 			continue;
 		for (size_t r = 0; r < im->nrecs; r++) {
 			uint32_t s = im->recs[r].state, f;
@@ -1136,7 +1234,7 @@ static void rec_add(size_t g, int delta, bool regs)
 	for (size_t i = 0; i < nimages; i++) {
 		struct image *im = images[i];
 
-		if (g < im->first || g >= im->first + im->nrecs)
+		if (!im || g < im->first || g >= im->first + im->nrecs)
 			continue;
 		struct mcloc_rec *rec = &im->recs[g - im->first];
 		rec->state = (uint32_t)((int64_t)rec->state + delta);
@@ -1160,6 +1258,8 @@ static void count(struct mcloc_ops *ops, int delta)
 
 	for (size_t i = 0; i < nimages; i++) {
 		struct image *im = images[i];
+		if (!im)
+			continue;
 		size_t lo = im->first, hi = im->first + im->nrecs;
 
 		if (hi > ncovered)
@@ -1343,15 +1443,17 @@ void mcloc_get_stats(struct mcloc_stats *st)
 {
 	memset(st, 0, sizeof(*st));
 	pthread_mutex_lock(&lock);
-	st->images = nimages;
-	st->records = nrecords;
-	st->record_bytes = nrecords * sizeof(struct mcloc_rec);
-	for (size_t i = 0; i < nimages; i++)
-		for (size_t r = 0; r < images[i]->nrecs; r++)
-{
+	for (size_t i = 0; i < nimages; i++) {
+		if (!images[i])
+			continue;
+		st->images++;
+		st->records += images[i]->nrecs;
+		for (size_t r = 0; r < images[i]->nrecs; r++) {
 			st->enabled += !!(images[i]->recs[r].state & REC_ENABLED);
 			st->direct += !!(images[i]->recs[r].state & REC_ENABLED_DIRECT);
 		}
+	}
+	st->record_bytes = st->records * sizeof(struct mcloc_rec);
 	st->refused = nrefused;
 	st->batches = mcr_stats.batches;
 	st->sites_patched = mcr_stats.sites;
@@ -1360,11 +1462,17 @@ void mcloc_get_stats(struct mcloc_stats *st)
 	pthread_mutex_unlock(&lock);
 }
 
+/* (The lookups below run in callbacks, so they take no lock: a
+ * read-side section keeps an image being unloaded alive meanwhile.) */
 const char *mcloc_addr_name(uintptr_t addr, uintptr_t *off)
 {
-	for (size_t i = 0; i < nimages; i++) {
-		const struct image *im = images[i];
-		size_t lo = 0, hi = im->nfuncs;
+	const char *name = NULL;
+	size_t n = __atomic_load_n(&nimages, __ATOMIC_ACQUIRE);
+
+	rcu_read_lock_bp();
+	for (size_t i = 0; i < n && !name; i++) {
+		const struct image *im = image_at(i);
+		size_t lo = 0, hi = im ? im->nfuncs : 0;
 
 		while (lo < hi) {
 			size_t mid = lo + (hi - lo) / 2;
@@ -1377,25 +1485,31 @@ const char *mcloc_addr_name(uintptr_t addr, uintptr_t *off)
 		if (lo && addr < im->funcs[lo - 1].hi) {
 			if (off)
 				*off = addr - im->funcs[lo - 1].lo;
-			return im->strtab + im->funcs[lo - 1].name;
+			name = im->strtab + im->funcs[lo - 1].name;
 		}
 	}
-	return NULL;
+	rcu_read_unlock_bp();
+	return name;
 }
 
 const char *mcloc_site_name(uintptr_t ip)
 {
+	const char *name = NULL;
+
+	rcu_read_lock_bp();
 	const struct image *im = image_of(ip);
 	long r = im ? rec_at(im, ip) : -1;
-
-	return r >= 0 && im->names ? im->names[r] : NULL;
+	if (r >= 0 && im->names)
+		name = im->names[r];
+	rcu_read_unlock_bp();
+	return name;
 }
 
 void mcloc_each_site_name(void (*fn)(const char *name, void *arg), void *arg)
 {
 	pthread_mutex_lock(&lock);
 	for (size_t i = 0; i < nimages; i++)
-		for (size_t r = 0; images[i]->names && r < images[i]->nrecs; r++)
+		for (size_t r = 0; images[i] && images[i]->names && r < images[i]->nrecs; r++)
 			if (images[i]->names[r])
 				fn(images[i]->names[r], arg);
 	pthread_mutex_unlock(&lock);
@@ -1403,11 +1517,19 @@ void mcloc_each_site_name(void (*fn)(const char *name, void *arg), void *arg)
 
 uintptr_t mcloc_site_of(const char *name)
 {
-	for (size_t i = 0; i < nimages; i++)
-		for (size_t r = 0; images[i]->names && r < images[i]->nrecs; r++)
-			if (images[i]->names[r] && !strcmp(images[i]->names[r], name))
-				return images[i]->base + images[i]->recs[r].off;
-	return 0;
+	uintptr_t site = 0;
+	size_t n = __atomic_load_n(&nimages, __ATOMIC_ACQUIRE);
+
+	rcu_read_lock_bp();
+	for (size_t i = 0; i < n && !site; i++) {
+		const struct image *im = image_at(i);
+
+		for (size_t r = 0; im && im->names && r < im->nrecs && !site; r++)
+			if (im->names[r] && !strcmp(im->names[r], name))
+				site = im->base + im->recs[r].off;
+	}
+	rcu_read_unlock_bp();
+	return site;
 }
 
 /*

@@ -82,6 +82,12 @@ static const struct mcr_poke *find_poke(uintptr_t site)
 	return lo < active_n && v[lo].addr == site ? &v[lo] : NULL;
 }
 
+void mcr_wait_handlers(void)
+{
+	while (__atomic_load_n(&in_handlers, __ATOMIC_SEQ_CST))
+		sched_yield();
+}
+
 static void on_trap(int sig, siginfo_t *si, void *ctx)
 {
 	ucontext_t *uc = ctx;
@@ -424,8 +430,7 @@ int mcr_patch(struct mcr_poke *v, size_t n, char *err, size_t errlen)
 	__atomic_store_n(&active_v, NULL, __ATOMIC_SEQ_CST);
 	/* A handler that found the batch before it was withdrawn may still
 	 * be reading it. */
-	while (__atomic_load_n(&in_handlers, __ATOMIC_SEQ_CST))
-		sched_yield();
+	mcr_wait_handlers();
 	active_n = 0;
 	int r2 = close_text(&w);
 	if (!ret && r2) {

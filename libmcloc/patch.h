@@ -34,6 +34,10 @@ int mcr_init(char *err, size_t errlen);
  * the breakpoint protocol.  All or nothing: on failure no site changes. */
 int mcr_patch(struct mcr_poke *v, size_t n, char *err, size_t errlen);
 
+/* Wait until no SIGTRAP handler is running: one that started before
+ * what it reads was withdrawn is done with it. */
+void mcr_wait_handlers(void);
+
 /* From the core: is ADDR one of the sites we manage?  Async-signal-safe. */
 bool mcr_is_site(uintptr_t addr);
 

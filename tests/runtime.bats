@@ -215,3 +215,19 @@ build_rt() {
 	assert_line "filter lib_[bc],main_*: 3 functions"
 	assert_line "PASSED"
 }
+
+@test "dlopen/dlclose 300 times: each unload gives its slot and memory back, ops across an unload" {
+	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
+	local san=()
+	[ -z "${MCLOC_SANITIZED:-}" ] || san=(-fsanitize=address,undefined)
+	cc -O2 -fPIC -pg -mfentry -c "$RT/shlib.c" -o "$T/shlib.o"
+	"$RECORDMCOUNT" "$T/shlib.o"
+	"$OBJPATCH" link --nop --runtime --check -- cc -shared "$T/shlib.o" -o "$T/libtraced.so"
+	cc -O2 "${san[@]}" -I"$SRC/libmcloc" -c "$RT/dlloop.c" -o "$T/dlloop.o"
+	cc "${san[@]}" "$T/dlloop.o" -o "$T/dlloop" -Wl,--no-as-needed -L"$LIBDIR" -lmcloc -ldl
+	run env LD_LIBRARY_PATH="$LIBDIR" "$T/dlloop" "$T/libtraced.so"
+	echo "$output"
+	assert_success
+	assert_line "300 cycles"
+	assert_line "PASSED"
+}
