@@ -11,6 +11,14 @@ load helpers
 RT=$SRC/tests/fixtures/runtime
 LIBDIR=${MCLOC_LIBDIR:-$(dirname "$OBJPATCH")/../libmcloc}
 
+# build_shlib: $T/libtraced.so from fixtures/runtime/shlib.c, through
+# recordmcount and objpatch link --nop --runtime --check.
+build_shlib() {
+	cc -O2 -fPIC -pg -mfentry -c "$RT/shlib.c" -o "$T/shlib.o"
+	"$RECORDMCOUNT" "$T/shlib.o"
+	"$OBJPATCH" link --nop --runtime --check -- cc -shared "$T/shlib.o" -o "$T/libtraced.so"
+}
+
 # build_traced DRIVER NFUNCS: $T/DRIVER from fixtures/runtime/DRIVER.c and
 # NFUNCS generated traced functions, through recordmcount and objpatch
 # link --nop --runtime --check (sanitized in the sanitized build).
@@ -202,9 +210,7 @@ build_rt() {
 	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
 	local san=()
 	[ -z "${MCLOC_SANITIZED:-}" ] || san=(-fsanitize=address,undefined)
-	cc -O2 -fPIC -pg -mfentry -c "$RT/shlib.c" -o "$T/shlib.o"
-	"$RECORDMCOUNT" "$T/shlib.o"
-	"$OBJPATCH" link --nop --runtime --check -- cc -shared "$T/shlib.o" -o "$T/libtraced.so"
+	build_shlib
 	cc -O2 "${san[@]}" -pg -mfentry -I"$SRC/libmcloc" -c "$RT/multi.c" -o "$T/multi.o"
 	"$RECORDMCOUNT" "$T/multi.o"
 	"$OBJPATCH" link --nop --runtime --check -- cc "${san[@]}" "$T/multi.o" -o "$T/multi" \
@@ -220,9 +226,7 @@ build_rt() {
 	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
 	local san=()
 	[ -z "${MCLOC_SANITIZED:-}" ] || san=(-fsanitize=address,undefined)
-	cc -O2 -fPIC -pg -mfentry -c "$RT/shlib.c" -o "$T/shlib.o"
-	"$RECORDMCOUNT" "$T/shlib.o"
-	"$OBJPATCH" link --nop --runtime --check -- cc -shared "$T/shlib.o" -o "$T/libtraced.so"
+	build_shlib
 	cc -O2 "${san[@]}" -I"$SRC/libmcloc" -c "$RT/dlloop.c" -o "$T/dlloop.o"
 	cc "${san[@]}" "$T/dlloop.o" -o "$T/dlloop" -Wl,--no-as-needed -L"$LIBDIR" -lmcloc -ldl
 	run env LD_LIBRARY_PATH="$LIBDIR" "$T/dlloop" "$T/libtraced.so"
