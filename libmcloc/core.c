@@ -569,6 +569,8 @@ static void args_dispatch(uintptr_t after, uintptr_t parent, struct mcloc_image 
 static void regs_dispatch(uintptr_t after, uintptr_t parent, struct mcloc_image *img,
 			  void *regs);
 
+static void cover_new_image(struct image *im);
+
 int mcloc_register_image(struct mcloc_image *desc)
 {
 	/* The object the sites are in (the descriptor may be on the heap,
@@ -650,6 +652,8 @@ int mcloc_register_image(struct mcloc_image *desc)
 	desc->args_handler = args_dispatch;
 	desc->regs_handler = regs_dispatch;
 	say(2, "image %s: %zu sites", fc.found ? fc.path : "?", im.nrecs);
+	if (im.nrecs)
+		cover_new_image(slot);
 out:
 	pthread_mutex_unlock(&lock);
 	if (!ret)
@@ -1281,6 +1285,60 @@ static void count(struct mcloc_ops *ops, int delta)
 static struct ops_set *retired[64];
 static size_t nretired;
 
+/*
+ * An image just loaded, with the lock held: as ftrace enables a new
+ * module's functions for an ops whose filter is empty, every registered
+ * ops that traces everything now covers IM's records too (its notrace
+ * set names functions by record, so it has none of them).  The bitmaps
+ * the dispatchers read cannot grow in place: each such ops gets a new
+ * one, published in a new set, and the old ones are freed a grace period
+ * later.  Then the sites change in one batch.  On failure the image is
+ * simply not covered, as before an ops registers again.
+ */
+static void cover_new_image(struct image *im)
+{
+	const struct ops_set *old = cur_set;
+	size_t n = old ? old->n : 0, w = words(), grown = 0;
+	struct ops_set *set = malloc(sizeof(*set) + (n + 1) * sizeof(set->v[0]));
+	uint64_t **gone = calloc(n + 1, sizeof(*gone));
+
+	if (!set || !gone || !n)
+		goto out;
+	set->n = n;
+	for (size_t i = 0; i < n; i++) {
+		struct mcloc_ops *ops = old->v[i].ops;
+		struct mcloc_ops_priv *p = ops->priv;
+		uint64_t *c;
+
+		set->v[i] = old->v[i];
+		if (!filter_empty(p) || ensure_priv(ops) || !(c = calloc(w, 8)))
+			continue;
+		memcpy(c, p->covers, (p->ncovered + 63) / 64 * 8);
+		for (size_t g = im->first; g < im->first + im->nrecs; g++)
+			c[g / 64] |= 1ull << (g % 64);
+		gone[grown++] = p->covers;
+		p->covers = c;
+		set->v[i].covers = c;
+		p->ncovered = nrecords;
+		uint32_t d = 1u + (ops->flags & MCLOC_OPS_SAVE_REGS ? 1u << REC_REGS_SHIFT : 0);
+		for (size_t r = 0; r < im->nrecs; r++)
+			im->recs[r].state += d;
+	}
+	if (!grown)
+		goto out;
+	rcu_set_pointer(&cur_set, set);
+	set = NULL;
+	if (update_sites())
+		say(1, "a new image's sites stay off: the batch was refused");
+	synchronize_rcu_bp();
+	free((void *)old);
+	for (size_t i = 0; i < grown; i++)
+		free(gone[i]);
+out:
+	free(set);
+	free(gone);
+}
+
 static int publish(struct mcloc_ops *add, struct mcloc_ops *remove)
 {
 	struct ops_set *old = cur_set;
@@ -1372,9 +1430,9 @@ int mcloc_register_ops(struct mcloc_ops *ops)
 		ret = -ENOMEM;
 		goto out;
 	}
-	/* Only the records that exist now: an image loaded later is not
-	 * covered (its counts were never raised) until the ops registers
-	 * again. */
+	/* The records that exist now; an image loaded later is covered
+	 * only if the filter is empty (cover_new_image()), or once the ops
+	 * registers again. */
 	p->ncovered = nrecords;
 	for (size_t w = 0; w < p->nfilter; w++)
 		p->covers[w] = covered_word(p, all, w, p->ncovered);
