@@ -17,8 +17,8 @@ static void show(const char *what)
 	struct mcloc_stats st;
 
 	mcloc_get_stats(&st);
-	printf("%-34s %zu of %zu sites enabled; %zu batches so far, the last "
-	       "%.3f ms; %zu core syncs\n", what, st.enabled, st.records, st.batches,
+	printf("%-34s %zu of %zu sites enabled (%zu direct); %zu batches so far, the last "
+	       "%.3f ms; %zu core syncs\n", what, st.enabled, st.records, st.direct, st.batches,
 	       st.last_batch_ms, st.syncs);
 	fflush(stdout);
 }
