@@ -49,4 +49,13 @@
 "	movaps	160(%rsp), %xmm6\n" \
 "	movaps	176(%rsp), %xmm7\n"
 
+/* Back out of a frame that "pushq %rbp; movq %rsp, %rbp" opened, and
+ * return. */
+#define MC_X86_LEAVE \
+"	movq	%rbp, %rsp\n" \
+"	popq	%rbp\n" \
+"	.cfi_def_cfa %rsp, 8\n" \
+"	ret\n" \
+"	.cfi_endproc\n"
+
 #endif

@@ -193,11 +193,7 @@ MC_X86_SAVE_ARGS
 "	movq	%r11, %rdx\n"
 "	call	mcr_direct_hook\n"
 MC_X86_RESTORE_ARGS
-"	movq	%rbp, %rsp\n"
-"	popq	%rbp\n"
-"	.cfi_def_cfa %rsp, 8\n"
-"	ret\n"
-"	.cfi_endproc\n"
+MC_X86_LEAVE
 "	.size	mcr_direct_tramp, .-mcr_direct_tramp\n"
 );
 

@@ -44,11 +44,7 @@ MC_X86_SAVE_ARGS
 "	call	*%rax\n"
 "1:\n"
 MC_X86_RESTORE_ARGS
-"	movq	%rbp, %rsp\n"
-"	popq	%rbp\n"
-"	.cfi_def_cfa %rsp, 8\n"
-"	ret\n"
-"	.cfi_endproc\n"
+MC_X86_LEAVE
 "	.size	mcloc_tramp_args, .-mcloc_tramp_args\n"
 "\n"
 "	.p2align 4\n"
