@@ -165,12 +165,10 @@ void mcr_direct_stub(uint8_t *buf, uintptr_t tramp)
 /*
  * From a direct stub, with %r11 the stub's address.  The stack holds the
  * return address into the traced function and above it (at an entry
- * site) its caller's.  Saved: what the handler may clobber and a function
- * entry may still need, as in objpatch's args trampoline: the integer
- * argument registers, %rax (varargs), %r10 (static chain), %xmm0-7.  The
- * red zone needs no step: a call was just made, so nothing lives below
- * the stack pointer.  The stack is realigned (an mcount site after a
- * prologue has the other parity).
+ * site) its caller's.  Saved: the argument frame of args-frame.h, as in
+ * objpatch's args trampoline.  The red zone needs no step: a call was just
+ * made, so nothing lives below the stack pointer.  The stack is realigned
+ * (an mcount site after a prologue has the other parity).
  */
 __asm__(
 "	.text\n"

@@ -8,10 +8,8 @@
  * align the stack to 16 dynamically (an mcount site after a prologue
  * arrives with the other parity than an __fentry__ site).  The SysV ABI
  * lets the handler clobber every caller-saved register, so the args
- * trampoline saves all that can be live at an entry: the six integer
- * argument registers, %rax (vector count of varargs, and a return value),
- * %r10 (static chain) and %xmm0-7; %rdx/%xmm1 cover the second return
- * value.  The regs trampoline saves everything plus the flags and resumes
+ * trampoline saves all that can be live at an entry (args-frame.h).  The
+ * regs trampoline saves everything plus the flags and resumes
  * wherever the handler left regs->pc.
  */
 #include "args-frame.h"
