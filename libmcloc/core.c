@@ -364,13 +364,19 @@ static struct {
 	size_t left;
 } pool;
 
-static const char *intern(const char *name)
+static uint64_t name_hash(const char *s)
 {
 	uint64_t h = 1469598103934665603ull;	/* FNV-1a */
-	size_t len = strlen(name);
 
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ (uint8_t)name[i]) * 1099511628211ull;
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 1099511628211ull;
+	return h;
+}
+
+static const char *intern(const char *name)
+{
+	uint64_t h = name_hash(name);
+	size_t len = strlen(name);
 	if (2 * (pool.n + 1) > pool.cap) {
 		size_t cap = pool.cap ? 2 * pool.cap : 4096;
 		const char **slot = calloc(cap, sizeof(*slot));
@@ -379,11 +385,7 @@ static const char *intern(const char *name)
 			return NULL;
 		for (size_t i = 0; i < pool.cap; i++)
 			if (pool.slot[i]) {
-				uint64_t g = 1469598103934665603ull;
-
-				for (const char *c = pool.slot[i]; *c; c++)
-					g = (g ^ (uint8_t)*c) * 1099511628211ull;
-				size_t j = g & (cap - 1);
+				size_t j = name_hash(pool.slot[i]) & (cap - 1);
 				while (slot[j])
 					j = (j + 1) & (cap - 1);
 				slot[j] = pool.slot[i];
@@ -903,8 +905,31 @@ static bool filter_empty(const struct mcloc_ops_priv *p)
 	return true;
 }
 
-static void rec_add(size_t g, int delta, bool regs);
+/* What one ops adds to (DELTA +1) or takes from (-1) the state of a
+ * record it covers: its reference, and its registers count if it needs
+ * them, in one add.  Modulo 2^32 a negative one borrows from neither
+ * neighbour while the counts stay non-negative. */
+static uint32_t count_unit(const struct mcloc_ops *ops, int delta)
+{
+	return (uint32_t)delta * (1u + (ops->flags & MCLOC_OPS_SAVE_REGS ? 1u << REC_REGS_SHIFT : 0));
+}
+
+static void rec_add(size_t g, uint32_t unit);
 static int update_sites(void);
+
+/* Make OPS's bitmap word W hold TO: the records it gains and loses
+ * change their counts, then the word the dispatcher reads changes. */
+static void move_covers_word(struct mcloc_ops *ops, size_t w, uint64_t to)
+{
+	uint64_t *word = &ops->priv->covers[w];
+
+	for (uint64_t d = *word ^ to; d; d &= d - 1) {
+		size_t g = w * 64 + (size_t)__builtin_ctzll(d);
+
+		rec_add(g, count_unit(ops, to >> (g % 64) & 1 ? +1 : -1));
+	}
+	__atomic_store_n(word, to, __ATOMIC_RELAXED);
+}
 
 /*
  * With the lock held, after OPS's filters changed: nothing for an ops that
@@ -916,21 +941,6 @@ static int update_sites(void);
  * changes are patched, in one batch.  If the batch is refused, everything
  * goes back to SAVED and the error is returned.  Frees SAVED.
  */
-/* Make OPS's bitmap word W hold TO: the records it gains and loses
- * change their counts, then the word the dispatcher reads changes. */
-static void move_covers_word(struct mcloc_ops *ops, size_t w, uint64_t to)
-{
-	uint64_t *word = &ops->priv->covers[w];
-	bool regs = ops->flags & MCLOC_OPS_SAVE_REGS;
-
-	for (uint64_t d = *word ^ to; d; d &= d - 1) {
-		size_t g = w * 64 + (size_t)__builtin_ctzll(d);
-
-		rec_add(g, to >> (g % 64) & 1 ? +1 : -1, regs);
-	}
-	__atomic_store_n(word, to, __ATOMIC_RELAXED);
-}
-
 static int retarget(struct mcloc_ops *ops, struct filters *saved)
 {
 	struct mcloc_ops_priv *p = ops->priv;
@@ -1233,17 +1243,14 @@ static int update_sites(void)
 }
 
 /* Add DELTA to the count of global record G (and to its registers count). */
-static void rec_add(size_t g, int delta, bool regs)
+static void rec_add(size_t g, uint32_t unit)
 {
 	for (size_t i = 0; i < nimages; i++) {
 		struct image *im = images[i];
 
 		if (!im || g < im->first || g >= im->first + im->nrecs)
 			continue;
-		struct mcloc_rec *rec = &im->recs[g - im->first];
-		rec->state = (uint32_t)((int64_t)rec->state + delta);
-		if (regs)
-			rec->state = (uint32_t)((int64_t)rec->state + delta * (1 << REC_REGS_SHIFT));
+		im->recs[g - im->first].state += unit;
 		return;
 	}
 }
@@ -1255,10 +1262,7 @@ static void count(struct mcloc_ops *ops, int delta)
 {
 	const uint64_t *covers = ops->priv->covers;
 	size_t ncovered = ops->priv->ncovered;
-	/* Both counts in one add: modulo 2^32, a negative DELTA borrows
-	 * from neither neighbour while the counts stay non-negative. */
-	uint32_t d = (uint32_t)delta * (1u + (ops->flags & MCLOC_OPS_SAVE_REGS ?
-					     1u << REC_REGS_SHIFT : 0));
+	uint32_t d = count_unit(ops, delta);
 
 	for (size_t i = 0; i < nimages; i++) {
 		struct image *im = images[i];
@@ -1320,9 +1324,8 @@ static void cover_new_image(struct image *im)
 		p->covers = c;
 		set->v[i].covers = c;
 		p->ncovered = nrecords;
-		uint32_t d = 1u + (ops->flags & MCLOC_OPS_SAVE_REGS ? 1u << REC_REGS_SHIFT : 0);
 		for (size_t r = 0; r < im->nrecs; r++)
-			im->recs[r].state += d;
+			im->recs[r].state += count_unit(ops, +1);
 	}
 	if (!grown)
 		goto out;
