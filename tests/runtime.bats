@@ -4,7 +4,8 @@
 # enables and disables tracing while its threads run
 # (tests/fixtures/runtime/rt_test.c): exact counts over quiesced windows,
 # glob filters and notrace, a redirect through the regs trampoline, 200
-# enable/disable cycles under load, page protections, record size.
+# enable/disable cycles under load, page protections, record size; and
+# the /proc/self/mem fallback where text may not become writable.
 
 load helpers
 
@@ -233,5 +234,16 @@ build_rt() {
 	echo "$output"
 	assert_success
 	assert_line "300 cycles"
+	assert_line "PASSED"
+}
+
+@test "text the kernel will not make writable (W^X policy): patched through /proc/self/mem" {
+	build_traced wxdeny 500
+	run env LD_LIBRARY_PATH="$LIBDIR" timeout 120 "$T/wxdeny"
+	echo "$output"
+	assert_success
+	assert_line --regexp "^mprotect to writable text refused [1-9][0-9]* times$"
+	assert_line "window: 0 of 500 functions counted other than 3 times; 0 calls after disable"
+	assert_line "writable+executable mappings: 0"
 	assert_line "PASSED"
 }
