@@ -1110,14 +1110,21 @@ static void owners_now(struct owners *o)
 	}
 }
 
-/* The variant of the direct stubs for a site of LEN bytes. */
-static size_t stub_variant(unsigned len)
-{
-	size_t v = 0;
+/* Where, in a stub page, the stubs for sites of each length begin (a site
+ * length has 4 bits in a record's state). */
+struct stub_offs {
+	size_t of_len[16];
+};
 
-	while (v + 1 < MCR_DIRECT_LENS && mcr_direct_len[v] != len)
-		v++;
-	return v;
+static void stub_offs_init(struct stub_offs *so)
+{
+	for (unsigned len = 0; len < 16; len++) {
+		size_t v = 0;
+
+		while (v + 1 < MCR_DIRECT_LENS && mcr_direct_len[v] != len)
+			v++;
+		so->of_len[len] = v * MCR_DIRECT_SLOTS * MCR_DIRECT_STUB;
+	}
 }
 
 /*
@@ -1127,7 +1134,7 @@ static size_t stub_variant(unsigned len)
  * one alone covers it and has a slot, else the list (args trampoline).
  */
 static uintptr_t wanted(const struct image *im, size_t r, uint32_t s, const struct owners *o,
-			uint32_t *flags)
+			const struct stub_offs *so, uint32_t *flags)
 {
 	*flags = 0;
 	if (!(s & REC_REF_MASK))
@@ -1142,11 +1149,9 @@ static uintptr_t wanted(const struct image *im, size_t r, uint32_t s, const stru
 
 		for (size_t i = 0; i < o->n; i++)
 			if (bit_of(o->v[i].covers, g)) {
-				size_t k = stub_variant(s >> REC_LEN_SHIFT) * MCR_DIRECT_SLOTS +
-					   (size_t)o->v[i].slot;
-
 				*flags |= REC_ENABLED_DIRECT;
-				return (uintptr_t)im->stubs + k * MCR_DIRECT_STUB;
+				return (uintptr_t)im->stubs + so->of_len[s >> REC_LEN_SHIFT] +
+				       (size_t)o->v[i].slot * MCR_DIRECT_STUB;
 			}
 	}
 	return im->desc->tramp_args;
@@ -1176,6 +1181,7 @@ static int update_sites(void)
 	static struct mcr_poke *v;
 	static size_t vcap;
 	struct owners own;
+	struct stub_offs so;
 	size_t cap = 1, n = 0;
 	char err[256];
 	int ret = 0;
@@ -1191,6 +1197,7 @@ static int update_sites(void)
 		vcap = cap;
 	}
 	owners_now(&own);
+	stub_offs_init(&so);
 	for (size_t i = 0; i < nimages; i++) {
 		struct image *im = images[i];
 
@@ -1201,7 +1208,7 @@ static int update_sites(void)
 
 			if (!(s & (REC_REF_MASK | REC_ENABLED)) || (s & REC_REFUSED))
 				continue;
-			uintptr_t to = wanted(im, r, s, &own, &f);
+			uintptr_t to = wanted(im, r, s, &own, &so, &f);
 			if (f == (s & REC_ENABLED_ALL))
 				continue;
 			unsigned len = s >> REC_LEN_SHIFT;
