@@ -1249,7 +1249,7 @@ static int update_sites(void)
 	return ret;
 }
 
-/* Add DELTA to the count of global record G (and to its registers count). */
+/* Add UNIT (count_unit()) to the state of global record G. */
 static void rec_add(size_t g, uint32_t unit)
 {
 	for (size_t i = 0; i < nimages; i++) {

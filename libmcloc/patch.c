@@ -351,6 +351,13 @@ static int poke(struct writer *w, uintptr_t addr, const uint8_t *bytes, size_t l
  * or the new (or, undoing, the old) instruction's tail or first byte. */
 enum step { BREAKPOINT, NEW_TAIL, NEW_FIRST, OLD_TAIL, OLD_FIRST };
 
+/* The instruction bytes STEP writes at P (of which the first or the tail). */
+static const uint8_t *step_bytes(const struct mcr_poke *p, enum step step)
+{
+	return step == BREAKPOINT ? &mcr_breakpoint
+	       : step == NEW_TAIL || step == NEW_FIRST ? p->new_bytes : p->old_bytes;
+}
+
 /*
  * One step of the protocol over every site of the batch.  Through memory,
  * each site is a store or two of constant size (a batch writes a hundred
@@ -367,9 +374,7 @@ static int write_step(struct writer *w, const struct mcr_poke *v, size_t n, enum
 		int ret = 0;
 
 		for (size_t i = 0; i < n; i++) {
-			const uint8_t *b = step == BREAKPOINT ? &mcr_breakpoint
-					 : step == NEW_TAIL || step == NEW_FIRST ? v[i].new_bytes
-					 : v[i].old_bytes;
+			const uint8_t *b = step_bytes(&v[i], step);
 			int r = first ? poke(w, v[i].addr, b, 1)
 				: v[i].len > 1 ? poke(w, v[i].addr + 1, b + 1, v[i].len - 1u) : 0;
 
@@ -380,14 +385,12 @@ static int write_step(struct writer *w, const struct mcr_poke *v, size_t n, enum
 	}
 	if (first) {
 		for (size_t i = 0; i < n; i++)
-			*(uint8_t *)v[i].addr = step == BREAKPOINT ? mcr_breakpoint
-						       : step == NEW_FIRST ? v[i].new_bytes[0]
-						       : v[i].old_bytes[0];
+			*(uint8_t *)v[i].addr = *step_bytes(&v[i], step);
 		return 0;
 	}
 	for (size_t i = 0; i < n; i++) {
 		uint8_t *at = (uint8_t *)v[i].addr + 1;
-		const uint8_t *b = (step == NEW_TAIL ? v[i].new_bytes : v[i].old_bytes) + 1;
+		const uint8_t *b = step_bytes(&v[i], step) + 1;
 
 		switch (v[i].len) {	/* (as in same_bytes()) */
 		case 1: break;
