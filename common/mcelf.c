@@ -403,6 +403,57 @@ int mce_sym_peek_addr(struct mce_file *f, size_t i, struct mce_sym *m)
 	return peek(f, i, m, false);
 }
 
+/* (One body per class: the loop is the whole cost.) */
+#define FUNCS_NEXT(SYM, ST_TYPE)							\
+	for (const SYM *y = (const SYM *)f->symdata->d_buf; i < end && k < max; i++) { \
+		uint32_t shndx = y[i].st_shndx;						\
+										\
+		/* (Every symbol's index is checked, as read_symbol() does.) */	\
+		if (shndx == SHN_XINDEX && f->symxdata)					\
+			shndx = ((const Elf32_Word *)f->symxdata->d_buf)[i];		\
+		else if (shndx >= SHN_LORESERVE)					\
+			continue;	/* SHN_ABS, SHN_COMMON: in no section */	\
+		if (shndx >= f->shnum)							\
+			goto bad;							\
+		if (ST_TYPE(y[i].st_info) != STT_FUNC || shndx == SHN_UNDEF)		\
+			continue;							\
+		out[k++] = (struct mce_func){ y[i].st_value, y[i].st_size, shndx };	\
+	}
+
+long mce_funcs_next(struct mce_file *f, size_t *at, struct mce_func *out, size_t max)
+{
+	size_t i = *at, end = f->nsyms, k = 0;
+	struct mce_sym m;
+
+	if (!f->syms_lazy) {
+		for (; i < end && k < max; i++) {
+			const struct mce_sym *y = &f->syms[i];
+
+			if (y->type == STT_FUNC && y->shndx && y->shndx < f->shnum)
+				out[k++] = (struct mce_func){ y->value, y->size, y->shndx };
+		}
+		*at = i;
+		return (long)k;
+	}
+	if (i >= end)
+		return 0;
+	if (f->symdata->d_type != ELF_T_SYM || end * f->symtab->sh.sh_entsize > f->symdata->d_size)
+		return mce_fail(f, "%s: cannot read its symbols", f->symtab->name);
+	if (i == 0)
+		i = 1;	/* (the null symbol) */
+	if (f->cls == ELFCLASS64) {
+		FUNCS_NEXT(Elf64_Sym, ELF64_ST_TYPE)
+	} else {
+		FUNCS_NEXT(Elf32_Sym, ELF32_ST_TYPE)
+	}
+	*at = i;
+	return (long)k;
+bad:
+	/* read_symbol() words the diagnostic, with the name. */
+	return read_symbol(f, i, &m, true) < 0 ? -1
+		: mce_fail(f, "symbol %zu: section index out of range", i);
+}
+
 int mce_open(struct mce_file *f, const char *path)
 {
 	return mce_open_mode(f, path, false);

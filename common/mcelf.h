@@ -139,6 +139,20 @@ int mce_sym_peek(struct mce_file *f, size_t i, struct mce_sym *m);
 int mce_sym_peek_addr(struct mce_file *f, size_t i, struct mce_sym *m);
 void mce_close(struct mce_file *f);
 
+/* A defined function symbol's place, for passes over every symbol. */
+struct mce_func {
+	uint64_t value, size;
+	uint32_t shndx;		/* SHN_XINDEX resolved; always < f->shnum */
+};
+/*
+ * The STT_FUNC symbols defined in a section, reading symbols from *AT on:
+ * up to MAX of them into OUT, *AT moved past the symbols read.  Returns
+ * how many (0 when no symbol is left), or -1 on a symbol whose section
+ * index is out of range.  One tight loop over the raw table: a million
+ * mce_sym_peek_addr() calls cost four times as much.
+ */
+long mce_funcs_next(struct mce_file *f, size_t *at, struct mce_func *out, size_t max);
+
 /* Section data in memory representation, loaded on first use. */
 Elf_Data *mce_sec_data(struct mce_file *f, struct mce_sec *s);
 /* Relocations of a REL/RELA section, loaded on first use. */

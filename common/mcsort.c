@@ -16,6 +16,7 @@
  * avoid sorting what they can look up.
  */
 #include "mcsort.h"
+#include "prefault.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
@@ -124,98 +125,160 @@ static void merge(const uint64_t *a, size_t na, const uint64_t *b, size_t nb, ui
  * fewest piles).  A linked table is exactly that: every input-section kind
  * (.text.hot, .text, .text.unlikely, .init.text) gets its functions in
  * object order, so each kind's entries ascend while the objects' tables
- * alternate between kinds.  Then a scatter into the piles and a merge
- * pass per doubling; all of it streaming.  Returns 1 when the keys need
- * more piles (the caller sorts them otherwise), 0, or -1.
+ * alternate between kinds.  PILE[i] receives key i's pile (SKIPPED for the
+ * keys SKIP marks), COUNT each pile's size.  Returns the number of piles,
+ * or PILES + 1 when the keys need more.
  */
 #define PILES 16
+#define SKIPPED 0xff
+/* Up to this many piles are merged straight from the source, a cursor
+ * per pile stepping over the others' keys; more are scattered first. */
+#define CURSORS 4
 
-static int sort_piles(uint64_t *v, size_t n)
+static size_t label_piles(const uint64_t *src, size_t n, const uint64_t *skip, uint8_t *pile,
+			  size_t *count)
 {
 	uint64_t tail[PILES];
-	size_t count[PILES + 1] = { 0 }, np = 0;
-	uint8_t *pile = malloc(n);
-	uint64_t *tmp = NULL;
-	int ret = -1;
+	size_t np = 0;
 
-	if (!pile)
-		return -1;
 	for (size_t i = 0; i < n; i++) {
-		uint64_t x = v[i];
+		uint64_t x = src[i];
 		size_t best = PILES;
 
+		if (skip && skip[i / 64] >> (i % 64) & 1) {
+			pile[i] = SKIPPED;
+			continue;
+		}
 		for (size_t p = 0; p < np; p++)
 			if (tail[p] <= x && (best == PILES || tail[p] > tail[best]))
 				best = p;
 		if (best == PILES) {
-			if (np == PILES) {
-				ret = 1;
-				goto out;
-			}
+			if (np == PILES)
+				return PILES + 1;
+			count[np] = 0;
 			best = np++;
 		}
 		tail[best] = x;
 		pile[i] = (uint8_t)best;
 		count[best]++;
 	}
-	if (np == 1) {
-		ret = 0;
-		goto out;
+	return np;
+}
+
+/* The next key of pile P at or after index I (N when none is left). */
+static size_t next_of(const uint8_t *pile, size_t n, size_t i, uint8_t p)
+{
+	while (i < n && pile[i] != p)
+		i++;
+	return i;
+}
+
+/* Merge NP <= CURSORS piles of SRC into OUT, reading SRC in place. */
+static void merge_cursors(const uint64_t *src, size_t n, const uint8_t *pile, size_t np,
+			  uint64_t *out)
+{
+	size_t cur[CURSORS], live = 0, k = 0;
+	uint8_t id[CURSORS];
+
+	for (size_t p = 0; p < np; p++) {
+		cur[live] = next_of(pile, n, 0, (uint8_t)p);
+		id[live] = (uint8_t)p;
+		live += cur[live] < n;
 	}
-	tmp = malloc(n * sizeof(*tmp));
-	if (!tmp)
-		goto out;
-	/* Scatter: pile p occupies [start[p], start[p + 1]) of tmp. */
-	size_t start[PILES + 1], fill[PILES];
+	while (live) {
+		size_t best = 0;
+
+		for (size_t c = 1; c < live; c++)
+			if (src[cur[c]] < src[cur[best]])
+				best = c;
+		out[k++] = src[cur[best]];
+		cur[best] = next_of(pile, n, cur[best] + 1, id[best]);
+		if (cur[best] == n) {
+			live--;
+			cur[best] = cur[live];
+			id[best] = id[live];
+		}
+	}
+}
+
+/* Scatter the NP piles of SRC into TMP, then merge neighbours until one
+ * is left, ending in OUT.  (OUT and TMP hold the kept keys.) */
+static void merge_scattered(const uint64_t *src, size_t n, const uint8_t *pile, size_t np,
+			    const size_t *count, uint64_t *out, uint64_t *tmp)
+{
+	size_t start[PILES + 1], fill[PILES], rounds = 0, total;
+
 	start[0] = 0;
 	for (size_t p = 0; p < np; p++) {
 		start[p + 1] = start[p] + count[p];
 		fill[p] = start[p];
 	}
+	total = start[np];
+	for (size_t w = np; w > 1; w = (w + 1) / 2)
+		rounds++;
+	/* Start in whichever buffer makes the last round land in OUT. */
+	uint64_t *dst = rounds % 2 ? tmp : out, *other = rounds % 2 ? out : tmp;
 	for (size_t i = 0; i < n; i++)
-		tmp[fill[pile[i]]++] = v[i];
-	/* Merge neighbours until one pile is left, between tmp and v. */
-	uint64_t *src = tmp, *dst = v;
+		if (pile[i] != SKIPPED)
+			dst[fill[pile[i]]++] = src[i];
+	uint64_t *from = dst, *to = other;
 	while (np > 1) {
 		size_t w = 0;
 
 		for (size_t p = 0; p < np; p += 2) {
 			if (p + 1 < np)
-				merge(src + start[p], start[p + 1] - start[p], src + start[p + 1],
-				      start[p + 2] - start[p + 1], dst + start[p]);
+				merge(from + start[p], start[p + 1] - start[p], from + start[p + 1],
+				      start[p + 2] - start[p + 1], to + start[p]);
 			else
-				memcpy(dst + start[p], src + start[p],
-				       (start[p + 1] - start[p]) * sizeof(*dst));
+				memcpy(to + start[p], from + start[p],
+				       (start[p + 1] - start[p]) * sizeof(*to));
 			start[w++] = start[p];
 		}
-		start[w] = n;
+		start[w] = total;
 		np = w;
-		uint64_t *t = src;
-		src = dst;
-		dst = t;
+		uint64_t *t = from;
+		from = to;
+		to = t;
 	}
-	if (src != v)
-		memcpy(v, src, n * sizeof(*v));
-	ret = 0;
+}
+
+long mc_sort_u64_into(const uint64_t *src, size_t n, const uint64_t *skip, uint64_t *out)
+{
+	size_t count[PILES], np, kept = 0;
+	uint8_t *pile = malloc(n + 1);
+	uint64_t *tmp = NULL;
+	long ret = -1;
+
+	if (!pile)
+		return -1;
+	np = label_piles(src, n, skip, pile, count);
+	if (np > PILES) {
+		uint64_t all_or = 0, all_and = ~(uint64_t)0;
+
+		for (size_t i = 0; i < n; i++)
+			if (!skip || !(skip[i / 64] >> (i % 64) & 1)) {
+				all_or |= src[i];
+				all_and &= src[i];
+				out[kept++] = src[i];
+			}
+		if (radix_u64(out, kept, all_or, all_and) < 0)
+			goto out;
+	} else {
+		for (size_t p = 0; p < np; p++)
+			kept += count[p];
+		mc_prefault_write(out, kept * sizeof(*out));
+		if (np <= CURSORS) {
+			merge_cursors(src, n, pile, np, out);
+		} else {
+			tmp = malloc(kept * sizeof(*tmp));
+			if (!tmp)
+				goto out;
+			merge_scattered(src, n, pile, np, count, out, tmp);
+		}
+	}
+	ret = (long)kept;
 out:
 	free(pile);
 	free(tmp);
 	return ret;
-}
-
-int mc_sort_u64(uint64_t *v, size_t n)
-{
-	uint64_t all_or = 0, all_and = ~(uint64_t)0;
-	bool sorted = true;
-
-	for (size_t i = 0; i < n; i++) {
-		all_or |= v[i];
-		all_and &= v[i];
-		if (i && v[i] < v[i - 1])
-			sorted = false;
-	}
-	if (sorted)
-		return 0;
-	int r = sort_piles(v, n);
-	return r <= 0 ? r : radix_u64(v, n, all_or, all_and);
 }

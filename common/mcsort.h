@@ -15,9 +15,14 @@ struct mc_kv {
 /* Sort V (N pairs) by key, stably.  Returns 0, or -1 when out of memory. */
 int mc_sort_kv(struct mc_kv *v, size_t n);
 
-/* Sort the N keys of V in place: nothing for sorted keys, streaming passes
- * for up to 16 interleaved ascending sequences (a linked call-site table),
- * else a radix sort.  0, or -1 when out of memory. */
-int mc_sort_u64(uint64_t *v, size_t n);
+/*
+ * The keys of SRC[0..N) whose bit in SKIP is clear (SKIP may be NULL),
+ * sorted into OUT (room for N; SRC is only read, and may be a view of the
+ * file).  A linked call-site table is a few interleaved ascending
+ * sequences: for up to 4 of them the sort is two streaming reads of SRC,
+ * for up to 16 a scatter and merges, else a radix sort.  Returns how many
+ * keys OUT holds, or -1 when out of memory.
+ */
+long mc_sort_u64_into(const uint64_t *src, size_t n, const uint64_t *skip, uint64_t *out);
 
 #endif

@@ -51,10 +51,8 @@ static int set_bound(struct mce_file *f, long *sym, const char *name,
 	return 0;
 }
 
-static bool is_function(const struct mce_file *f, const struct mce_sym *m)
-{
-	return m->type == STT_FUNC && m->shndx && m->shndx < f->shnum;
-}
+/* Symbols read per mce_funcs_next() call (a few KB of stack). */
+#define FUNCS_BATCH 256
 
 /* Set bits [FROM, TO) of W: one store per word touched. */
 static void set_bits(uint64_t *w, uint64_t from, uint64_t to)
@@ -85,7 +83,7 @@ static void set_bits(uint64_t *w, uint64_t from, uint64_t to)
 static int mark_covered(struct mce_file *f, const uint64_t *v, size_t n, uint64_t *covered)
 {
 	uint64_t *base = calloc(f->shnum, sizeof(*base)), *code = NULL, bits = 0;
-	struct mce_sym m;
+	struct mce_func fn[FUNCS_BATCH];
 	int ret = -1;
 
 	if (!base)
@@ -104,19 +102,25 @@ static int mark_covered(struct mce_file *f, const uint64_t *v, size_t n, uint64_
 		mce_fail(f, "out of memory");
 		goto out;
 	}
-	for (size_t i = 1; i < f->nsyms; i++) {
-		if (mce_sym_peek_addr(f, i, &m) < 0)
-			goto out;
-		if (!is_function(f, &m) || !base[m.shndx] || !m.size)
-			continue;
-		const struct mce_sec *s = &f->secs[m.shndx];
-		uint64_t from = m.value - s->sh.sh_addr, to = from + m.size;
+	for (size_t at = 0;;) {
+		long k = mce_funcs_next(f, &at, fn, FUNCS_BATCH);
 
-		if (from >= s->sh.sh_size)
-			continue;	/* (a symbol outside its section) */
-		if (to > s->sh.sh_size || to < from)
-			to = s->sh.sh_size;
-		set_bits(code, base[m.shndx] - 1 + from, base[m.shndx] - 1 + to);
+		if (k < 0)
+			goto out;
+		if (!k)
+			break;
+		for (long j = 0; j < k; j++) {
+			if (!base[fn[j].shndx] || !fn[j].size)
+				continue;
+			const struct mce_sec *s = &f->secs[fn[j].shndx];
+			uint64_t from = fn[j].value - s->sh.sh_addr, to = from + fn[j].size;
+
+			if (from >= s->sh.sh_size)
+				continue;	/* (a symbol outside its section) */
+			if (to > s->sh.sh_size || to < from)
+				to = s->sh.sh_size;
+			set_bits(code, base[fn[j].shndx] - 1 + from, base[fn[j].shndx] - 1 + to);
+		}
 	}
 	const struct mce_sec *s = NULL;
 	for (size_t i = 0; i < n; i++) {
@@ -141,41 +145,50 @@ out:
  * after each (NEXT, UINT64_MAX if none).  One more pass over the symbols,
  * each placed among the K by binary search.
  */
+static void place_function(const struct mce_func *m, const uint64_t *u, size_t k,
+			   uint64_t *pred, bool *pred_sizeless, bool *has_pred, uint64_t *next)
+{
+	size_t lo = 0, hi = k;	/* the first uncovered entry >= start */
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (u[mid] < m->value)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < k) {
+		if (!has_pred[lo] || m->value > pred[lo]) {
+			has_pred[lo] = true;
+			pred[lo] = m->value;
+			pred_sizeless[lo] = !m->size;
+		} else if (m->value == pred[lo]) {
+			pred_sizeless[lo] |= !m->size;
+		}
+	}
+	if (lo > 0 && m->value < next[lo - 1])
+		next[lo - 1] = m->value;
+}
+
 static int neighbours(struct mce_file *f, const uint64_t *u, size_t k, uint64_t *pred,
 		      bool *pred_sizeless, bool *has_pred, uint64_t *next)
 {
-	struct mce_sym m;
+	struct mce_func fn[FUNCS_BATCH];
 
 	for (size_t i = 0; i < k; i++) {
 		has_pred[i] = pred_sizeless[i] = false;
 		next[i] = UINT64_MAX;
 	}
-	for (size_t i = 1; i < f->nsyms; i++) {
-		if (mce_sym_peek_addr(f, i, &m) < 0)
+	for (size_t at = 0;;) {
+		long n = mce_funcs_next(f, &at, fn, FUNCS_BATCH);
+
+		if (n < 0)
 			return -1;
-		if (!is_function(f, &m))
-			continue;
-		size_t lo = 0, hi = k;	/* the first uncovered entry >= start */
-
-		while (lo < hi) {
-			size_t mid = lo + (hi - lo) / 2;
-
-			if (u[mid] < m.value)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		if (lo < k) {
-			if (!has_pred[lo] || m.value > pred[lo]) {
-				has_pred[lo] = true;
-				pred[lo] = m.value;
-				pred_sizeless[lo] = !m.size;
-			} else if (m.value == pred[lo]) {
-				pred_sizeless[lo] |= !m.size;
-			}
-		}
-		if (lo > 0 && m.value < next[lo - 1])
-			next[lo - 1] = m.value;
+		if (!n)
+			break;
+		for (long j = 0; j < n; j++)
+			place_function(&fn[j], u, k, pred, pred_sizeless, has_pred, next);
 	}
 	/* A function placed at entry i precedes every later entry too, and
 	 * one after entry i follows every earlier one. */
@@ -266,58 +279,35 @@ static const struct mce_sec *exec_section(struct mce_file *f, uint64_t addr,
 }
 
 /*
- * Copy the entries SRC[0..N) that lie in executable sections to V, grouped
- * by section in address order, and sort each group: *M of them.  Within a
- * section a linked table is in order already (objects are laid out in the
- * order their tables are concatenated); what makes it unsorted is mostly
- * sections interleaving (.text.hot, .text.unlikely, .init.text).  So the
- * sort is a scatter into a few streams plus a check, and a real sort only
- * for a section that needs one.  Zeros and entries outside executable
- * code are counted in ST and left out.
+ * The entries of SRC[0..N) that lie in executable sections, sorted into
+ * V: *M of them.  Zeros and entries outside executable code are counted
+ * in ST and left out.  Sorting by address groups the entries by section
+ * too, and a linked table is a few ascending sequences interleaved (one
+ * per input-section kind: .text.hot, .text, .init.text), which
+ * mc_sort_u64_into() merges in two streaming reads of the table.
  */
-static int split_by_section(struct mce_file *f, const uint64_t *src, size_t n, uint64_t *v,
-			    size_t *m, struct fix_stats *st)
+static int sort_entries(struct mce_file *f, const uint64_t *src, size_t n, uint64_t *v,
+			size_t *m, struct fix_stats *st)
 {
-	size_t *at = calloc(f->shnum + 1, sizeof(*at)), total = 0;
-	const struct mce_sec *last[2] = { NULL, NULL }, *s;
-	int ret = -1;
+	uint64_t *skip = calloc(n / 64 + 1, sizeof(*skip));
+	const struct mce_sec *last[2] = { NULL, NULL };
+	long kept;
 
-	if (!at)
+	if (!skip)
 		return mce_fail(f, "out of memory");
 	for (size_t i = 0; i < n; i++) {
-		if (!src[i])
-			st->zero++;
-		else if (!(s = exec_section(f, src[i], last)))
-			st->outside++;
-		else
-			at[s->idx]++;
-	}
-	/* Each group's start, the sections in address order (f->byaddr is
-	 * there: any entry looked up built it). */
-	for (size_t k = 0; k < f->nbyaddr; k++) {
-		size_t idx = f->byaddr[k]->idx, c = at[idx];
+		bool zero = !src[i], out = !zero && !exec_section(f, src[i], last);
 
-		at[idx] = total;
-		total += c;
+		st->zero += zero;
+		st->outside += out;
+		skip[i / 64] |= (uint64_t)(zero | out) << (i % 64);
 	}
-	for (size_t i = 0; i < n; i++)
-		if (src[i] && (s = exec_section(f, src[i], last)))
-			v[at[s->idx]++] = src[i];
-	/* (at[] now holds each group's end.) */
-	for (size_t k = 0, begin = 0; k < f->nbyaddr; k++) {
-		size_t end = at[f->byaddr[k]->idx];
-
-		if (end > begin && mc_sort_u64(v + begin, end - begin) < 0) {
-			mce_fail(f, "out of memory");
-			goto out;
-		}
-		begin = end > begin ? end : begin;
-	}
-	*m = total;
-	ret = 0;
-out:
-	free(at);
-	return ret;
+	kept = mc_sort_u64_into(src, n, skip, v);
+	free(skip);
+	if (kept < 0)
+		return mce_fail(f, "out of memory");
+	*m = (size_t)kept;
+	return 0;
 }
 
 /*
@@ -343,7 +333,7 @@ static int fix_table(struct mce_file *f, const struct mc_arch *a, const struct o
 		mce_fail(f, "out of memory");
 		goto out;
 	}
-	if (split_by_section(f, src, n, v, &m, st) < 0)
+	if (sort_entries(f, src, n, v, &m, st) < 0)
 		goto out;
 	free(own);
 	own = NULL;

@@ -43,17 +43,31 @@ static uint64_t rnd(void)
 	return x;
 }
 
-/* mc_sort_u64 on V (N keys) agrees with qsort. */
-static int sorts_like_qsort(uint64_t *v, size_t n)
+/* mc_sort_u64_into on V (N keys), without SKIP's keys, agrees with qsort
+ * and leaves V as it was. */
+static int sorts_like_qsort_skip(const uint64_t *v, size_t n, const uint64_t *skip)
 {
-	uint64_t *want = malloc((n + 1) * sizeof(*want));
+	uint64_t *want = malloc((n + 1) * sizeof(*want)), *got = malloc((n + 1) * sizeof(*got));
+	uint64_t *keep = malloc((n + 1) * sizeof(*keep));
+	size_t m = 0;
 	int same;
 
-	memcpy(want, v, n * sizeof(*v));
-	qsort(want, n, sizeof(*want), cmp_u64);
-	same = mc_sort_u64(v, n) == 0 && !memcmp(v, want, n * sizeof(*v));
+	memcpy(keep, v, n * sizeof(*v));
+	for (size_t i = 0; i < n; i++)
+		if (!skip || !(skip[i / 64] >> (i % 64) & 1))
+			want[m++] = v[i];
+	qsort(want, m, sizeof(*want), cmp_u64);
+	same = mc_sort_u64_into(v, n, skip, got) == (long)m && !memcmp(got, want, m * sizeof(*v)) &&
+	       !memcmp(keep, v, n * sizeof(*v));
 	free(want);
+	free(got);
+	free(keep);
 	return same;
+}
+
+static int sorts_like_qsort(const uint64_t *v, size_t n)
+{
+	return sorts_like_qsort_skip(v, n, NULL);
 }
 
 /* K ascending sequences of N keys in all, interleaved at random, as the
@@ -80,21 +94,29 @@ static void test_sort(void)
 
 	for (size_t i = 0; i < N; i++)
 		v[i] = rnd();
-	ok(sorts_like_qsort(v, N), "mc_sort_u64: random 64-bit keys (radix)");
+	ok(sorts_like_qsort(v, N), "mc_sort_u64_into: random 64-bit keys (radix)");
 	for (size_t i = 0; i < N; i++)
 		v[i] = 0xffffffff81000000ull + (rnd() % 0x2000000);
-	ok(sorts_like_qsort(v, N), "mc_sort_u64: random addresses, constant high bits skipped");
-	static const size_t ks[] = { 1, 2, 3, 5, 16, 17, 40 };
+	ok(sorts_like_qsort(v, N), "mc_sort_u64_into: random addresses, constant high bits skipped");
+	/* 1-4 merged in place by cursors, 5-16 scattered (an odd and an even
+	 * number of merge rounds), then radix. */
+	static const size_t ks[] = { 1, 2, 3, 4, 5, 9, 16, 17, 40 };
+	uint64_t *skip = calloc(N / 64 + 1, sizeof(*skip));
+	for (size_t i = 0; i < N; i += 1 + rnd() % 5)
+		skip[i / 64] |= 1ull << (i % 64);
 	for (size_t j = 0; j < sizeof(ks) / sizeof(ks[0]); j++) {
 		interleaved(v, N, ks[j]);
-		snprintf(what, sizeof(what), "mc_sort_u64: %zu interleaved ascending sequences%s",
+		snprintf(what, sizeof(what), "mc_sort_u64_into: %zu interleaved ascending sequences%s",
 			 ks[j], ks[j] > 16 ? " (more than the piles: radix)" : "");
 		ok(sorts_like_qsort(v, N), what);
+		strcat(what, ", some keys skipped");
+		ok(sorts_like_qsort_skip(v, N, skip), what);
 	}
+	free(skip);
 	for (size_t i = 0; i < 5; i++)
 		v[i] = 5 - i;
 	ok(sorts_like_qsort(v, 0) && sorts_like_qsort(v, 1) && sorts_like_qsort(v, 5),
-	   "mc_sort_u64: 0, 1 and 5 keys");
+	   "mc_sort_u64_into: 0, 1 and 5 keys");
 	free(v);
 
 	struct mc_kv *kv = malloc(N * sizeof(*kv));
