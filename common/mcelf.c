@@ -382,7 +382,7 @@ int mce_syms_need(struct mce_file *f)
 	return 0;
 }
 
-static int peek(struct mce_file *f, size_t i, struct mce_sym *m, bool name)
+int mce_sym_peek(struct mce_file *f, size_t i, struct mce_sym *m)
 {
 	if (i >= f->nsyms)
 		return mce_fail(f, "no symbol %zu", i);
@@ -390,17 +390,7 @@ static int peek(struct mce_file *f, size_t i, struct mce_sym *m, bool name)
 		*m = f->syms[i];
 		return 0;
 	}
-	return read_symbol(f, i, m, name);
-}
-
-int mce_sym_peek(struct mce_file *f, size_t i, struct mce_sym *m)
-{
-	return peek(f, i, m, true);
-}
-
-int mce_sym_peek_addr(struct mce_file *f, size_t i, struct mce_sym *m)
-{
-	return peek(f, i, m, false);
+	return read_symbol(f, i, m, true);
 }
 
 /* (One body per class: the loop is the whole cost.) */

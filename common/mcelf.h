@@ -126,7 +126,8 @@ int mce_open_mode(struct mce_file *f, const char *path, bool writable);
  * Leave the symbol table where it is: f->syms stays NULL until
  * mce_syms_need(), which the layer's own symbol functions call.  A linked
  * image may carry a million symbols; reading them all costs more than the
- * rest of a sort, which only needs to look at them once (mce_sym_peek()).
+ * rest of a sort, which only needs to look at them once (mce_sym_peek(),
+ * mce_funcs_next()).
  */
 #define MCE_OPEN_LAZY_SYMS 2u
 int mce_open_flags(struct mce_file *f, const char *path, unsigned flags);
@@ -134,9 +135,6 @@ int mce_open_flags(struct mce_file *f, const char *path, unsigned flags);
 int mce_syms_need(struct mce_file *f);
 /* Symbol I, from f->syms or straight from the table (0, or -1). */
 int mce_sym_peek(struct mce_file *f, size_t i, struct mce_sym *m);
-/* The same, leaving the name unread (m->name NULL when read in place):
- * for a pass over every symbol that wants only places and types. */
-int mce_sym_peek_addr(struct mce_file *f, size_t i, struct mce_sym *m);
 void mce_close(struct mce_file *f);
 
 /* A defined function symbol's place, for passes over every symbol. */
@@ -149,7 +147,7 @@ struct mce_func {
  * up to MAX of them into OUT, *AT moved past the symbols read.  Returns
  * how many (0 when no symbol is left), or -1 on a symbol whose section
  * index is out of range.  One tight loop over the raw table: a million
- * mce_sym_peek_addr() calls cost four times as much.
+ * mce_sym_peek() calls cost four times as much.
  */
 long mce_funcs_next(struct mce_file *f, size_t *at, struct mce_func *out, size_t max);
 

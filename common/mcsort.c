@@ -4,9 +4,9 @@
  *
  * The data are rarely random.  A call-site table is each object's table
  * concatenated in link order: a few ascending sequences interleaved (see
- * sort_piles()).  Sorted keys cost one read; interleaved sequences a few
- * streaming passes.  Only other data (symbols, which ld emits in hash
- * order) get the radix sort.
+ * label_piles()).  Up to four of them cost two streaming reads of the
+ * table, more a scatter and a merge pass per doubling.  Only other data
+ * (symbols, which ld emits in hash order) get the radix sort.
  *
  * The radix sort is LSD with 11-bit digits (2048 counters stay in L1;
  * 65536 made every scatter a miss).  Digits that are the same in every key

@@ -151,11 +151,29 @@ static void test_lazy_symbols(const char *path)
 		    m.value != w->value || m.size != w->size || m.type != w->type ||
 		    m.bind != w->bind || m.shndx != w->shndx)
 			same = 0;
-		if (mce_sym_peek_addr(&lazy, i, &m) < 0 || m.value != w->value ||
-		    m.type != w->type || m.shndx != w->shndx)
-			same = 0;
 	}
 	ok(same, "lazy symbols: each symbol peeked in place equals the one read up front");
+	/* The functions, one batch each, from the raw table and from f->syms. */
+	struct mce_func a[1], b[1];
+	size_t at_a = 0, at_b = 0, nfunc = 0;
+	long ka, kb;
+	same = 1;
+	do {
+		ka = mce_funcs_next(&lazy, &at_a, a, 1);
+		kb = mce_funcs_next(&full, &at_b, b, 1);
+		if (ka != kb || ka < 0)
+			same = 0;
+		for (long j = 0; same && j < ka; j++)
+			same = a[j].value == b[j].value && a[j].size == b[j].size &&
+			       a[j].shndx == b[j].shndx &&
+			       (full.secs[a[j].shndx].sh.sh_flags & SHF_EXECINSTR);
+		nfunc += ka > 0 ? (size_t)ka : 0;
+	} while (same && ka > 0);
+	size_t want = 0;
+	for (size_t i = 0; i < full.nsyms; i++)
+		want += full.syms[i].type == STT_FUNC && full.syms[i].shndx;
+	ok(same && nfunc == want && nfunc > 0,
+	   "lazy symbols: the defined functions, batch by batch, the same from the raw table");
 	ok(mce_sym_lookup(&lazy, "f") == mce_sym_lookup(&full, "f") && mce_sym_lookup(&lazy, "f") > 0,
 	   "lazy symbols: lookup by name reads the table in place");
 	ok(mce_syms_need(&lazy) == 0 && lazy.syms && !lazy.syms_lazy &&
