@@ -131,6 +131,11 @@ static void merge(const uint64_t *a, size_t na, const uint64_t *b, size_t nb, ui
  */
 #define PILES 16
 #define SKIPPED 0xff
+
+static inline bool skipped(const uint64_t *skip, size_t i)
+{
+	return skip && skip[i / 64] >> (i % 64) & 1;
+}
 /* Up to this many piles are merged straight from the source, a cursor
  * per pile stepping over the others' keys; more are scattered first. */
 #define CURSORS 4
@@ -145,7 +150,7 @@ static size_t label_piles(const uint64_t *src, size_t n, const uint64_t *skip, u
 		uint64_t x = src[i];
 		size_t best = PILES;
 
-		if (skip && skip[i / 64] >> (i % 64) & 1) {
+		if (skipped(skip, i)) {
 			pile[i] = SKIPPED;
 			continue;
 		}
@@ -256,7 +261,7 @@ long mc_sort_u64_into(const uint64_t *src, size_t n, const uint64_t *skip, uint6
 		uint64_t all_or = 0, all_and = ~(uint64_t)0;
 
 		for (size_t i = 0; i < n; i++)
-			if (!skip || !(skip[i / 64] >> (i % 64) & 1)) {
+			if (!skipped(skip, i)) {
 				all_or |= src[i];
 				all_and &= src[i];
 				out[kept++] = src[i];
