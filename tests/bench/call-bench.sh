@@ -6,6 +6,9 @@
 #                         the site is a NOP (goal: <= 1.02x plain)
 #   mcloc, empty callback one ops with an empty callback enabled on it
 #                         (goal: <= 3 ns added per call)
+#   floor                 hot() calling a trampoline that saves exactly our
+#                         argument frame and calls an empty C function: the
+#                         least any ABI-keeping tracer of C callbacks does
 #   gcc -pg               glibc's always-on mcount
 #   XRay, unpatched / patched with an empty handler
 # Not a test: prints ns per call and the ratios.
@@ -16,45 +19,51 @@ build=${BUILD:-$here/build}
 n=${1:-200000000}
 x=$here/tests/bench/xray
 w=$(mktemp -d); trap 'rm -rf "$w"' EXIT
+cc -O2 -c "$x/loop.c" -o "$w/loop.o"	# one timed loop for every build
 cc -O2 -c "$x/hot.c" -o "$w/hot_plain.o"
 cc -O2 -c "$x/call_main.c" -o "$w/main_plain.o"
-cc "$w/main_plain.o" "$w/hot_plain.o" -o "$w/plain"
+cc "$w/main_plain.o" "$w/loop.o" "$w/hot_plain.o" -o "$w/plain"
 
 cc -O2 -pg -mfentry -c "$x/hot.c" -o "$w/hot_mc.o"
 "$build/recordmcount/recordmcount" "$w/hot_mc.o"
 cc -O2 -DWITH_MCLOC -I"$here/libmcloc" -c "$x/call_main.c" -o "$w/main_mc.o"
-"$build/objpatch/objpatch" link --nop --runtime -- cc "$w/main_mc.o" "$w/hot_mc.o" \
+"$build/objpatch/objpatch" link --nop --runtime -- cc "$w/main_mc.o" "$w/loop.o" "$w/hot_mc.o" \
 	-L"$build/libmcloc" -lmcloc -o "$w/mcloc"
 
+cc -O2 -c "$x/floor.c" -o "$w/floor.o"
+cc "$w/main_plain.o" "$w/loop.o" "$w/floor.o" -o "$w/floor"
+
 cc -O2 -pg -c "$x/hot.c" -o "$w/hot_pg.o"
-cc -pg "$w/main_plain.o" "$w/hot_pg.o" -o "$w/gprof"
+cc -pg "$w/main_plain.o" "$w/loop.o" "$w/hot_pg.o" -o "$w/gprof"
 
 clang -O2 -fxray-instrument -fxray-instruction-threshold=1 -c "$x/hot.c" -o "$w/hot_x.o"
 clang -O2 -DWITH_XRAY -x c++ -c "$x/call_main.c" -o "$w/main_x.o"
-clang++ -fxray-instrument "$w/main_x.o" "$w/hot_x.o" -o "$w/xray"
+clang++ -fxray-instrument "$w/main_x.o" "$w/loop.o" "$w/hot_x.o" -o "$w/xray"
 
 export LD_LIBRARY_PATH=$build/libmcloc
 cd "$w"
 # Each binary keeps its best of 5 loops; the machine's speed drifts by
-# tens of percent between runs, so the six run in turn, RUNS times, and
+# tens of percent between runs, so the seven run in turn, RUNS times, and
 # each keeps its fastest run: interference only ever adds time.
 runs=${RUNS:-5}
 best() { /usr/bin/python3 -c 'import sys; print(min(map(float, sys.argv[1:])))' "$@"; }
-P=() D=() E=() G=() XU=() XP=()
+P=() D=() E=() F=() G=() XU=() XP=()
 for ((k = 0; k < runs; k++)); do
 	P+=("$(./plain "$n")")
 	D+=("$(./mcloc "$n")")
 	E+=("$(./mcloc "$n" enable)")
+	F+=("$(./floor "$n")")
 	G+=("$(./gprof "$n")")
 	XU+=("$(XRAY_OPTIONS=patch_premain=false ./xray "$n")")
 	XP+=("$(XRAY_OPTIONS=patch_premain=false ./xray "$n" enable)")
 done
-plain=$(best "${P[@]}") dis=$(best "${D[@]}") en=$(best "${E[@]}")
+plain=$(best "${P[@]}") dis=$(best "${D[@]}") en=$(best "${E[@]}") fl=$(best "${F[@]}")
 pg=$(best "${G[@]}") xu=$(best "${XU[@]}") xp=$(best "${XP[@]}")
 echo "fastest of $runs alternating runs each (each run: best of 5 loops of $n calls)"
 printf '%-28s %8s ns/call\n' "plain" "$plain" "mcloc, disabled (NOP)" "$dis" \
-	"mcloc, empty callback" "$en" "gcc -pg (glibc mcount)" "$pg" \
+	"mcloc, empty callback" "$en" "floor (frame, empty call)" "$fl" "gcc -pg (glibc mcount)" "$pg" \
 	"XRay, unpatched" "$xu" "XRay, patched, empty handler" "$xp"
 echo "mcloc disabled / plain = $(echo "scale=3; $dis / $plain" | bc) (goal <= 1.02)"
 echo "mcloc enabled - plain = $(echo "scale=2; $en - $plain" | bc) ns per call (goal <= 3)"
+echo "floor - plain = $(echo "scale=2; $fl - $plain" | bc) ns per call (no ABI-keeping design adds less)"
 echo "XRay patched - plain = $(echo "scale=2; $xp - $plain" | bc) ns per call"
