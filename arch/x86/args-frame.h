@@ -49,6 +49,24 @@
 "	movaps	160(%rsp), %xmm6\n" \
 "	movaps	176(%rsp), %xmm7\n"
 
+/* Open that frame at a function's entry site, just called (nothing lives
+ * below the stack pointer then, so no red zone to step over): a frame
+ * pointer, the stack realigned (an mcount site after a prologue has the
+ * other parity), the frame saved, and the return address into the
+ * function and its caller's as the first two arguments of a C call. */
+#define MC_X86_ENTER_ARGS \
+"	.cfi_startproc\n" \
+"	pushq	%rbp\n" \
+"	.cfi_def_cfa_offset 16\n" \
+"	.cfi_offset %rbp, -16\n" \
+"	movq	%rsp, %rbp\n" \
+"	.cfi_def_cfa_register %rbp\n" \
+"	andq	$-16, %rsp\n" \
+"	subq	$" MC_X86_ARGS_FRAME ", %rsp\n" \
+MC_X86_SAVE_ARGS \
+"	movq	8(%rbp), %rdi\n" \
+"	movq	16(%rbp), %rsi\n"
+
 /* Back out of a frame that "pushq %rbp; movq %rsp, %rbp" opened, and
  * return. */
 #define MC_X86_LEAVE \

@@ -166,9 +166,7 @@ void mcr_direct_stub(uint8_t *buf, uintptr_t tramp)
  * From a direct stub, with %r11 the stub's address.  The stack holds the
  * return address into the traced function and above it (at an entry
  * site) its caller's.  Saved: the argument frame of args-frame.h, as in
- * objpatch's args trampoline.  The red zone needs no step: a call was just
- * made, so nothing lives below the stack pointer.  The stack is realigned
- * (an mcount site after a prologue has the other parity).
+ * objpatch's args trampoline.
  */
 __asm__(
 "	.text\n"
@@ -177,17 +175,7 @@ __asm__(
 "	.hidden	mcr_direct_tramp\n"
 "	.type	mcr_direct_tramp, @function\n"
 "mcr_direct_tramp:\n"
-"	.cfi_startproc\n"
-"	pushq	%rbp\n"
-"	.cfi_def_cfa_offset 16\n"
-"	.cfi_offset %rbp, -16\n"
-"	movq	%rsp, %rbp\n"
-"	.cfi_def_cfa_register %rbp\n"
-"	andq	$-16, %rsp\n"
-"	subq	$" MC_X86_ARGS_FRAME ", %rsp\n"
-MC_X86_SAVE_ARGS
-"	movq	8(%rbp), %rdi\n"
-"	movq	16(%rbp), %rsi\n"
+MC_X86_ENTER_ARGS
 "	movq	%r11, %rdx\n"
 "	call	mcr_direct_hook\n"
 MC_X86_RESTORE_ARGS

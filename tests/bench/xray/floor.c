@@ -31,17 +31,7 @@ __asm__(
 "	.p2align 4\n"
 "	.type	floor_tramp, @function\n"
 "floor_tramp:\n"
-"	.cfi_startproc\n"
-"	pushq	%rbp\n"
-"	.cfi_def_cfa_offset 16\n"
-"	.cfi_offset %rbp, -16\n"
-"	movq	%rsp, %rbp\n"
-"	.cfi_def_cfa_register %rbp\n"
-"	andq	$-16, %rsp\n"
-"	subq	$" MC_X86_ARGS_FRAME ", %rsp\n"
-MC_X86_SAVE_ARGS
-"	movq	8(%rbp), %rdi\n"
-"	movq	16(%rbp), %rsi\n"
+MC_X86_ENTER_ARGS
 "	xorl	%edx, %edx\n"
 "	xorl	%ecx, %ecx\n"
 "	call	floor_cb\n"
