@@ -2,7 +2,8 @@
 /*
  * Changing code other threads may be executing, the way the kernel's
  * text_poke_bp_batch() does it, in batches:
- *   1. a breakpoint over the first byte of every site, then sync all cores;
+ *   1. a breakpoint over the first byte of every site, each checked to hold
+ *      what the core believes it does as it goes in, then sync all cores;
  *   2. every site's remaining bytes, then sync;
  *   3. every site's new first byte, then sync.
  * Three syncs per batch, whatever its size.  The sync is
