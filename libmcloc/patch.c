@@ -475,9 +475,7 @@ int mcr_patch(struct mcr_poke *v, size_t n, char *err, size_t errlen)
 		__atomic_store_n(&active_undo, true, __ATOMIC_SEQ_CST);
 		write_step(&w, v, armed, OLD_FIRST);
 		sync_cores();
-		if (werr)
-			snprintf(err, errlen, "writing text failed: %s", strerror(-werr));
-		else
+		if (!werr)
 			snprintf(err, errlen, "site %#lx does not hold the expected "
 				 "instruction; refused", (unsigned long)v[armed].addr);
 		ret = werr ? werr : -EILSEQ;
@@ -497,7 +495,6 @@ int mcr_patch(struct mcr_poke *v, size_t n, char *err, size_t errlen)
 		/* A failure after the first breakpoint: put every site back
 		 * to its old instruction, in the same order, so that nothing
 		 * stays half-written. */
-		snprintf(err, errlen, "writing text failed: %s", strerror(-ret));
 		__atomic_store_n(&active_undo, true, __ATOMIC_SEQ_CST);
 		write_step(&w, v, n, BREAKPOINT);
 		sync_cores();
@@ -507,6 +504,8 @@ int mcr_patch(struct mcr_poke *v, size_t n, char *err, size_t errlen)
 		sync_cores();
 	}
 withdraw:
+	if (ret && ret != -EILSEQ)	/* (a refusal is worded where it was found) */
+		snprintf(err, errlen, "writing text failed: %s", strerror(-ret));
 	__atomic_store_n(&active_v, NULL, __ATOMIC_SEQ_CST);
 	/* A handler that found the batch before it was withdrawn may still
 	 * be reading it. */

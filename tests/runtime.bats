@@ -4,7 +4,8 @@
 # enables and disables tracing while its threads run
 # (tests/fixtures/runtime/rt_test.c): exact counts over quiesced windows,
 # glob filters and notrace, a redirect through the regs trampoline, 200
-# enable/disable cycles under load, page protections, record size; and
+# enable/disable cycles under load, a batch refused whole over a site
+# changed behind the library's back, page protections, record size; and
 # the /proc/self/mem fallback where text may not become writable.
 
 load helpers
