@@ -7,7 +7,7 @@ MESON_OPTS ?=
 # Build and test dependencies.  gcc-multilib is deliberately absent: it
 # conflicts with Debian's cross compilers, so i386 uses gcc-i686-linux-gnu.
 DEBS := gcc make meson ninja-build pkg-config cmake \
-	libelf-dev libdw-dev libbz2-dev liblzma-dev libzydis-dev libcapstone-dev liburcu-dev \
+	libelf-dev libdw-dev libbz2-dev liblzma-dev libzydis-dev libcapstone-dev liburcu-dev musl-dev \
 	bats bats-assert bats-support python3 python3-pyelftools \
 	binutils-multiarch qemu-user linux-kbuild-6.1 clang strace \
 	gcc-aarch64-linux-gnu gcc-riscv64-linux-gnu gcc-arm-linux-gnueabihf \
