@@ -91,8 +91,8 @@ static int x86_decode(const struct mc_text *t, const struct mce_rel *r,
 	uint64_t pos = t->boundary;
 
 	memset(s, 0, sizeof(*s));
-	if (!zy && !(zy = mc_zydis(s->what, sizeof(s->what))))
-		return -1;
+	if (!zy)
+		zy = mc_zydis();
 	/* Linear sweep from a known boundary to the instruction covering the
 	 * relocation. */
 	while (pos <= r->offset && decode_at(t, pos, &insn)) {
@@ -140,11 +140,10 @@ static int x86_insn(const struct mc_text *t, uint64_t off, uint64_t pc,
 		    struct mc_insn *out)
 {
 	ZydisDecodedInstruction insn;
-	char err[64];
 
 	memset(out, 0, sizeof(*out));
-	if (!zy && !(zy = mc_zydis(err, sizeof(err))))
-		return -1;
+	if (!zy)
+		zy = mc_zydis();
 	if (!decode_at(t, off, &insn))
 		return -1;
 	out->len = insn.length;

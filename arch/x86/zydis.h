@@ -6,8 +6,9 @@
  * Debian ships Zydis only as a shared library.  A dynamically linked tool
  * pays the dynamic loader on every exec (about 0.2 ms here, a large part of
  * recordmcount's per-object cost when a Makefile runs it once per object).
- * In the static build (MCLOC_ZYDIS_PATH defined) zydis.c maps libZydis.so
- * itself: it needs only memcpy, memset, strlen, __assert_fail and
+ * In the static build (MCLOC_ZYDIS_IMAGE defined) the table points into an
+ * image of libZydis.so that zydis-image.c prelinked into the tool at build
+ * time: it needs only memcpy, memset, strlen, __assert_fail and
  * __stack_chk_fail from libc, and has no TLS.  Otherwise the table points
  * at the normally linked library.
  */
@@ -24,7 +25,7 @@ struct mc_zydis {
 	const char *(*mnemonic)(ZydisMnemonic);
 };
 
-/* The entry points, or NULL with the reason in ERR. */
-const struct mc_zydis *mc_zydis(char *err, size_t len);
+/* The entry points. */
+const struct mc_zydis *mc_zydis(void);
 
 #endif
