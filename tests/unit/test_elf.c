@@ -5,21 +5,13 @@
  */
 #include "../../common/mcelf.h"
 #include "../../common/mcsort.h"
+#include "tap.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-static int n, failed;
-
-static void ok(int cond, const char *what)
-{
-	n++;
-	if (!cond)
-		failed++;
-	printf("%s %d - %s\n", cond ? "ok" : "not ok", n, what);
-}
 
 static int sh(const char *cmd)
 {
@@ -258,6 +250,5 @@ int main(void)
 
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	sh(cmd);
-	printf("1..%d\n", n);
-	return failed != 0;
+	return tap_done();
 }

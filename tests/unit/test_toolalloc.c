@@ -4,6 +4,8 @@
  * Linked into this program it replaces malloc for the whole process, as
  * it does in recordmcount, so stdio's own buffers go through it too.
  */
+#include "tap.h"
+
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -11,16 +13,6 @@
 #include <string.h>
 
 size_t malloc_usable_size(void *p);
-
-static int n, failed;
-
-static void ok(int cond, const char *what)
-{
-	n++;
-	if (!cond)
-		failed++;
-	printf("%s %d - %s\n", cond ? "ok" : "not ok", n, what);
-}
 
 static int filled(const unsigned char *p, size_t len, unsigned char v)
 {
@@ -112,6 +104,5 @@ int main(void)
 	}
 	ok(good, "a freed and reallocated block comes back each time");
 
-	printf("1..%d\n", n);
-	return failed != 0;
+	return tap_done();
 }
