@@ -24,9 +24,9 @@
  *
  * The library must not need what the image cannot give: thread-local
  * storage, relocation types other than those above, or writable data
- * other than the relocated words (the image is read-only at run time; the
- * 16 bytes of .data and .bss Zydis has are crtstuff's, used only at
- * unload).  Anything unexpected is refused, and the build stops.
+ * outside RELRO (the image is read-only at run time; the 16 bytes of
+ * .data and .bss Zydis has are crtstuff's, written only at unload, which
+ * never comes).  Anything unexpected is refused, and the build stops.
  */
 #include <elf.h>
 #include <errno.h>
@@ -197,6 +197,26 @@ int main(int argc, char **argv)
 	}
 	if (!dyn)
 		die("no dynamic section");
+
+	/* The image is read-only: whatever the library may write must lie
+	 * under RELRO (written only by relocation, here at build time), but
+	 * for crtstuff's __dso_handle and completed.0, 16 bytes at most. */
+	uint64_t relro_end = 0, writable = 0;
+
+	for (unsigned i = 0; i < eh->e_phnum; i++)
+		if (ph[i].p_type == PT_GNU_RELRO)
+			relro_end = ph[i].p_vaddr + ph[i].p_memsz;
+	for (unsigned i = 0; i < eh->e_phnum; i++) {
+		const Elf64_Phdr *p = &ph[i];
+		uint64_t end = p->p_vaddr + p->p_memsz;
+
+		if (p->p_type == PT_LOAD && (p->p_flags & PF_W))
+			writable += end - (relro_end > p->p_vaddr ? (relro_end < end ? relro_end : end)
+								 : p->p_vaddr);
+	}
+	if (writable > 16)
+		die("it has %llu bytes of writable data, and the image is read-only",
+		    (unsigned long long)writable);
 
 	uint64_t rela = 0, relasz = 0, jmprel = 0, pltsz = 0, init = 0, inita = 0, initsz = 0;
 	uint64_t symtab = 0, strtab = 0;
