@@ -7,7 +7,7 @@
  * costs more than a third of such a run on a VM, where its cpuid cache
  * probing traps to the hypervisor), musl's own malloc was the next cost:
  * mallocng maps and unmaps a group for nearly every size it meets, and a
- * run paid a fifth of its time in malloc, free and the mmap/munmap/TLB
+ * run paid about 14% of its time in malloc, free and the mmap/munmap/TLB
  * work behind them.  A tool that allocates a few hundred blocks and exits
  * wants none of that: blocks are carved from large mappings by bumping a
  * pointer, and a freed block goes on a free list of its size class for
