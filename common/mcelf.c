@@ -206,10 +206,11 @@ static struct mce_sec *new_sec(struct mce_file *f)
 
 struct range { uint64_t lo, hi; size_t idx; };
 
-static int cmp_range(const void *a, const void *b)
+static int cmp_range(const void *a, const void *b, void *arg)
 {
 	const struct range *x = a, *y = b;
 
+	(void)arg;
 	return x->lo < y->lo ? -1 : x->lo > y->lo;
 }
 
@@ -238,7 +239,7 @@ static int check_overlaps(struct mce_file *f)
 			continue;
 		r[n++] = (struct range){ sh->sh_offset, sh->sh_offset + sh->sh_size, i };
 	}
-	qsort(r, n, sizeof(*r), cmp_range);
+	mc_sort_nearly(r, n, sizeof(*r), cmp_range, NULL);
 	for (size_t i = 1; i < n && !ret; i++) {
 		if (r[i].lo >= r[i - 1].hi)
 			continue;
@@ -1465,7 +1466,7 @@ static int build_image(struct mce_file *f, struct out *o)
 	 * only sections that grew or are new move past the end. */
 	for (size_t i = 0; i < f->shnum; i++)
 		order[i] = i;
-	qsort_r(order + 1, f->shnum - 1, sizeof(*order), cmp_off, f);
+	mc_sort_nearly(order + 1, f->shnum - 1, sizeof(*order), cmp_off, f);
 
 	bool moved = false;
 	uint64_t end = linked ? f->size

@@ -25,4 +25,8 @@ int mc_sort_kv(struct mc_kv *v, size_t n);
  */
 long mc_sort_u64_into(const uint64_t *src, size_t n, const uint64_t *skip, uint64_t *out);
 
+/* Sort BASE like qsort_r, fastest when it is nearly in order already. */
+void mc_sort_nearly(void *base, size_t n, size_t size,
+		    int (*cmp)(const void *, const void *, void *), void *arg);
+
 #endif

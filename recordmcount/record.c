@@ -17,6 +17,7 @@
 #include "../common/diag.h"
 #include "../common/sitenop.h"
 #include "../common/mcelf.h"
+#include "../common/mcsort.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -169,7 +170,7 @@ static int find_sites(struct mce_file *f, const struct mc_arch *a,
 					       off - kernel_last == a->kernel_pair_distance;
 				kernel_last = off;
 			}
-		qsort_r(idx, n, sizeof(*idx), cmp_rel_off, rs->rels);
+		mc_sort_nearly(idx, n, sizeof(*idx), cmp_rel_off, rs->rels);
 
 		Elf_Data *d = mce_sec_data(f, tx);
 		if (!d) {

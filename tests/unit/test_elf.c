@@ -7,6 +7,7 @@
 #include "../../common/mcsort.h"
 #include "tap.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,6 +79,77 @@ static void interleaved(uint64_t *v, size_t n, size_t k)
 	}
 }
 
+struct rec { uint64_t key; uint64_t pos; unsigned char pad[56]; };
+
+static int cmp_rec(const void *a, const void *b, void *arg)
+{
+	const struct rec *x = a, *y = b;
+
+	(void)arg;
+	return x->key < y->key ? -1 : x->key > y->key;
+}
+
+/* A permutation of records 0..N-1, sorted by key, equal keys in their
+ * first order (the insertion sort is stable; only the qsort fallback may
+ * reorder them). */
+static int sorted_recs(const struct rec *r, size_t n, int stable)
+{
+	unsigned char *seen = calloc(n, 1);
+	int good = seen != NULL;
+
+	for (size_t i = 0; good && i < n; i++) {
+		good = r[i].pos < n && !seen[r[i].pos]++;
+		if (i && (r[i].key < r[i - 1].key ||
+			  (stable && r[i].key == r[i - 1].key && r[i].pos < r[i - 1].pos)))
+			good = 0;
+	}
+	free(seen);
+	return good;
+}
+
+static void test_sort_nearly(void)
+{
+	enum { N = 5000 };
+	struct rec *r = malloc(N * sizeof(*r));
+	size_t small = offsetof(struct rec, pad) + 8;	/* 24 bytes: the insertion sort */
+	int good = 1;
+
+	/* Nearly sorted: a few elements out of place; then random, which
+	 * exhausts the insertion sort's budget and falls back to qsort_r. */
+	for (int round = 0; round < 3; round++) {
+		for (size_t i = 0; i < N; i++)
+			r[i] = (struct rec){ .key = round == 2 ? rnd() % 100 : i / 3, .pos = i };
+		if (round == 1)	/* records a few places out of order */
+			for (int k = 0; k < 200; k++) {
+				size_t at = rnd() % (N - 10), to = at + 1 + rnd() % 9;
+				struct rec t = r[at];
+
+				r[at] = r[to];
+				r[to] = t;
+			}
+		for (size_t i = 0; i < N; i++)
+			r[i].pos = i;	/* the input order, which stability keeps */
+		unsigned char *p = (unsigned char *)r;
+		struct rec *tmp = malloc(N * small);
+
+		for (size_t i = 0; i < N; i++)
+			memcpy((unsigned char *)tmp + i * small, p + i * sizeof(*r), small);
+		mc_sort_nearly(tmp, N, small, cmp_rec, NULL);
+		for (size_t i = 0; i < N; i++)
+			memcpy(p + i * sizeof(*r), (unsigned char *)tmp + i * small, small);
+		free(tmp);
+		good &= sorted_recs(r, N, round < 2);
+	}
+	ok(good, "mc_sort_nearly: sorted, nearly sorted and random 24-byte records");
+	for (size_t i = 0; i < N; i++)
+		r[i] = (struct rec){ .key = (uint64_t)(N - i) / 2, .pos = i };
+	mc_sort_nearly(r, N, sizeof(*r), cmp_rec, NULL);
+	ok(sorted_recs(r, N, 0), "mc_sort_nearly: records too large to insert go to qsort_r");
+	mc_sort_nearly(r, 0, sizeof(*r), cmp_rec, NULL);
+	mc_sort_nearly(r, 1, sizeof(*r), cmp_rec, NULL);
+	free(r);
+}
+
 static void test_sort(void)
 {
 	enum { N = 200000 };
@@ -121,6 +193,7 @@ static void test_sort(void)
 			stable = 0;
 	ok(stable, "mc_sort_kv: sorted, equal keys in their first order");
 	free(kv);
+	test_sort_nearly();
 }
 
 /* Symbols left in the file (MCE_OPEN_LAZY_SYMS) read as f->syms does. */
