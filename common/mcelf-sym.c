@@ -582,7 +582,7 @@ long mce_words_write(struct mce_file *f, uint64_t va, size_t n, const uint64_t *
 				size_t len = (n - i < 512 ? n - i : 512) * 8;
 
 				if (memcmp(p + i * 8, vals + i, len)) {
-					if (!changed && f->mapped)
+					if (!changed)
 						mc_prefault_write(p + i * 8, (n - i) * 8);
 					memcpy(p + i * 8, vals + i, len);
 					changed++;

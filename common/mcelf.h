@@ -67,8 +67,7 @@ struct mce_file {
 	const char *path;
 	int fd;
 	struct stat st;
-	uint8_t *map;		/* private, writable copy or mapping of the input */
-	bool mapped;		/* map is an mmap (large files), else malloc'd */
+	uint8_t *map;		/* private, writable mapping of the input */
 	bool writable;		/* opened read-write, for mce_write_in_place() */
 	size_t size;
 	Elf *elf;
@@ -104,11 +103,6 @@ struct mce_file {
 	bool dirty;
 	char err[512];
 };
-
-/* Inputs up to this size are read into memory, larger ones mapped (a
- * linked image is mostly left untouched: only the pages we look at are
- * faulted in, and writing copies the file in the kernel). */
-#define MCE_READ_LIMIT (8u << 20)
 
 /* Set f->err from FMT (for callers that fail on the layer's behalf too);
  * always returns -1. */

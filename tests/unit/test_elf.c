@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/wait.h>
 
 
 static int sh(const char *cmd)
@@ -248,6 +249,43 @@ static void test_lazy_symbols(const char *path)
 	mce_close(&lazy);
 }
 
+/* A file truncated under its mapping: one diagnostic line and exit 1, not
+ * a SIGBUS crash.  Run in a child, which reads the lost last page. */
+static void test_shrunk(const char *path, const char *copy)
+{
+	char cmd[1024], line[512] = "";
+	int pipefd[2], status = 0;
+	struct mce_file f;
+
+	snprintf(cmd, sizeof(cmd), "cp %s %s", path, copy);
+	if (sh(cmd) || pipe(pipefd) < 0) {
+		ok(0, "a truncated mapped file is one diagnostic, exit 1");
+		return;
+	}
+	fflush(stdout);
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		dup2(pipefd[1], 2);
+		if (mce_open(&f, copy) < 0 || truncate(copy, 0) < 0)
+			_exit(3);
+		volatile uint8_t last = f.map[f.size - 1];
+
+		(void)last;
+		_exit(4);
+	}
+	close(pipefd[1]);
+	ssize_t n = read(pipefd[0], line, sizeof(line) - 1);
+
+	line[n > 0 ? n : 0] = 0;
+	close(pipefd[0]);
+	waitpid(pid, &status, 0);
+	ok(WIFEXITED(status) && WEXITSTATUS(status) == 1 && strstr(line, copy) &&
+	   strstr(line, ": error: ") && strstr(line, "shrank while it was being read") &&
+	   strchr(line, '\n') == line + strlen(line) - 1,
+	   "a file truncated under its mapping: one diagnostic line, exit 1");
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/mcloc-unit.XXXXXX", path[256], out[300], cmd[1024];
@@ -267,6 +305,7 @@ int main(void)
 
 	test_sort();
 	test_lazy_symbols(path);
+	test_shrunk(path, out);
 	ok(mce_open(&f, path) == 0, "a compiler-made object opens");
 	ok(f.cls == ELFCLASS64 && f.addrsize == 8 && !f.msb, "class and byte order come from the file");
 	struct mce_sec *text = mce_sec_by_name(&f, ".text");
