@@ -159,10 +159,13 @@ int main(int argc, char **argv)
 	lib = argv[1];
 
 	FILE *in = fopen(lib, "rb");
+	long len = in && !fseek(in, 0, SEEK_END) ? ftell(in) : -1;
 
-	if (!in || fseek(in, 0, SEEK_END) || (long)(fsize = (size_t)ftell(in)) < 0 ||
-	    fseek(in, 0, SEEK_SET) || !(file = malloc(fsize ? fsize : 1)) ||
-	    fread(file, 1, fsize, in) != fsize)
+	if (len <= 0 || fseek(in, 0, SEEK_SET))
+		die("cannot read: %s", len ? strerror(errno) : "empty file");
+	fsize = (size_t)len;
+	file = malloc(fsize);
+	if (!file || fread(file, 1, fsize, in) != fsize)
 		die("cannot read: %s", strerror(errno));
 	fclose(in);
 
