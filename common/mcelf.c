@@ -704,6 +704,7 @@ void mce_close(struct mce_file *f)
 {
 	for (size_t i = 0; f->secs && i < f->shnum; i++) {
 		free(f->secs[i].rels);
+		free(f->secs[i].byoff);
 		if (f->secs[i].owned) {
 			free(f->secs[i].owned);
 			free(f->secs[i].data);
@@ -762,10 +763,86 @@ struct mce_sec *mce_sec_by_name(struct mce_file *f, const char *name)
 	return NULL;
 }
 
+/*
+ * Relocation I of RS (data D), decoded and checked.  libelf has already
+ * put D in this host's layout, so the usual classes are read in place:
+ * gelf_getrela()'s checks and copies per entry were a third of the time
+ * of a scan of a large .rela.text.
+ */
+static int read_rel(struct mce_file *f, const struct mce_sec *rs, const Elf_Data *d,
+		    size_t i, const struct mce_sec *tgt, struct mce_rel *r)
+{
+	uint64_t info;
+	bool rela = rs->is_rela;
+
+	r->addend = 0;
+	if (f->cls == ELFCLASS64 && d->d_type == (rela ? ELF_T_RELA : ELF_T_REL) &&
+	    (uintptr_t)d->d_buf % _Alignof(Elf64_Rela) == 0 &&
+	    i < d->d_size / (rela ? sizeof(Elf64_Rela) : sizeof(Elf64_Rel))) {
+		if (rela) {
+			const Elf64_Rela *e = (const Elf64_Rela *)d->d_buf + i;
+
+			r->offset = e->r_offset;
+			info = e->r_info;
+			r->addend = e->r_addend;
+		} else {
+			const Elf64_Rel *e = (const Elf64_Rel *)d->d_buf + i;
+
+			r->offset = e->r_offset;
+			info = e->r_info;
+		}
+	} else if (f->cls == ELFCLASS32 && d->d_type == (rela ? ELF_T_RELA : ELF_T_REL) &&
+		   (uintptr_t)d->d_buf % _Alignof(Elf32_Rela) == 0 &&
+		   i < d->d_size / (rela ? sizeof(Elf32_Rela) : sizeof(Elf32_Rel))) {
+		Elf32_Word w;
+
+		if (rela) {
+			const Elf32_Rela *e = (const Elf32_Rela *)d->d_buf + i;
+
+			r->offset = e->r_offset;
+			w = e->r_info;
+			r->addend = e->r_addend;
+		} else {
+			const Elf32_Rel *e = (const Elf32_Rel *)d->d_buf + i;
+
+			r->offset = e->r_offset;
+			w = e->r_info;
+		}
+		/* As gelf widens it. */
+		info = GELF_R_INFO(ELF32_R_SYM(w), ELF32_R_TYPE(w));
+	} else {
+		GElf_Rela ra;
+		GElf_Rel rl;
+
+		if (rela ? !gelf_getrela((Elf_Data *)d, (int)i, &ra) :
+			   !gelf_getrel((Elf_Data *)d, (int)i, &rl))
+			return mce_fail(f, "%s: cannot read relocation %zu", rs->name, i);
+		r->offset = rela ? ra.r_offset : rl.r_offset;
+		info = rela ? ra.r_info : rl.r_info;
+		if (rela)
+			r->addend = ra.r_addend;
+	}
+	decode_info(f, info, r);
+	if (f->symtab && rs->sh.sh_link == f->symtab->idx && r->sym >= f->nsyms)
+		return mce_fail(f, "%s: relocation %zu: symbol index %u out of range",
+			    rs->name, i, r->sym);
+	if (tgt && tgt->sh.sh_type != SHT_NOBITS && r->offset >= tgt->sh.sh_size)
+		return mce_fail(f, "%s: relocation %zu: offset 0x%llx outside %s (size 0x%llx)",
+			    rs->name, i, (unsigned long long)r->offset, tgt->name,
+			    (unsigned long long)tgt->sh.sh_size);
+	return 0;
+}
+
+/* The section RS's offsets are in, when they are offsets into one. */
+static const struct mce_sec *rel_target(const struct mce_file *f, const struct mce_sec *rs)
+{
+	return rs->sh.sh_info && !(rs->sh.sh_flags & SHF_ALLOC) ? &f->secs[rs->sh.sh_info] : NULL;
+}
+
 int mce_load_rels(struct mce_file *f, struct mce_sec *rs)
 {
 	Elf_Data *d;
-	const struct mce_sec *tgt;
+	const struct mce_sec *tgt = rel_target(f, rs);
 
 	if (rs->rels_loaded)
 		return 0;
@@ -776,39 +853,156 @@ int mce_load_rels(struct mce_file *f, struct mce_sec *rs)
 	rs->rels = calloc(rs->nrels ? rs->nrels : 1, sizeof(*rs->rels));
 	if (!rs->rels)
 		return mce_fail(f, "out of memory");
-	tgt = rs->sh.sh_info && !(rs->sh.sh_flags & SHF_ALLOC) ?
-		&f->secs[rs->sh.sh_info] : NULL;
-	bool symtab_link = f->symtab && rs->sh.sh_link == f->symtab->idx;
-	for (size_t i = 0; i < rs->nrels; i++) {
-		struct mce_rel *r = &rs->rels[i];
-		GElf_Rela ra;
-		uint64_t info;
-
-		if (rs->is_rela) {
-			if (!gelf_getrela(d, (int)i, &ra))
-				return mce_fail(f, "%s: cannot read relocation %zu", rs->name, i);
-			r->addend = ra.r_addend;
-		} else {
-			GElf_Rel rl;
-
-			if (!gelf_getrel(d, (int)i, &rl))
-				return mce_fail(f, "%s: cannot read relocation %zu", rs->name, i);
-			ra.r_offset = rl.r_offset;
-			ra.r_info = rl.r_info;
-		}
-		r->offset = ra.r_offset;
-		info = ra.r_info;
-		decode_info(f, info, r);
-		if (symtab_link && r->sym >= f->nsyms)
-			return mce_fail(f, "%s: relocation %zu: symbol index %u out of range",
-				    rs->name, i, r->sym);
-		if (tgt && tgt->sh.sh_type != SHT_NOBITS && r->offset >= tgt->sh.sh_size)
-			return mce_fail(f, "%s: relocation %zu: offset 0x%llx outside %s (size 0x%llx)",
-				    rs->name, i, (unsigned long long)r->offset, tgt->name,
-				    (unsigned long long)tgt->sh.sh_size);
-	}
+	for (size_t i = 0; i < rs->nrels; i++)
+		if (read_rel(f, rs, d, i, tgt, &rs->rels[i]) < 0)
+			return -1;
 	rs->rels_loaded = true;
 	return 0;
+}
+
+/*
+ * The symbol index and offset of every relocation of a section in this
+ * host's layout, in one tight loop: the scan the kernel's recordmcount
+ * does, a load and a compare per entry.  Calls PICK(i) for the wanted
+ * ones.  Returns the index of the first entry with a symbol or offset out
+ * of range, or N.
+ */
+#define SCAN_RELS(WORD, STRIDE, SYMOF, N, WANT, NSYMS, LIMIT, PICK)		\
+	({									\
+		const uint8_t *p_ = d->d_buf;					\
+		size_t i_ = 0;							\
+										\
+		for (; i_ < (N); i_++, p_ += (STRIDE)) {			\
+			WORD off_, info_;					\
+										\
+			memcpy(&off_, p_, sizeof(off_));			\
+			memcpy(&info_, p_ + sizeof(off_), sizeof(info_));	\
+			uint32_t sym_ = (uint32_t)(SYMOF(info_));		\
+										\
+			if (sym_ >= (NSYMS) || off_ >= (LIMIT))			\
+				break;						\
+			if ((WANT)[sym_])					\
+				PICK(i_);					\
+		}								\
+		i_;								\
+	})
+
+long mce_rels_pick(struct mce_file *f, struct mce_sec *rs, const bool *want,
+		   struct mce_rel **out)
+{
+	const struct mce_sec *tgt = rel_target(f, rs);
+	struct mce_rel *v = NULL;
+	size_t n = 0, nrels;
+	Elf_Data *d = NULL;
+
+	*out = NULL;
+	if (!f->symtab || rs->sh.sh_link != f->symtab->idx)
+		return mce_fail(f, "%s: relocations not against the symbol table", rs->name);
+	if (!rs->rels_loaded && !(d = mce_sec_data(f, rs)))
+		return -1;
+	nrels = rs->rels_loaded ? rs->nrels : rs->sh.sh_size / rs->sh.sh_entsize;
+
+	/* Offsets at or past LIMIT are out of their section (none is). */
+	uint64_t limit = tgt && tgt->sh.sh_type != SHT_NOBITS ? tgt->sh.sh_size : UINT64_MAX;
+	size_t stride = f->cls == ELFCLASS64 ? (rs->is_rela ? sizeof(Elf64_Rela) : sizeof(Elf64_Rel))
+					     : (rs->is_rela ? sizeof(Elf32_Rela) : sizeof(Elf32_Rel));
+	bool fast = !rs->rels_loaded && d->d_type == (rs->is_rela ? ELF_T_RELA : ELF_T_REL) &&
+		    nrels <= d->d_size / stride;
+
+	/*
+	 * Room for every entry, filled by one pass.  Only the pages the
+	 * picked few touch are ever faulted in (a block this size is fresh
+	 * memory, from the tools' allocator as from glibc's), and a second,
+	 * counting pass over the data would cost more than the address space.
+	 */
+	v = malloc((nrels ? nrels : 1) * sizeof(*v));
+	if (!v) {
+		mce_fail(f, "out of memory");
+		goto fail;
+	}
+	if (fast) {
+		size_t bad;
+#define TAKE(i) do { if (read_rel(f, rs, d, (i), tgt, &v[n++]) < 0) goto fail; } while (0)
+#define SYM64(x) (mips64el ? (x) & 0xffffffffu : (x) >> 32)
+#define SYM32(x) ((x) >> 8)
+		bool mips64el = f->mips64 && !f->msb;
+
+		if (f->cls == ELFCLASS64)
+			bad = SCAN_RELS(uint64_t, stride, SYM64, nrels, want, f->nsyms, limit, TAKE);
+		else
+			bad = SCAN_RELS(uint32_t, stride, SYM32, nrels, want, f->nsyms, limit, TAKE);
+#undef TAKE
+#undef SYM64
+#undef SYM32
+		if (bad < nrels) {
+			struct mce_rel r;
+
+			if (read_rel(f, rs, d, bad, tgt, &r) == 0)	/* says what is wrong */
+				mce_fail(f, "%s: relocation %zu is malformed", rs->name, bad);
+			goto fail;
+		}
+	} else {
+		for (size_t i = 0; i < nrels; i++) {
+			struct mce_rel r;
+
+			if (rs->rels_loaded)
+				r = rs->rels[i];
+			else if (read_rel(f, rs, d, i, tgt, &r) < 0)
+				goto fail;
+			if (want[r.sym])
+				v[n++] = r;
+		}
+	}
+	*out = v;
+	return (long)n;
+fail:
+	free(v);
+	return -1;
+}
+
+static int cmp_rel_off(const void *a, const void *b, void *arg)
+{
+	const struct mce_rel *r = arg;
+	size_t x = *(const size_t *)a, y = *(const size_t *)b;
+
+	if (r[x].offset != r[y].offset)
+		return r[x].offset < r[y].offset ? -1 : 1;
+	return x < y ? -1 : x > y;
+}
+
+void mce_rels_by_offset(const struct mce_rel *r, size_t n, size_t *idx)
+{
+	for (size_t i = 0; i < n; i++)
+		idx[i] = i;
+	/* An assembler emits them in offset order: a pass to see it. */
+	mc_sort_nearly(idx, n, sizeof(*idx), cmp_rel_off, (void *)r);
+}
+
+long mce_rels_within(struct mce_file *f, struct mce_sec *rs, uint64_t lo,
+		     uint64_t hi, const size_t **idx)
+{
+	if (mce_load_rels(f, rs) < 0)
+		return -1;
+	if (!rs->byoff) {
+		rs->byoff = malloc((rs->nrels ? rs->nrels : 1) * sizeof(*rs->byoff));
+		if (!rs->byoff)
+			return mce_fail(f, "out of memory");
+		mce_rels_by_offset(rs->rels, rs->nrels, rs->byoff);
+	}
+	size_t a = 0, b = rs->nrels;
+
+	while (a < b) {
+		size_t mid = a + (b - a) / 2;
+
+		if (rs->rels[rs->byoff[mid]].offset < lo)
+			a = mid + 1;
+		else
+			b = mid;
+	}
+	for (b = a; b < rs->nrels && rs->rels[rs->byoff[b]].offset < hi; b++)
+		;
+	*idx = rs->byoff + a;
+	return (long)(b - a);
 }
 
 /* ---- changes ------------------------------------------------------------ */
@@ -1054,6 +1248,8 @@ int mce_sec_empty(struct mce_file *f, struct mce_sec *s)
 	s->sh.sh_size = 0;
 	s->sh.sh_flags &= ~(GElf_Xword)SHF_ALLOC;
 	s->nrels = 0;
+	free(s->byoff);
+	s->byoff = NULL;
 	s->dirty = f->dirty = true;
 	return 0;
 }
@@ -1105,17 +1301,30 @@ long mce_label_before(struct mce_file *f, uint32_t shndx, uint64_t off,
 		f->nbounds = n;
 		free(kv);
 	}
-	size_t lo = 0, hi = f->nbounds;
+	/* LO: the number of labels at or before the place.  Callers walk a
+	 * section's call sites in order, one or two per function, so the
+	 * answer is usually at or just past the last one. */
+#define AT_OR_BEFORE(b) ((b)->shndx < shndx || ((b)->shndx == shndx && (b)->value <= off))
+	size_t lo = f->bounds_hint, hi = f->nbounds;
 
-	while (lo < hi) {
+	int step = 0;
+
+	if (lo > hi || (lo && !AT_OR_BEFORE(&f->bounds[lo - 1])))
+		lo = 0;
+	while (step < 4 && lo < hi && AT_OR_BEFORE(&f->bounds[lo])) {
+		lo++;
+		step++;
+	}
+	while (step == 4 && lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		const struct mce_bound *b = &f->bounds[mid];
 
-		if (b->shndx < shndx || (b->shndx == shndx && b->value <= off))
+		if (AT_OR_BEFORE(&f->bounds[mid]))
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
+#undef AT_OR_BEFORE
+	f->bounds_hint = lo;
 	if (!lo || f->bounds[lo - 1].shndx != shndx)
 		return -1;
 	*start = f->bounds[lo - 1].value;

@@ -40,6 +40,7 @@ struct mce_sec {
 	struct mce_sec *rela;	/* first REL/RELA section whose sh_info is us */
 	struct mce_rel *rels;	/* decoded, for REL/RELA sections */
 	size_t nrels;
+	size_t *byoff;		/* rels' indexes by offset; see mce_rels_within() */
 	bool rels_loaded;
 	bool dirty;		/* contents changed: rewrite from data */
 	bool is_new;
@@ -88,6 +89,7 @@ struct mce_file {
 	bool strtab_ends;	/* .strtab ends in NUL */
 	struct mce_bound *bounds;	/* code labels sorted by place; first use */
 	size_t nbounds;
+	size_t bounds_hint;		/* the last answer of mce_label_before() */
 	uint32_t *secsym;	/* section index -> its STT_SECTION symbol, or 0;
 				 * built on first use */
 	size_t nsecsym;
@@ -149,6 +151,29 @@ long mce_funcs_next(struct mce_file *f, size_t *at, struct mce_func *out, size_t
 Elf_Data *mce_sec_data(struct mce_file *f, struct mce_sec *s);
 /* Relocations of a REL/RELA section, loaded on first use. */
 int mce_load_rels(struct mce_file *f, struct mce_sec *rs);
+
+/*
+ * The relocations of RS against the symbols that WANT marks (one flag per
+ * symbol), in section order, into *OUT (malloc'ed; free it).  Returns
+ * their number, or -1 with f->err set.  Every entry is checked as
+ * mce_load_rels() checks it, but only the picked ones are copied: a
+ * module's .rela.text holds thousands of relocations of which a few
+ * hundred name __fentry__, and the full array costs a page fault per 128.
+ */
+long mce_rels_pick(struct mce_file *f, struct mce_sec *rs, const bool *want,
+		   struct mce_rel **out);
+
+/*
+ * The relocations of RS at offsets in [LO, HI): *IDX points at their
+ * indexes, in offset order (stable).  Returns their number, or -1 with
+ * f->err set.  Loads the relocations, and sorts an index of them on first
+ * use, so that finding those of each of many call sites is a search.
+ */
+long mce_rels_within(struct mce_file *f, struct mce_sec *rs, uint64_t lo,
+		     uint64_t hi, const size_t **idx);
+
+/* IDX[0..N) := the indexes of R[0..N) in offset order, ties in index order. */
+void mce_rels_by_offset(const struct mce_rel *r, size_t n, size_t *idx);
 
 struct mce_sec *mce_sec_by_name(struct mce_file *f, const char *name);
 static inline bool mce_sec_exec(const struct mce_sec *s)

@@ -286,6 +286,82 @@ static void test_shrunk(const char *path, const char *copy)
 	   "a file truncated under its mapping: one diagnostic line, exit 1");
 }
 
+/*
+ * mce_rels_pick() and mce_rels_within() against the plain reading of
+ * mce_load_rels(): the same relocations, in the same order, for every
+ * symbol on its own and for every window of offsets, on an object of the
+ * class the command line built (64-bit RELA, or 32-bit REL with -m32).
+ */
+static void test_rels_views(const char *path, const char *what)
+{
+	struct mce_file f, g;
+	char name[128];
+
+	if (mce_open(&f, path) < 0 || mce_open(&g, path) < 0) {
+		snprintf(name, sizeof(name), "%s: the object opens", what);
+		ok(0, name);
+		return;
+	}
+	int same = 1, checked = 0;
+	bool *want = calloc(f.nsyms, sizeof(*want));
+
+	for (size_t k = 0; k < f.shnum && want; k++) {
+		struct mce_sec *rs = &f.secs[k], *rg = &g.secs[k];
+
+		if (rs->sh.sh_type != SHT_RELA && rs->sh.sh_type != SHT_REL)
+			continue;
+		/* f picks from the raw data; g has loaded first (the slow path). */
+		if (mce_load_rels(&g, rg) < 0) {
+			same = 0;
+			break;
+		}
+		for (size_t s = 0; s < f.nsyms; s++) {
+			struct mce_rel *p = NULL, *q = NULL;
+
+			want[s] = true;
+			long n = mce_rels_pick(&f, rs, want, &p);
+			long m = mce_rels_pick(&g, rg, want, &q);
+			long j = 0;
+
+			for (size_t i = 0; n >= 0 && i < rg->nrels; i++) {
+				const struct mce_rel *r = &rg->rels[i];
+
+				if (r->sym != s)
+					continue;
+				if (j >= n || p[j].offset != r->offset || p[j].type != r->type ||
+				    p[j].addend != r->addend || q[j].offset != r->offset)
+					same = 0;
+				j++;
+			}
+			same &= n == j && m == j;
+			checked += j > 0;
+			want[s] = false;
+			free(p);
+			free(q);
+		}
+		uint64_t end = f.secs[rs->sh.sh_info].sh.sh_size + 2;
+
+		for (uint64_t lo = 0; lo < end; lo += 3)
+			for (uint64_t hi = lo; hi < lo + 9; hi += 4) {
+				const size_t *at;
+				long n = mce_rels_within(&f, rs, lo, hi, &at), j = 0;
+
+				for (size_t i = 0; n >= 0 && i < rg->nrels; i++)
+					if (rg->rels[i].offset >= lo && rg->rels[i].offset < hi)
+						same &= j < n && rg->rels[at[j++]].offset == rg->rels[i].offset;
+				same &= n == j;
+				for (long i = 1; i < n; i++)
+					same &= at[i - 1] < at[i] ||
+						rs->rels[at[i - 1]].offset < rs->rels[at[i]].offset;
+			}
+	}
+	snprintf(name, sizeof(name), "%s: picked and windowed relocations are the plain ones", what);
+	ok(want && same && checked > 3, name);
+	free(want);
+	mce_close(&f);
+	mce_close(&g);
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/mcloc-unit.XXXXXX", path[256], out[300], cmd[1024];
@@ -306,6 +382,23 @@ int main(void)
 	test_sort();
 	test_lazy_symbols(path);
 	test_shrunk(path, out);
+
+	/* Many calls, to several functions, for the relocation views. */
+	static const char many[] = "printf 'int g(int);int h(int);int k;\\n"
+		"int f(int x){return g(x)+h(x+k)+g(k)+h(g(x*3))+k;}\\n"
+		"int e(int x){return h(x)+f(x)+g(k);}\\n' | cc -O1 -x c -c - %s -o %s/r%s.o";
+	snprintf(cmd, sizeof(cmd), many, "", dir, "64");
+	if (sh(cmd) == 0) {
+		snprintf(out, sizeof(out), "%s/r64.o", dir);
+		test_rels_views(out, "64-bit RELA");
+	}
+	snprintf(cmd, sizeof(cmd), many, "-m32", dir, "32");
+	if (sh(cmd) == 0) {
+		snprintf(out, sizeof(out), "%s/r32.o", dir);
+		test_rels_views(out, "32-bit REL");
+	} else {
+		ok(1, "# SKIP cc -m32 cannot build a 32-bit object here");
+	}
 	ok(mce_open(&f, path) == 0, "a compiler-made object opens");
 	ok(f.cls == ELFCLASS64 && f.addrsize == 8 && !f.msb, "class and byte order come from the file");
 	struct mce_sec *text = mce_sec_by_name(&f, ".text");
