@@ -20,10 +20,17 @@ int mc_nop_site(struct mce_file *f, const struct mc_arch *a, struct mce_sec *tx,
 
 	if (mce_patch(f, tx, lo, buf, total) < 0)
 		return -1;
-	for (size_t i = 0; rs && i < rs->nrels; i++)
-		if (rs->rels[i].offset >= lo && rs->rels[i].offset < hi &&
-		    rs->rels[i].type != a->none_reloc &&
-		    mce_rel_retire(f, rs, i, a->none_reloc) < 0)
+	if (!rs)
+		return 0;
+
+	const size_t *at;
+	long n = mce_rels_within(f, rs, lo, hi, &at);
+
+	if (n < 0)
+		return -1;
+	for (long i = 0; i < n; i++)
+		if (rs->rels[at[i]].type != a->none_reloc &&
+		    mce_rel_retire(f, rs, at[i], a->none_reloc) < 0)
 			return -1;
 	return 0;
 }

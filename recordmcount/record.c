@@ -17,37 +17,68 @@
 #include "../common/diag.h"
 #include "../common/sitenop.h"
 #include "../common/mcelf.h"
-#include "../common/mcsort.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+/*
+ * A recorded site, compactly: a large module has thousands, and the
+ * decoder's text (struct mc_site's what) would triple the array.  That
+ * text is kept, in sites.what, only when it will be printed.
+ */
 struct site_rec {
-	uint32_t shndx;
-	bool traced;
-	struct mc_site s;
 	struct mce_sec *rs;	/* the relocation section that named the site */
+	uint64_t off;
+	uint32_t shndx;
+	uint8_t len, pre, post, mode;
+	bool traced;
 };
+
+typedef char site_what[sizeof(((struct mc_site *)0)->what)];
 
 struct sites {
 	struct site_rec *v;
+	site_what *what;	/* parallel to v when describing, else NULL */
 	size_t n, cap;
+	bool describe;
 };
 
-static int push_site(struct sites *ss, const struct site_rec *r)
+/* Room for MORE sites (the number of candidates is known up front). */
+static int reserve_sites(struct sites *ss, size_t more)
 {
-	if (ss->n == ss->cap) {
-		size_t cap = ss->cap ? ss->cap * 2 : 64;
-		struct site_rec *n = realloc(ss->v, cap * sizeof(*n));
+	if (ss->cap - ss->n >= more)
+		return 0;
 
-		if (!n)
+	size_t cap = ss->n + more > 2 * ss->cap ? ss->n + more : 2 * ss->cap;
+	struct site_rec *v = realloc(ss->v, cap * sizeof(*v));
+
+	if (!v)
+		return -1;
+	ss->v = v;
+	if (ss->describe) {
+		site_what *w = realloc(ss->what, cap * sizeof(*w));
+
+		if (!w)
 			return -1;
-		ss->v = n;
-		ss->cap = cap;
+		ss->what = w;
 	}
-	ss->v[ss->n++] = *r;
+	ss->cap = cap;
 	return 0;
+}
+
+static void push_site(struct sites *ss, struct mce_sec *rs, uint32_t shndx, bool traced,
+		      const struct mc_site *s)
+{
+	if (ss->what)
+		memcpy(ss->what[ss->n], s->what, sizeof(s->what));
+	ss->v[ss->n++] = (struct site_rec){ rs, s->off, shndx, s->len, s->pre, s->post,
+					    s->mode, traced };
+}
+
+static const char *site_text(const struct sites *ss, size_t k)
+{
+	return ss->what ? ss->what[k] : "";
 }
 
 /*
@@ -71,16 +102,6 @@ static bool kernel_traced(const char *name)
 		if (!strcmp(name, exact[i]))
 			return true;
 	return false;
-}
-
-static int cmp_rel_off(const void *a, const void *b, void *arg)
-{
-	const struct mce_rel *r = arg;
-	size_t x = *(const size_t *)a, y = *(const size_t *)b;
-
-	if (r[x].offset != r[y].offset)
-		return r[x].offset < r[y].offset ? -1 : 1;
-	return x < y ? -1 : x > y;
 }
 
 /* The symbol the table's relocations are made against for section SHNDX:
@@ -123,6 +144,7 @@ static int find_sites(struct mce_file *f, const struct mc_arch *a,
 		      const struct record_opts *o, const bool *is_mc,
 		      struct sites *ss)
 {
+	struct mce_rel *pick = NULL;
 	size_t *idx = NULL;
 	bool *fake = NULL;
 	uint64_t kernel_last = UINT64_MAX;	/* see kernel_pair_distance */
@@ -138,39 +160,38 @@ static int find_sites(struct mce_file *f, const struct mc_arch *a,
 		struct mce_sec *tx = &f->secs[rs->sh.sh_info];
 		if (!mce_sec_exec(tx))
 			continue;
-		if (mce_load_rels(f, rs) < 0) {
+		free(pick);
+		long got = mce_rels_pick(f, rs, is_mc, &pick);
+		if (got < 0) {
 			mc_error(f->path, "%s", f->err);
 			goto out;
 		}
-		size_t n = 0;
-		free(idx);
-		idx = malloc((rs->nrels + 1) * sizeof(*idx));
-		if (!idx) {
-			mc_error(f->path, "out of memory");
-			goto out;
-		}
-		for (size_t i = 0; i < rs->nrels; i++)
-			if (is_mc[rs->rels[i].sym])
-				idx[n++] = i;
+		size_t n = (size_t)got;
 		if (!n)
 			continue;
 		bool traced = !o->kernel || kernel_traced(tx->name);
 		free(fake);
-		fake = calloc(rs->nrels, sizeof(*fake));
-		if (!fake) {
+		free(idx);
+		fake = calloc(n, sizeof(*fake));
+		idx = malloc(n * sizeof(*idx));
+		if (!fake || !idx) {
 			mc_error(f->path, "out of memory");
 			goto out;
 		}
 		/* In relocation order, as the kernel's tool walks them. */
 		if (o->kernel && traced && a->kernel_pair_distance)
 			for (size_t j = 0; j < n; j++) {
-				uint64_t off = rs->rels[idx[j]].offset;
+				uint64_t off = pick[j].offset;
 
-				fake[idx[j]] = kernel_last != UINT64_MAX &&
-					       off - kernel_last == a->kernel_pair_distance;
+				fake[j] = kernel_last != UINT64_MAX &&
+					  off - kernel_last == a->kernel_pair_distance;
 				kernel_last = off;
 			}
-		mc_sort_nearly(idx, n, sizeof(*idx), cmp_rel_off, rs->rels);
+		mce_rels_by_offset(pick, n, idx);
+		if (reserve_sites(ss, n) < 0) {
+			mc_error(f->path, "out of memory");
+			goto out;
+		}
 
 		Elf_Data *d = mce_sec_data(f, tx);
 		if (!d) {
@@ -179,14 +200,13 @@ static int find_sites(struct mce_file *f, const struct mc_arch *a,
 		}
 		struct mc_text t = { .buf = d->d_buf, .size = d->d_size, .msb = f->msb,
 				     .elfclass = f->cls,
-				     .describe = o->print || mc_noting() };
+				     .describe = ss->describe };
 		uint64_t prev_end = 0;
 		bool have_prev = false;
 
 		for (size_t j = 0; j < n; j++) {
-			const struct mce_rel *r = &rs->rels[idx[j]];
-			struct site_rec sr = { .shndx = (uint32_t)tx->idx, .traced = traced,
-					       .rs = rs };
+			const struct mce_rel *r = &pick[idx[j]];
+			struct mc_site s;
 
 			if (fake[idx[j]])
 				continue;
@@ -204,27 +224,24 @@ static int find_sites(struct mce_file *f, const struct mc_arch *a,
 				mce_label_before(f, (uint32_t)tx->idx, r->offset, &t.boundary);
 			if (have_prev && prev_end <= r->offset && prev_end > t.boundary)
 				t.boundary = prev_end;
-			if (a->decode(&t, r, &sr.s) < 0) {
+			if (a->decode(&t, r, &s) < 0) {
 				mc_error(f->path, "%s: cannot decode the call to %s: %s", WHERE,
-					 f->syms[r->sym].name, sr.s.what);
+					 f->syms[r->sym].name, s.what);
 				goto out;
 			}
-			if (sr.s.verdict == MC_SITE_NOT_CALL) {
+			if (s.verdict == MC_SITE_NOT_CALL) {
 				if (mc_noting())
 					mc_note(f->path, "%s: %s is not a call to %s; not recorded",
-					WHERE, sr.s.what, f->syms[r->sym].name);
+					WHERE, s.what, f->syms[r->sym].name);
 				continue;
 			}
-			if (sr.s.verdict == MC_SITE_PART)
+			if (s.verdict == MC_SITE_PART)
 				continue;
-			if (have_prev && sr.s.off < prev_end)
+			if (have_prev && s.off < prev_end)
 				continue;	/* another relocation of the same call */
-			prev_end = sr.s.off + sr.s.len;
+			prev_end = s.off + s.len;
 			have_prev = true;
-			if (push_site(ss, &sr) < 0) {
-				mc_error(f->path, "out of memory");
-				goto out;
-			}
+			push_site(ss, rs, (uint32_t)tx->idx, traced, &s);
 		}
 	}
 #undef WHERE
@@ -232,21 +249,26 @@ static int find_sites(struct mce_file *f, const struct mc_arch *a,
 out:
 	free(fake);
 	free(idx);
+	free(pick);
 	return ret;
 }
 
 /* Replace a site by its NOP and retire every relocation inside it. */
 static int nop_site(struct mce_file *f, const struct mc_arch *a,
-		    const struct site_rec *sr, bool must)
+		    const struct sites *ss, size_t k, bool must)
 {
+	const struct site_rec *sr = &ss->v[k];
+	struct mc_site s = { .off = sr->off, .len = sr->len, .pre = sr->pre,
+			     .post = sr->post, .mode = sr->mode, .verdict = MC_SITE_CALL };
 	char where[256];
-	int r = mc_nop_site(f, a, &f->secs[sr->shndx], sr->rs, &sr->s);
+	int r = mc_nop_site(f, a, &f->secs[sr->shndx], sr->rs, &s);
 
 	if (r < 0)
 		mc_error(f->path, "%s", f->err);
 	else if (r > 0 && must)
-		mc_error(f->path, "%s: cannot NOP this call (%s)",
-			 mce_where(f, sr->shndx, sr->s.off, where, sizeof(where)), sr->s.what);
+		mc_error(f->path, "%s: cannot NOP this %u-byte call%s%s%s",
+			 mce_where(f, sr->shndx, sr->off, where, sizeof(where)), sr->len,
+			 ss->what ? " (" : "", site_text(ss, k), ss->what ? ")" : "");
 	return r < 0 || (r > 0 && must) ? -1 : 0;
 }
 
@@ -274,12 +296,16 @@ static long add_site_labels(struct mce_file *f, const struct mc_arch *a,
 		if (!sr->traced)
 			continue;
 		snprintf(names[n], sizeof(names[n]), ".Lmcount%zu", n);
-		v[n++] = (struct mce_sym){ .name = names[n - 1], .value = sr->s.off,
+		v[n++] = (struct mce_sym){ .name = names[n - 1], .value = sr->off,
 					   .shndx = sr->shndx, .type = STT_NOTYPE };
-		for (size_t i = 0; i < sr->rs->nrels; i++)
-			if (sr->rs->rels[i].offset == sr->s.off &&
-			    sr->rs->rels[i].type == a->relax_reloc &&
-			    mce_rel_retire(f, sr->rs, i, a->none_reloc) < 0)
+		const size_t *at;
+		long m = mce_rels_within(f, sr->rs, sr->off, sr->off + 1, &at);
+
+		if (m < 0)
+			goto fail;
+		for (long i = 0; i < m; i++)
+			if (sr->rs->rels[at[i]].type == a->relax_reloc &&
+			    mce_rel_retire(f, sr->rs, at[i], a->none_reloc) < 0)
 				goto fail;
 	}
 	first = mce_add_locals(f, v, n);
@@ -356,7 +382,7 @@ static int emit_tables(struct mce_file *f, const struct mc_arch *a,
 				adds[at] = 0;
 			} else {
 				syms[at] = (uint32_t)sym;
-				adds[at] = (int64_t)(ss->v[k].s.off - value);
+				adds[at] = (int64_t)(ss->v[k].off - value);
 			}
 			n++;
 		}
@@ -403,7 +429,7 @@ int record_file(const char *path, const struct record_opts *o)
 {
 	struct mce_file f;
 	const struct mc_arch *a;
-	struct sites ss = { 0 };
+	struct sites ss = { .describe = o->print || mc_noting() };
 	bool *is_mc = NULL, any = false, existing = false;
 	size_t ntraced = 0;
 	int ret = -1;
@@ -487,9 +513,9 @@ int record_file(const char *path, const struct record_opts *o)
 					last_warned);
 			}
 			/* The kernel's tool NOPs these where it knows how. */
-			if (a->kernel_nops_untraced && nop_site(&f, a, sr, false) < 0)
+			if (a->kernel_nops_untraced && nop_site(&f, a, &ss, i, false) < 0)
 				goto out;
-		} else if (o->nop && nop_site(&f, a, sr, true) < 0) {
+		} else if (o->nop && nop_site(&f, a, &ss, i, true) < 0) {
 			goto out;
 		}
 	}
@@ -499,9 +525,9 @@ int record_file(const char *path, const struct record_opts *o)
 		for (size_t i = 0; i < ss.n; i++)
 			if (ss.v[i].traced)
 				printf("%s: %s+0x%llx %s: %s\n", path, f.secs[ss.v[i].shndx].name,
-				       (unsigned long long)ss.v[i].s.off,
-				       mce_where(&f, ss.v[i].shndx, ss.v[i].s.off, where,
-						 sizeof(where)), ss.v[i].s.what);
+				       (unsigned long long)ss.v[i].off,
+				       mce_where(&f, ss.v[i].shndx, ss.v[i].off, where,
+						 sizeof(where)), site_text(&ss, i));
 	}
 	if (ntraced && emit_tables(&f, a, o, &ss) < 0)
 		goto out;
@@ -522,6 +548,7 @@ int record_file(const char *path, const struct record_opts *o)
 	ret = 0;
 out:
 	free(ss.v);
+	free(ss.what);
 	free(is_mc);
 	mce_close(&f);
 	return ret;
