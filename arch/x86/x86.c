@@ -37,22 +37,17 @@ static bool decode_at(const struct mc_text *t, uint64_t pos,
 {
 	static ZydisDecoder dec64, dec32;
 	static bool init64, init32;
-	ZydisDecoder *d;
+	bool is64 = t->elfclass == ELFCLASS64;
+	ZydisDecoder *d = is64 ? &dec64 : &dec32;
+	bool *ready = is64 ? &init64 : &init32;
 
-	if (t->elfclass == ELFCLASS64) {
-		if (!init64) {
-			zy->decoder_init(&dec64, ZYDIS_MACHINE_MODE_LONG_64,
-					 ZYDIS_STACK_WIDTH_64);
-			init64 = true;
-		}
-		d = &dec64;
-	} else {
-		if (!init32) {
-			zy->decoder_init(&dec32, ZYDIS_MACHINE_MODE_LEGACY_32,
-					 ZYDIS_STACK_WIDTH_32);
-			init32 = true;
-		}
-		d = &dec32;
+	if (!*ready) {
+		zy->decoder_init(d, is64 ? ZYDIS_MACHINE_MODE_LONG_64 : ZYDIS_MACHINE_MODE_LEGACY_32,
+				 is64 ? ZYDIS_STACK_WIDTH_64 : ZYDIS_STACK_WIDTH_32);
+		/* Length, mnemonic and the raw fields are all we read; minimal
+		 * mode skips the semantic analysis (about half a decode). */
+		zy->enable_mode(d, ZYDIS_DECODER_MODE_MINIMAL, ZYAN_TRUE);
+		*ready = true;
 	}
 	if (pos >= t->size)
 		return false;

@@ -13,7 +13,8 @@
 const struct mc_zydis *mc_zydis(void)
 {
 	static const struct mc_zydis z = {
-		ZydisDecoderInit, ZydisDecoderDecodeInstruction, ZydisMnemonicGetString
+		ZydisDecoderInit, ZydisDecoderEnableMode, ZydisDecoderDecodeInstruction,
+		ZydisMnemonicGetString
 	};
 
 	return &z;
@@ -23,6 +24,7 @@ const struct mc_zydis *mc_zydis(void)
 
 /* Defined by the image zydis-image generated from libZydis.so. */
 ZyanStatus mc_zydis_ZydisDecoderInit(ZydisDecoder *, ZydisMachineMode, ZydisStackWidth);
+ZyanStatus mc_zydis_ZydisDecoderEnableMode(ZydisDecoder *, ZydisDecoderMode, ZyanBool);
 ZyanStatus mc_zydis_ZydisDecoderDecodeInstruction(const ZydisDecoder *, ZydisDecoderContext *,
 						  const void *, ZyanUSize,
 						  ZydisDecodedInstruction *);
@@ -32,8 +34,8 @@ extern void (*const mc_zydis_inits[])(void);
 const struct mc_zydis *mc_zydis(void)
 {
 	static const struct mc_zydis z = {
-		mc_zydis_ZydisDecoderInit, mc_zydis_ZydisDecoderDecodeInstruction,
-		mc_zydis_ZydisMnemonicGetString
+		mc_zydis_ZydisDecoderInit, mc_zydis_ZydisDecoderEnableMode,
+		mc_zydis_ZydisDecoderDecodeInstruction, mc_zydis_ZydisMnemonicGetString
 	};
 	static bool ready;
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * The three Zydis entry points the x86 backend uses, reached through a
+ * The Zydis entry points the x86 backend uses, reached through a
  * table so that the tools can be linked fully statically.
  *
  * Debian ships Zydis only as a shared library.  A dynamically linked tool
@@ -20,6 +20,7 @@
 
 struct mc_zydis {
 	ZyanStatus (*decoder_init)(ZydisDecoder *, ZydisMachineMode, ZydisStackWidth);
+	ZyanStatus (*enable_mode)(ZydisDecoder *, ZydisDecoderMode, ZyanBool);
 	ZyanStatus (*decode)(const ZydisDecoder *, ZydisDecoderContext *,
 			     const void *, ZyanUSize, ZydisDecodedInstruction *);
 	const char *(*mnemonic)(ZydisMnemonic);
