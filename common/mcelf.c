@@ -775,39 +775,32 @@ static int read_rel(struct mce_file *f, const struct mce_sec *rs, const Elf_Data
 	uint64_t info;
 	bool rela = rs->is_rela;
 
+	/* Entry I as the in-memory types REL_T/RELA_T, into R and INFO. */
+#define READ_IN_PLACE(REL_T, RELA_T, INFO)					\
+	do {									\
+		if (rela) {							\
+			const RELA_T *e_ = (const RELA_T *)d->d_buf + i;	\
+			r->offset = e_->r_offset;				\
+			(INFO) = e_->r_info;					\
+			r->addend = e_->r_addend;				\
+		} else {							\
+			const REL_T *e_ = (const REL_T *)d->d_buf + i;		\
+			r->offset = e_->r_offset;				\
+			(INFO) = e_->r_info;					\
+		}								\
+	} while (0)
+
 	r->addend = 0;
 	if (f->cls == ELFCLASS64 && d->d_type == (rela ? ELF_T_RELA : ELF_T_REL) &&
 	    (uintptr_t)d->d_buf % _Alignof(Elf64_Rela) == 0 &&
 	    i < d->d_size / (rela ? sizeof(Elf64_Rela) : sizeof(Elf64_Rel))) {
-		if (rela) {
-			const Elf64_Rela *e = (const Elf64_Rela *)d->d_buf + i;
-
-			r->offset = e->r_offset;
-			info = e->r_info;
-			r->addend = e->r_addend;
-		} else {
-			const Elf64_Rel *e = (const Elf64_Rel *)d->d_buf + i;
-
-			r->offset = e->r_offset;
-			info = e->r_info;
-		}
+		READ_IN_PLACE(Elf64_Rel, Elf64_Rela, info);
 	} else if (f->cls == ELFCLASS32 && d->d_type == (rela ? ELF_T_RELA : ELF_T_REL) &&
 		   (uintptr_t)d->d_buf % _Alignof(Elf32_Rela) == 0 &&
 		   i < d->d_size / (rela ? sizeof(Elf32_Rela) : sizeof(Elf32_Rel))) {
 		Elf32_Word w;
 
-		if (rela) {
-			const Elf32_Rela *e = (const Elf32_Rela *)d->d_buf + i;
-
-			r->offset = e->r_offset;
-			w = e->r_info;
-			r->addend = e->r_addend;
-		} else {
-			const Elf32_Rel *e = (const Elf32_Rel *)d->d_buf + i;
-
-			r->offset = e->r_offset;
-			w = e->r_info;
-		}
+		READ_IN_PLACE(Elf32_Rel, Elf32_Rela, w);
 		/* As gelf widens it. */
 		info = GELF_R_INFO(ELF32_R_SYM(w), ELF32_R_TYPE(w));
 	} else {
@@ -822,6 +815,7 @@ static int read_rel(struct mce_file *f, const struct mce_sec *rs, const Elf_Data
 		if (rela)
 			r->addend = ra.r_addend;
 	}
+#undef READ_IN_PLACE
 	decode_info(f, info, r);
 	if (f->symtab && rs->sh.sh_link == f->symtab->idx && r->sym >= f->nsyms)
 		return mce_fail(f, "%s: relocation %zu: symbol index %u out of range",
