@@ -23,7 +23,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -1939,6 +1941,58 @@ out:
 	return ret;
 }
 
+/*
+ * Create TMP, whose name ends in six X's, as a new file (O_EXCL) with the
+ * mode MODE: the X's become letters until the name is free.  Unlike
+ * mkstemp(), which makes the file 0600, the file is created with MODE's
+ * permission bits, and changed afterwards only when the umask or a
+ * special bit kept them from it: for the common 0644 under umask 022 that
+ * spares an inode update per object.  The names come from the kernel's
+ * AT_RANDOM bytes stirred by a counter, so no clock is read.
+ */
+static int open_temp(char *tmp, mode_t mode)
+{
+	static const char abc[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-";
+	static uint64_t state;
+	char *x = tmp + strlen(tmp) - 6;
+	int fd = -1;
+
+	if (!state) {
+		const void *r = (const void *)getauxval(AT_RANDOM);
+
+		if (r)
+			memcpy(&state, r, sizeof(state));
+		state ^= (uint64_t)getpid() << 32 | (uintptr_t)tmp;
+	}
+	for (int tries = 0; tries < 1000 && fd < 0; tries++) {
+		/* splitmix64: every state gives a well-mixed word. */
+		uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+
+		z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+		z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+		z ^= z >> 31;
+		for (int i = 0; i < 6; i++)
+			x[i] = abc[(z >> (6 * i)) & 63];
+		fd = open(tmp, O_RDWR | O_CREAT | O_EXCL, mode & 0777);
+		if (fd < 0 && errno != EEXIST)
+			return -1;
+	}
+	if (fd < 0)
+		return -1;	/* errno is EEXIST */
+
+	struct stat st;
+
+	if (fstat(fd, &st) < 0 || ((st.st_mode & 07777) != mode && fchmod(fd, mode) < 0)) {
+		int e = errno;
+
+		close(fd);
+		unlink(tmp);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
 int mce_write(struct mce_file *f, const char *outpath)
 {
 	const char *target = outpath ? outpath : f->path;
@@ -1965,7 +2019,7 @@ int mce_write(struct mce_file *f, const char *outpath)
 		mce_fail(f, "out of memory");
 		goto out;
 	}
-	fd = mkstemp(tmp);
+	fd = open_temp(tmp, mode);
 	if (fd < 0) {
 		mce_fail(f, "cannot create a temporary file beside %s: %s", target,
 		     strerror(errno));
@@ -1973,10 +2027,6 @@ int mce_write(struct mce_file *f, const char *outpath)
 	}
 	if ((o.patches ? write_patched(f, fd, &o) : write_all(fd, &o)) < 0) {
 		mce_fail(f, "cannot write %s: %s", tmp, strerror(errno));
-		goto out;
-	}
-	if (fchmod(fd, mode) < 0) {
-		mce_fail(f, "cannot set the mode of %s: %s", tmp, strerror(errno));
 		goto out;
 	}
 	if (close(fd) < 0) {

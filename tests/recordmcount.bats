@@ -108,11 +108,18 @@ ASM
 	[ "$(stat -c %a "$T/f.o")" = 640 ]
 }
 
-@test "the rewrite keeps the file's mode" {
+@test "the rewrite keeps the file's mode, whatever the umask" {
 	gcc -O2 -pg -mfentry -c "$DEMO/fib.c" -I"$DEMO" -o "$T/f.o"
-	chmod 604 "$T/f.o"
-	"$RECORDMCOUNT" "$T/f.o"
-	[ "$(stat -c %a "$T/f.o")" = 604 ]
+	# The temporary file is created with the mode itself where the umask
+	# allows, and changed after creation where it does not.
+	for m in 604:022 666:077 2755:022 4711:000 600:777; do
+		cp "$T/f.o" "$T/g.o"
+		chmod "${m%:*}" "$T/g.o"
+		(umask "${m#*:}" && "$RECORDMCOUNT" "$T/g.o")
+		[ "$(stat -c %a "$T/g.o")" = "${m%:*}" ] || { echo "mode ${m%:*} umask ${m#*:}: $(stat -c %a "$T/g.o")"; false; }
+		[ "$($MCTABLE "$T/g.o" | wc -l)" -eq 1 ]
+	done
+	[ -z "$(find "$T" -name '.*.o.*')" ]
 }
 
 @test "-s writes the table under another name" {
