@@ -765,6 +765,22 @@ struct mce_sec *mce_sec_by_name(struct mce_file *f, const char *name)
 	return NULL;
 }
 
+/* The size of one REL (or RELA) entry of F's class, in memory as on disk. */
+static size_t rel_size(const struct mce_file *f, bool rela)
+{
+	if (f->cls == ELFCLASS64)
+		return rela ? sizeof(Elf64_Rela) : sizeof(Elf64_Rel);
+	return rela ? sizeof(Elf32_Rela) : sizeof(Elf32_Rel);
+}
+
+/* Whether D holds RS's entries in this host's layout, N of them at least. */
+static bool rels_in_place(const struct mce_file *f, const struct mce_sec *rs,
+			  const Elf_Data *d, size_t n)
+{
+	return d->d_type == (rs->is_rela ? ELF_T_RELA : ELF_T_REL) &&
+	       n <= d->d_size / rel_size(f, rs->is_rela);
+}
+
 /*
  * Relocation I of RS (data D), decoded and checked.  libelf has already
  * put D in this host's layout, so the usual classes are read in place:
@@ -776,6 +792,9 @@ static int read_rel(struct mce_file *f, const struct mce_sec *rs, const Elf_Data
 {
 	uint64_t info;
 	bool rela = rs->is_rela;
+	bool in_place = rels_in_place(f, rs, d, i + 1) &&
+			(uintptr_t)d->d_buf % (f->cls == ELFCLASS64 ? _Alignof(Elf64_Rela)
+								    : _Alignof(Elf32_Rela)) == 0;
 
 	/* Entry I as the in-memory types REL_T/RELA_T, into R and INFO. */
 #define READ_IN_PLACE(REL_T, RELA_T, INFO)					\
@@ -793,13 +812,9 @@ static int read_rel(struct mce_file *f, const struct mce_sec *rs, const Elf_Data
 	} while (0)
 
 	r->addend = 0;
-	if (f->cls == ELFCLASS64 && d->d_type == (rela ? ELF_T_RELA : ELF_T_REL) &&
-	    (uintptr_t)d->d_buf % _Alignof(Elf64_Rela) == 0 &&
-	    i < d->d_size / (rela ? sizeof(Elf64_Rela) : sizeof(Elf64_Rel))) {
+	if (in_place && f->cls == ELFCLASS64) {
 		READ_IN_PLACE(Elf64_Rel, Elf64_Rela, info);
-	} else if (f->cls == ELFCLASS32 && d->d_type == (rela ? ELF_T_RELA : ELF_T_REL) &&
-		   (uintptr_t)d->d_buf % _Alignof(Elf32_Rela) == 0 &&
-		   i < d->d_size / (rela ? sizeof(Elf32_Rela) : sizeof(Elf32_Rel))) {
+	} else if (in_place) {
 		Elf32_Word w;
 
 		READ_IN_PLACE(Elf32_Rel, Elf32_Rela, w);
@@ -857,53 +872,50 @@ int mce_load_rels(struct mce_file *f, struct mce_sec *rs)
 }
 
 /*
- * The symbol index and offset of every relocation of a section in this
- * host's layout, in one tight loop: the scan the kernel's recordmcount
- * does, a load and a compare per entry.  Calls PICK(i) for the wanted
- * ones.  Returns the index of the first entry with a symbol or offset out
- * of range, or N.
+ * The symbol index and offset of entry P of a REL/RELA section in this
+ * host's layout: all that the scan for mcount calls needs, read without
+ * decoding the rest.
  */
-#define SCAN_RELS(WORD, STRIDE, SYMOF, N, WANT, NSYMS, LIMIT, PICK)		\
-	({									\
-		const uint8_t *p_ = d->d_buf;					\
-		size_t i_ = 0;							\
-										\
-		for (; i_ < (N); i_++, p_ += (STRIDE)) {			\
-			WORD off_, info_;					\
-										\
-			memcpy(&off_, p_, sizeof(off_));			\
-			memcpy(&info_, p_ + sizeof(off_), sizeof(info_));	\
-			uint32_t sym_ = (uint32_t)(SYMOF(info_));		\
-										\
-			if (sym_ >= (NSYMS) || off_ >= (LIMIT))			\
-				break;						\
-			if ((WANT)[sym_])					\
-				PICK(i_);					\
-		}								\
-		i_;								\
-	})
+static uint32_t raw_sym_off(const struct mce_file *f, const uint8_t *p, uint64_t *off)
+{
+	if (f->cls == ELFCLASS64) {
+		uint64_t o, info;
+
+		memcpy(&o, p, sizeof(o));
+		memcpy(&info, p + sizeof(o), sizeof(info));
+		*off = o;
+		return (uint32_t)(f->mips64 && !f->msb ? info : info >> 32);
+	}
+	uint32_t o, info;
+
+	memcpy(&o, p, sizeof(o));
+	memcpy(&info, p + sizeof(o), sizeof(info));
+	*off = o;
+	return info >> 8;
+}
 
 long mce_rels_pick(struct mce_file *f, struct mce_sec *rs, const bool *want,
 		   struct mce_rel **out)
 {
 	const struct mce_sec *tgt = rel_target(f, rs);
-	struct mce_rel *v = NULL;
-	size_t n = 0, nrels;
+	struct mce_rel *v;
+	size_t n = 0, nrels = rs->nrels;
 	Elf_Data *d = NULL;
 
 	*out = NULL;
 	if (!f->symtab || rs->sh.sh_link != f->symtab->idx)
 		return mce_fail(f, "%s: relocations not against the symbol table", rs->name);
-	if (!rs->rels_loaded && !(d = mce_sec_data(f, rs)))
-		return -1;
-	nrels = rs->rels_loaded ? rs->nrels : rs->sh.sh_size / rs->sh.sh_entsize;
-
-	/* Offsets at or past LIMIT are out of their section (none is). */
-	uint64_t limit = tgt && tgt->sh.sh_type != SHT_NOBITS ? tgt->sh.sh_size : UINT64_MAX;
-	size_t stride = f->cls == ELFCLASS64 ? (rs->is_rela ? sizeof(Elf64_Rela) : sizeof(Elf64_Rel))
-					     : (rs->is_rela ? sizeof(Elf32_Rela) : sizeof(Elf32_Rel));
-	bool fast = !rs->rels_loaded && d->d_type == (rs->is_rela ? ELF_T_RELA : ELF_T_REL) &&
-		    nrels <= d->d_size / stride;
+	if (!rs->rels_loaded) {
+		if (!(d = mce_sec_data(f, rs)))
+			return -1;
+		nrels = rs->sh.sh_size / rs->sh.sh_entsize;
+		/* Not in this host's layout: decode them all the usual way. */
+		if (!rels_in_place(f, rs, d, nrels)) {
+			if (mce_load_rels(f, rs) < 0)
+				return -1;
+			d = NULL;
+		}
+	}
 
 	/*
 	 * Room for every entry, filled by one pass.  Only the pages the
@@ -912,48 +924,37 @@ long mce_rels_pick(struct mce_file *f, struct mce_sec *rs, const bool *want,
 	 * counting pass over the data would cost more than the address space.
 	 */
 	v = malloc((nrels ? nrels : 1) * sizeof(*v));
-	if (!v) {
-		mce_fail(f, "out of memory");
-		goto fail;
+	if (!v)
+		return mce_fail(f, "out of memory");
+	if (!d) {
+		for (size_t i = 0; i < nrels; i++)
+			if (want[rs->rels[i].sym])
+				v[n++] = rs->rels[i];
+		*out = v;
+		return (long)n;
 	}
-	if (fast) {
-		size_t bad;
-#define TAKE(i) do { if (read_rel(f, rs, d, (i), tgt, &v[n++]) < 0) goto fail; } while (0)
-#define SYM64(x) (mips64el ? (x) & 0xffffffffu : (x) >> 32)
-#define SYM32(x) ((x) >> 8)
-		bool mips64el = f->mips64 && !f->msb;
 
-		if (f->cls == ELFCLASS64)
-			bad = SCAN_RELS(uint64_t, stride, SYM64, nrels, want, f->nsyms, limit, TAKE);
-		else
-			bad = SCAN_RELS(uint32_t, stride, SYM32, nrels, want, f->nsyms, limit, TAKE);
-#undef TAKE
-#undef SYM64
-#undef SYM32
-		if (bad < nrels) {
-			struct mce_rel r;
+	/* The scan the kernel's recordmcount does: a load and a compare per
+	 * entry, checked as mce_load_rels() checks it; only picks are decoded. */
+	uint64_t limit = tgt && tgt->sh.sh_type != SHT_NOBITS ? tgt->sh.sh_size : UINT64_MAX;
+	size_t stride = rel_size(f, rs->is_rela);
+	const uint8_t *p = d->d_buf;
 
-			if (read_rel(f, rs, d, bad, tgt, &r) == 0)	/* says what is wrong */
-				mce_fail(f, "%s: relocation %zu is malformed", rs->name, bad);
-			goto fail;
-		}
-	} else {
-		for (size_t i = 0; i < nrels; i++) {
-			struct mce_rel r;
+	for (size_t i = 0; i < nrels; i++, p += stride) {
+		uint64_t off;
+		uint32_t sym = raw_sym_off(f, p, &off);
 
-			if (rs->rels_loaded)
-				r = rs->rels[i];
-			else if (read_rel(f, rs, d, i, tgt, &r) < 0)
-				goto fail;
-			if (want[r.sym])
-				v[n++] = r;
+		if (sym >= f->nsyms || off >= limit || want[sym]) {
+			/* read_rel() says what is wrong with a bad one. */
+			if (read_rel(f, rs, d, i, tgt, &v[n]) < 0) {
+				free(v);
+				return -1;
+			}
+			n += want[v[n].sym];
 		}
 	}
 	*out = v;
 	return (long)n;
-fail:
-	free(v);
-	return -1;
 }
 
 static int cmp_rel_off(const void *a, const void *b, void *arg)
@@ -1299,25 +1300,26 @@ long mce_label_before(struct mce_file *f, uint32_t shndx, uint64_t off,
 	}
 	/* LO: the number of labels at or before the place.  Callers walk a
 	 * section's call sites in order, one or two per function, so the
-	 * answer is usually at or just past the last one. */
+	 * answer is usually at or a few past the last one: step from there,
+	 * and search only when that does not reach it. */
 #define AT_OR_BEFORE(b) ((b)->shndx < shndx || ((b)->shndx == shndx && (b)->value <= off))
 	size_t lo = f->bounds_hint, hi = f->nbounds;
 
-	int step = 0;
-
 	if (lo > hi || (lo && !AT_OR_BEFORE(&f->bounds[lo - 1])))
 		lo = 0;
-	while (step < 4 && lo < hi && AT_OR_BEFORE(&f->bounds[lo])) {
-		lo++;
-		step++;
-	}
-	while (step == 4 && lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
+	for (int step = 0; lo < hi && AT_OR_BEFORE(&f->bounds[lo]); step++) {
+		if (step == 4) {
+			while (lo < hi) {
+				size_t mid = lo + (hi - lo) / 2;
 
-		if (AT_OR_BEFORE(&f->bounds[mid]))
-			lo = mid + 1;
-		else
-			hi = mid;
+				if (AT_OR_BEFORE(&f->bounds[mid]))
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			break;
+		}
+		lo++;
 	}
 #undef AT_OR_BEFORE
 	f->bounds_hint = lo;
