@@ -163,6 +163,7 @@ static size_t check_complete_linked(struct checker *k, const struct op_entry *so
 				    size_t n)
 {
 	struct mce_file *f = k->f;
+	struct op_callee_memo memo = { 0 };
 	size_t calls = 0;
 
 	for (size_t i = 1; i < f->nsyms; i++) {
@@ -182,15 +183,16 @@ static size_t check_complete_linked(struct checker *k, const struct op_entry *so
 
 			if (k->a->insn(&t, off, tx->sh.sh_addr + off, &in) < 0 || !in.len)
 				break;	/* data in code: the rest is not ours to judge */
-			if (in.call && mc_is_mcount_name(op_callee(f, k->a, &in))) {
+			const char *callee = in.call ? op_callee(f, k->a, &in, &memo) : "";
+
+			if (mc_is_mcount_name(callee)) {
 				if (calls++ == 0 && !k->ntables)
 					problem(k, 0, 0, false, "no __mcount_loc or "
 						"__patchable_function_entries table, but calls to %s",
-						op_callee(f, k->a, &in));
+						callee);
 				if (!in_table(sorted, n, m->shndx, off))
 					problem(k, m->shndx, off, true,
-						"call to %s missing from the table",
-						op_callee(f, k->a, &in));
+						"call to %s missing from the table", callee);
 			}
 			off += in.len;
 		}

@@ -238,13 +238,15 @@ static int settle_uncovered(struct mce_file *f, const struct mc_arch *a, const u
 
 	if (neighbours(f, u, k, pred, sizeless, has_pred, next) < 0)
 		goto out;
+	struct op_callee_memo memo = { 0 };
+
 	for (size_t i = 0; i < k; i++) {
 		if (has_pred[i] && sizeless[i])
 			continue;
 		struct mce_sec *s = mce_sec_of_vaddr(f, u[i]);
 		struct op_entry e = { 0 };
 
-		op_classify(f, a, (uint32_t)s->idx, u[i] - s->sh.sh_addr, &e);
+		op_classify(f, a, (uint32_t)s->idx, u[i] - s->sh.sh_addr, &e, &memo);
 		if (e.state == OP_PATCHABLE && next[i] < u[i] + e.len)
 			continue;
 		stale[idx[i] / 64] |= 1ull << (idx[i] % 64);

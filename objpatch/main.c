@@ -9,6 +9,7 @@
 #include "../common/diag.h"
 
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -41,13 +42,21 @@ static void usage(FILE *out)
 	      "\nExit status: 0 ok, 1 a problem was found or a file failed, 2 usage.\n", out);
 }
 
-/* Strip -j/-p wherever they stand, so every subcommand takes them. */
+/*
+ * Strip -j/-p wherever they stand before a "--", so every subcommand takes
+ * them.  What follows "--" is another program's command line (objpatch
+ * link -- cc ...): it is passed on untouched, "--" included.
+ */
 static int take_common(int argc, char **argv, struct op_common *c)
 {
 	int n = 0;
+	bool rest = false;
 
 	for (int i = 0; i < argc; i++) {
-		if (!strcmp(argv[i], "-j") || !strcmp(argv[i], "--json")) {
+		if (rest || !strcmp(argv[i], "--")) {
+			rest = true;
+			argv[n++] = argv[i];
+		} else if (!strcmp(argv[i], "-j") || !strcmp(argv[i], "--json")) {
 			c->json = true;
 		} else if (!strcmp(argv[i], "-p") || !strcmp(argv[i], "--pretty")) {
 			c->json = c->pretty = true;

@@ -81,12 +81,8 @@ static struct mc_text text_at(struct mce_file *f, struct mce_sec *s)
 }
 
 const char *op_callee(struct mce_file *f, const struct mc_arch *a,
-		      const struct mc_insn *in)
+		      const struct mc_insn *in, struct op_callee_memo *m)
 {
-	static struct mce_file *cf;
-	static uint64_t ctarget;
-	static bool cslot;
-	static const char *cname;
 	const struct mce_dynrel *d;
 	uint64_t slot = in->target;
 	const char *name = "";
@@ -94,8 +90,8 @@ const char *op_callee(struct mce_file *f, const struct mc_arch *a,
 	if (!in->has_target)
 		return "";
 	/* Calls of one image mostly reach the same few places. */
-	if (cf == f && ctarget == in->target && cslot == in->via_slot)
-		return cname;
+	if (m && m->name && m->target == in->target && m->via_slot == in->via_slot)
+		return m->name;
 	if (!in->via_slot) {
 		struct mce_sec *s = mce_sec_of_vaddr(f, in->target);
 		uint64_t start;
@@ -117,10 +113,9 @@ const char *op_callee(struct mce_file *f, const struct mc_arch *a,
 	}
 	if (slot && (d = mce_dynrel_at(f, slot)))
 		name = mce_dynrel_name(f, d);
-	cf = f;
-	ctarget = in->target;
-	cslot = in->via_slot;
-	cname = name;
+	if (m)
+		*m = (struct op_callee_memo){ .target = in->target, .via_slot = in->via_slot,
+					      .name = name };
 	return name;
 }
 
@@ -130,7 +125,7 @@ static bool is_mcount_target(const struct mce_file *f, uint32_t sym)
 }
 
 void op_classify(struct mce_file *f, const struct mc_arch *a, uint32_t shndx,
-		 uint64_t off, struct op_entry *e)
+		 uint64_t off, struct op_entry *e, struct op_callee_memo *memo)
 {
 	struct mce_sec *tx = &f->secs[shndx];
 	Elf_Data *d = mce_sec_data(f, tx);
@@ -150,11 +145,14 @@ void op_classify(struct mce_file *f, const struct mc_arch *a, uint32_t shndx,
 	if (mce_linked(f)) {
 		struct mc_insn in;
 
-		if (a->insn(&t, off, tx->sh.sh_addr + off, &in) == 0 && in.call &&
-		    mc_is_mcount_name(op_callee(f, a, &in))) {
+		const char *callee = "";
+
+		if (a->insn(&t, off, tx->sh.sh_addr + off, &in) == 0 && in.call)
+			callee = op_callee(f, a, &in, memo);
+		if (mc_is_mcount_name(callee)) {
 			e->state = OP_CALL;
 			e->len = in.len;
-			e->target = op_callee(f, a, &in);
+			e->target = callee;
 			return;
 		}
 	}
@@ -384,9 +382,11 @@ static int load_linked(struct mce_file *f, const struct mc_arch *a, struct op_si
 		}
 		free(own);
 	}
+	struct op_callee_memo memo = { 0 };
+
 	for (size_t i = 0; i < s->n; i++)
 		if (s->v[i].resolved && mce_sec_exec(&f->secs[s->v[i].shndx]))
-			op_classify(f, a, s->v[i].shndx, s->v[i].off, &s->v[i]);
+			op_classify(f, a, s->v[i].shndx, s->v[i].off, &s->v[i], &memo);
 	return 0;
 }
 
@@ -458,9 +458,11 @@ int op_sites_load(struct mce_file *f, const struct mc_arch *a, struct op_sites *
 		}
 		free(seen);
 	}
+	struct op_callee_memo memo = { 0 };
+
 	for (size_t i = 0; i < s->n; i++)
 		if (s->v[i].resolved && mce_sec_exec(&f->secs[s->v[i].shndx]))
-			op_classify(f, a, s->v[i].shndx, s->v[i].off, &s->v[i]);
+			op_classify(f, a, s->v[i].shndx, s->v[i].off, &s->v[i], &memo);
 	return 0;
 }
 

@@ -53,10 +53,23 @@ struct op_sites {
 /* Place order: by address in a linked image, else by section and offset. */
 int op_cmp_place(const struct op_entry *x, const struct op_entry *y);
 
+/*
+ * The last answer of op_callee() for one file.  The caller owns it, one
+ * per open file and zeroed at the start: a memo kept in function-static
+ * variables and keyed by the file's address once answered for the wrong
+ * image when two files in turn had the same (stack) address.
+ */
+struct op_callee_memo {
+	uint64_t target;
+	bool via_slot;
+	const char *name;	/* NULL: nothing remembered yet */
+};
+
 /* The name of what a decoded call in a linked image reaches ("" if not
- * known): a symbol, or the dynamic symbol behind a PLT entry or GOT slot. */
+ * known): a symbol, or the dynamic symbol behind a PLT entry or GOT slot.
+ * M (may be NULL) remembers the last answer for F. */
 const char *op_callee(struct mce_file *f, const struct mc_arch *a,
-		      const struct mc_insn *in);
+		      const struct mc_insn *in, struct op_callee_memo *m);
 
 extern const char *const op_state_name[];
 
@@ -74,7 +87,7 @@ const uint64_t *op_table_words(struct mce_file *f, const struct mc_arch *a,
 
 /* Decode the code at SHNDX+OFF into E's state fields. */
 void op_classify(struct mce_file *f, const struct mc_arch *a, uint32_t shndx,
-		 uint64_t off, struct op_entry *e);
+		 uint64_t off, struct op_entry *e, struct op_callee_memo *memo);
 
 /* Open FILE (a relocatable object, or a linked image of an architecture
  * objpatch can decode linked code of) read-only, with mce_open_flags()'s

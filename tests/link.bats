@@ -117,3 +117,12 @@ matrix() {
 	need qemu-riscv64
 	FENTRY= matrix riscv64-linux-gnu-gcc "qemu-riscv64 -L /usr/riscv64-linux-gnu" -march=rv64g
 }
+
+@test "link runs the command after -- unchanged, -j and -p included" {
+	run "$OBJPATCH" link -- sh -c 'echo "$*" > "$0.args"; cp /bin/true "$0"' "$T/out" -p -j --json --pretty -o "$T/out"
+	assert_success
+	[ "$(cat "$T/out.args")" = "-p -j --json --pretty -o $T/out" ]
+	# Before the --, -j still belongs to objpatch.
+	run "$OBJPATCH" -j link -- sh -c 'cp /bin/true "$0"' "$T/out2" -o "$T/out2"
+	assert_success
+}

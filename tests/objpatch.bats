@@ -138,3 +138,25 @@ C
 	assert_failure 1
 	assert_output --partial "no line information"
 }
+
+@test "check, inspect and nop take two linked images in one run" {
+	# Each input's decoding state must be its own: a memo of the last
+	# call target, kept process-wide and keyed by the (reused) address of
+	# the file's struct, once crashed on the second image.
+	cc -O2 -pg -mfentry -c "$DEMO/fib.c" -I"$DEMO" -o "$T/f.o"
+	cc -O2 -pg -mfentry -c "$DEMO/main.c" -I"$DEMO" -o "$T/m.o"
+	cc -O2 -pg -mfentry -c "$DEMO/stats.c" -I"$DEMO" -o "$T/s.o"
+	"$RECORDMCOUNT" "$T"/{f,m,s}.o
+	"$OBJPATCH" link -- cc -pie "$T"/{f,m,s}.o -o "$T/prog1"
+	head -c 3000000 /dev/zero > "$T/junk"
+	objcopy --add-section .junk="$T/junk" "$T/prog1" "$T/prog2"
+	run "$OBJPATCH" check "$T/prog1" "$T/prog2"
+	assert_success
+	run "$OBJPATCH" -j inspect "$T/prog1" "$T/prog2"
+	assert_success
+	[ "$(echo "$output" | entries)" -eq $((2 * $("$OBJPATCH" -j inspect "$T/prog1" | entries))) ]
+	run "$OBJPATCH" nop "$T/prog1" "$T/prog2"
+	assert_success
+	run "$OBJPATCH" -j inspect "$T/prog1" "$T/prog2"
+	[ "$(echo "$output" | $PY -c 'import json,sys; print(sum(f["summary"]["call"] for f in json.load(sys.stdin)))')" -eq 0 ]
+}
