@@ -3,8 +3,15 @@
 
 #include <stdio.h>
 
-/* Handles are opened once per (arch, mode) and kept: a tool processes many
- * sites, and cs_open is far more expensive than one decode. */
+/*
+ * Handles are opened once per (arch, mode) and kept: a tool processes many
+ * sites, and cs_open() is far more expensive than one decode.  The cache
+ * holds no state of any file, only a decoder per instruction set, so one
+ * run over many files may share it; it is per thread because a capstone
+ * handle must not be used by two threads at once.  When more instruction
+ * sets are in use than it holds (a batch of objects of every
+ * architecture), the last slot is closed and reused.
+ */
 struct handle {
 	cs_arch arch;
 	cs_mode mode;
@@ -12,16 +19,19 @@ struct handle {
 	cs_insn *insn;
 };
 
-static struct handle handles[8];
-static unsigned nhandles;
+static _Thread_local struct handle handles[16];
+static _Thread_local unsigned nhandles;
 
 static struct handle *get(cs_arch arch, cs_mode mode)
 {
 	for (unsigned i = 0; i < nhandles; i++)
 		if (handles[i].arch == arch && handles[i].mode == mode)
 			return &handles[i];
-	if (nhandles == sizeof(handles) / sizeof(handles[0]))
-		return NULL;
+	if (nhandles == sizeof(handles) / sizeof(handles[0])) {
+		nhandles--;
+		cs_free(handles[nhandles].insn, 1);
+		cs_close(&handles[nhandles].h);
+	}
 	struct handle *h = &handles[nhandles];
 
 	if (cs_open(arch, mode, &h->h) != CS_ERR_OK)

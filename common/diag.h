@@ -9,6 +9,11 @@
 
 #include <stdbool.h>
 
+/*
+ * The run's own settings, set once by main() from the command line: they
+ * are the same for every file of a run, which is why they may be
+ * process-wide.  Nothing about a file is ever kept here.
+ */
 extern const char *mc_tool;	/* set by main() */
 extern int mc_verbose;		/* -v count */
 extern bool mc_quiet;		/* -q: errors only */

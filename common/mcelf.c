@@ -23,8 +23,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/auxv.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -162,7 +162,6 @@ void mce_rel_to_gelf(const struct mce_file *f, const struct mce_rel *r,
 
 /* ---- opening ------------------------------------------------------------ */
 
-static bool libelf_ready;
 
 /* Grow the section array to CAP entries, re-pointing the internal links
  * that pointed into the old array. */
@@ -465,26 +464,26 @@ int mce_open_mode(struct mce_file *f, const char *path, bool writable)
  * crash: the handler says which file, in the usual one-line form, and
  * exits 1.  Nothing has been written by then (the output is streamed from
  * the mapping by writev(), which fails with EFAULT instead), so the input
- * is as it was.  A few files are open at once at most; one past the table
- * goes unguarded.
+ * is as it was.
+ *
+ * A signal handler is process-wide by nature, so the open files are found
+ * through one process-wide list, linked through the files themselves: any
+ * number of files may be open at once.  SIGBUS from a mapping is
+ * synchronous (raised by the thread's own read of it), and no read of a
+ * mapping happens while the list is being changed, so the handler never
+ * sees it half-linked.  The ELF layer is used by one thread at a time.
  */
-static struct guard {
-	const uint8_t *map;
-	size_t size;
-	const char *path;
-} guards[8];
+static struct mce_file *guarded;
 
 static void on_sigbus(int sig, siginfo_t *si, void *uc)
 {
 	static const char what[] = ": error: ";
 	static const char why[] = ": the file shrank while it was being read\n";
+	const uint8_t *at = si->si_addr;
 
 	(void)uc;
-	for (size_t i = 0; i < sizeof(guards) / sizeof(guards[0]); i++) {
-		const struct guard *g = &guards[i];
-
-		if (g->map && (const uint8_t *)si->si_addr >= g->map &&
-		    (const uint8_t *)si->si_addr < g->map + g->size) {
+	for (const struct mce_file *g = guarded; g; g = g->guard_next) {
+		if (at >= g->map && at < g->map + g->size) {
 			struct iovec v[] = {
 				{ (void *)g->path, strlen(g->path) }, { (void *)what, sizeof(what) - 1 },
 				{ (void *)mc_tool, strlen(mc_tool) }, { (void *)why, sizeof(why) - 1 },
@@ -499,29 +498,26 @@ static void on_sigbus(int sig, siginfo_t *si, void *uc)
 	raise(sig);
 }
 
-static void guard_map(const struct mce_file *f)
+static void guard_map(struct mce_file *f)
 {
-	static bool installed;
-
-	if (!installed) {
+	/* Installing the same handler again is harmless; once is enough. */
+	if (!guarded) {
 		struct sigaction sa = { .sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO };
 
 		sigemptyset(&sa.sa_mask);
 		sigaction(SIGBUS, &sa, NULL);
-		installed = true;
 	}
-	for (size_t i = 0; i < sizeof(guards) / sizeof(guards[0]); i++)
-		if (!guards[i].map) {
-			guards[i] = (struct guard){ f->map, f->size, f->path };
-			return;
-		}
+	f->guard_next = guarded;
+	guarded = f;
 }
 
-static void unguard_map(const struct mce_file *f)
+static void unguard_map(struct mce_file *f)
 {
-	for (size_t i = 0; i < sizeof(guards) / sizeof(guards[0]); i++)
-		if (guards[i].map == f->map)
-			guards[i] = (struct guard){ 0 };
+	for (struct mce_file **p = &guarded; *p; p = &(*p)->guard_next)
+		if (*p == f) {
+			*p = f->guard_next;
+			return;
+		}
 }
 
 int mce_open_flags(struct mce_file *f, const char *path, unsigned flags)
@@ -533,11 +529,9 @@ int mce_open_flags(struct mce_file *f, const char *path, unsigned flags)
 	f->fd = -1;
 	f->writable = writable;
 
-	if (!libelf_ready) {
-		if (elf_version(EV_CURRENT) == EV_NONE)
-			return mce_fail(f, "libelf is out of date");
-		libelf_ready = true;
-	}
+	/* libelf's version handshake is per process, and idempotent. */
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return mce_fail(f, "libelf is out of date");
 	f->fd = open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
 	if (f->fd < 0)
 		return mce_fail(f, "cannot open: %s", strerror(errno));
@@ -1949,23 +1943,20 @@ out:
  * mkstemp(), which makes the file 0600, the file is created with MODE's
  * permission bits, and changed afterwards only when the umask or a
  * special bit kept them from it: for the common 0644 under umask 022 that
- * spares an inode update per object.  The names come from the kernel's
- * AT_RANDOM bytes stirred by a counter, so no clock is read.
+ * spares an inode update per object.  Each call draws its own seed from
+ * getrandom(): no state outlives the call, and O_EXCL, not the name's
+ * secrecy, is what keeps another user's file from being opened.
  */
 static int open_temp(char *tmp, mode_t mode)
 {
 	static const char abc[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-";
-	static uint64_t state;
+	uint64_t state = (uint64_t)getpid() << 32 ^ (uintptr_t)tmp;
+	uint64_t seed;
 	char *x = tmp + strlen(tmp) - 6;
 	int fd = -1;
 
-	if (!state) {
-		const void *r = (const void *)getauxval(AT_RANDOM);
-
-		if (r)
-			memcpy(&state, r, sizeof(state));
-		state ^= (uint64_t)getpid() << 32 | (uintptr_t)tmp;
-	}
+	if (getrandom(&seed, sizeof(seed), GRND_NONBLOCK) == sizeof(seed))
+		state ^= seed;
 	for (int tries = 0; tries < 1000 && fd < 0; tries++) {
 		/* splitmix64: every state gives a well-mixed word. */
 		uint64_t z = (state += 0x9e3779b97f4a7c15ull);

@@ -103,6 +103,7 @@ struct mce_file {
 	void **garbage;		/* replaced buffers names may still point into */
 	size_t ngarbage;
 	bool dirty;
+	struct mce_file *guard_next;	/* the mapped files the SIGBUS handler knows */
 	char err[512];
 };
 
