@@ -2004,8 +2004,14 @@ int mce_write(struct mce_file *f, const char *outpath)
 		}
 		mode = tst.st_mode & 07777;
 	}
-	if (build_image(f, &o) < 0)
+	if (!f->dirty) {
+		/* Nothing changed (a tool asked for its -o FILE anyway): the
+		 * input's own bytes, copied by the kernel. */
+		o.patches = true;
+		o.total = f->size;
+	} else if (build_image(f, &o) < 0) {
 		goto out;
+	}
 	if (asprintf(&tmp, "%s/.%s.XXXXXX", dirname(dup),
 		     strrchr(target, '/') ? strrchr(target, '/') + 1 : target) < 0) {
 		tmp = NULL;

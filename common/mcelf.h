@@ -258,7 +258,8 @@ void mce_rel_to_gelf(const struct mce_file *f, const struct mce_rel *r,
 /*
  * Write the changed file to OUT (the input's path when OUT is NULL):
  * a temporary file in the same directory, the input's mode, then rename().
- * On failure nothing is left behind and the target is untouched.
+ * An unchanged file is copied as it is.  On failure nothing is left
+ * behind and the target is untouched.
  */
 int mce_write(struct mce_file *f, const char *out);
 

@@ -455,13 +455,11 @@ int record_file(const char *path, const struct record_opts *o)
 	if (existing && !o->force) {
 		mc_note(path, "already has %s; left unchanged (--force regenerates it)",
 			o->section);
-		ret = 0;
-		goto out;
+		goto unchanged;
 	}
 	if (!f.symtab) {
 		mc_note(path, "no symbol table, so no calls to record");
-		ret = 0;
-		goto out;
+		goto unchanged;
 	}
 	is_mc = calloc(f.nsyms + 1, sizeof(*is_mc));
 	if (!is_mc) {
@@ -473,8 +471,7 @@ int record_file(const char *path, const struct record_opts *o)
 			any = is_mc[i] = true;
 	if (!any) {
 		mc_note(path, "no calls to mcount symbols");
-		ret = 0;
-		goto out;
+		goto unchanged;
 	}
 	/* Sites keep pointers into f.secs, so make room for every table
 	 * section up front (at most a table and its relocations per text
@@ -491,8 +488,7 @@ int record_file(const char *path, const struct record_opts *o)
 	}
 	if (!ss.n) {
 		mc_note(path, "no calls to mcount symbols");
-		ret = 0;
-		goto out;
+		goto unchanged;
 	}
 	if (existing) {
 		for (size_t i = 1; i < f.shnum; i++)
@@ -531,10 +527,8 @@ int record_file(const char *path, const struct record_opts *o)
 	}
 	if (ntraced && emit_tables(&f, a, o, &ss) < 0)
 		goto out;
-	if (!f.dirty) {
-		ret = 0;
-		goto out;
-	}
+	if (!f.dirty)
+		goto unchanged;
 	mc_note(path, "%zu call%s recorded in %s%s", ntraced, ntraced == 1 ? "" : "s",
 		o->section, o->nop ? ", NOPed" : "");
 	if (o->dry_run) {
@@ -546,6 +540,15 @@ int record_file(const char *path, const struct record_opts *o)
 		goto out;
 	}
 	ret = 0;
+	goto out;
+unchanged:
+	/* Nothing to change in the input; but -o FILE is a promise to a
+	 * Makefile rule that FILE exists afterwards. */
+	ret = 0;
+	if (o->output && !o->dry_run && mce_write(&f, o->output) < 0) {
+		mc_error(path, "%s", f.err);
+		ret = -1;
+	}
 out:
 	free(ss.v);
 	free(ss.what);

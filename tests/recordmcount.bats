@@ -108,6 +108,24 @@ ASM
 	[ "$(stat -c %a "$T/f.o")" = 640 ]
 }
 
+@test "-o always creates its output: no call sites, or a table already there" {
+	# A Makefile rule "recordmcount -o $@ $<" needs $@ whatever the input.
+	gcc -O2 -c "$DEMO/fib.c" -I"$DEMO" -o "$T/plain.o"
+	gcc -O2 -pg -mfentry -c "$DEMO/fib.c" -I"$DEMO" -o "$T/done.o"
+	"$RECORDMCOUNT" "$T/done.o"
+	printf 'int x;\n' > "$T/nosym.c" && gcc -c "$T/nosym.c" -o "$T/nosym.o"
+	strip --strip-all "$T/nosym.o"
+	for o in plain done nosym; do
+		run "$RECORDMCOUNT" -o "$T/$o.out.o" "$T/$o.o"
+		assert_success
+		cmp "$T/$o.o" "$T/$o.out.o"
+	done
+	# A dry run still writes nothing.
+	run "$RECORDMCOUNT" -N -o "$T/dry.o" "$T/plain.o"
+	assert_success
+	[ ! -e "$T/dry.o" ]
+}
+
 @test "the rewrite keeps the file's mode, whatever the umask" {
 	gcc -O2 -pg -mfentry -c "$DEMO/fib.c" -I"$DEMO" -o "$T/f.o"
 	# The temporary file is created with the mode itself where the umask
