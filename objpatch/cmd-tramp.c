@@ -116,38 +116,47 @@ static int assemble(const char *cc, const char *src, const char *out)
 	return 0;
 }
 
-/* Write the trampolines of A to OUT (.S as text, else an object made by
- * CC), through a temporary file renamed into place. */
+/*
+ * Write the trampolines of A to OUT (.S as text, else an object made by
+ * CC).  Everything is made inside a new private directory beside OUT
+ * (mkdtemp: mode 0700, a name nobody could have prepared) and renamed
+ * from there, so no predictable name is ever opened, a symlink planted
+ * at one is never followed, and OUT is either untouched or complete.
+ */
 static int emit(const struct mc_arch *a, const char *cc, const char *out)
 {
 	size_t l = strlen(out);
 	bool asm_out = l > 2 && (!strcmp(out + l - 2, ".S") || !strcmp(out + l - 2, ".s"));
-	char *tmp = malloc(l + 32), *src = malloc(l + 32);
+	const char *base = strrchr(out, '/');
+	size_t dirlen = base ? (size_t)(base - out) + 1 : 0;
+	char *dir = malloc(l + 16), *src = malloc(l + 32), *obj = malloc(l + 32);
 	int ret = -1;
 
-	if (!tmp || !src) {
+	if (!dir || !src || !obj) {
 		mc_error(out, "out of memory");
 		goto done;
 	}
-	snprintf(tmp, l + 32, "%s.tmp%ld", out, (long)getpid());
-	snprintf(src, l + 32, "%s.tmp%ld.s", out, (long)getpid());
-	if (asm_out) {
-		ret = write_asm(a, tmp);
-	} else {
-		ret = write_asm(a, src);
-		if (ret == 0)
-			ret = assemble(cc, src, tmp);
-		unlink(src);
+	snprintf(dir, l + 16, "%.*s.tramp.XXXXXX", (int)dirlen, out);
+	if (!mkdtemp(dir)) {
+		mc_error(out, "cannot make a temporary directory beside it: %s", strerror(errno));
+		goto done;
 	}
-	if (ret == 0 && rename(tmp, out) != 0) {
+	snprintf(src, l + 32, "%s/t.s", dir);
+	snprintf(obj, l + 32, "%s/t.o", dir);
+	ret = write_asm(a, src);
+	if (ret == 0 && !asm_out)
+		ret = assemble(cc, src, obj);
+	if (ret == 0 && rename(asm_out ? src : obj, out) != 0) {
 		mc_error(out, "cannot rename into place: %s", strerror(errno));
 		ret = -1;
 	}
-	if (ret)
-		unlink(tmp);
+	unlink(src);
+	unlink(obj);
+	rmdir(dir);
 done:
-	free(tmp);
+	free(dir);
 	free(src);
+	free(obj);
 	return ret;
 }
 

@@ -60,6 +60,23 @@ through() {
 	[ ! -e "$T/x.o" ]
 }
 
+@test "tramp -o never writes through a name planted beside its output" {
+	# The old temporary name was FILE.tmp<pid>, opened with fopen("w"):
+	# a symlink planted there was followed.  sh's $$ is the pid that exec
+	# hands on to objpatch.
+	echo precious > "$T/victim"
+	for out in x.S x.o; do
+		run sh -c 'ln -s "$1/victim" "$1/$2.tmp$$"; exec "$0" tramp --arch x86_64 -o "$1/$2"' \
+			"$OBJPATCH" "$T" "$out"
+		assert_success
+		[ "$(cat "$T/victim")" = precious ]
+		[ -f "$T/$out" ] && [ ! -L "$T/$out" ]
+	done
+	grep -q mcloc_tramp_args "$T/x.S"
+	nm "$T/x.o" | grep -q mcloc_tramp_args
+	[ -z "$(find "$T" -name '.tramp.*')" ]
+}
+
 @test "link --runtime: the image registers itself and still runs without the runtime" {
 	demo_objs "$T/o" record
 	run "$OBJPATCH" link --nop --runtime --check -- cc "$T"/o/*.o -o "$T/demo"
