@@ -1897,7 +1897,7 @@ out:
 }
 
 /*
- * Crash-consistent update of the input itself, for build systems that
+ * Interruption-safe update of the input itself, for build systems that
  * cannot afford a new inode per object (see mce_write_in_place() in the
  * header).  Everything new is appended past the old end; until the final
  * one-sector write of the ELF header the file still reads as the old

@@ -264,11 +264,14 @@ void mce_rel_to_gelf(const struct mce_file *f, const struct mce_rel *r,
 int mce_write(struct mce_file *f, const char *out);
 
 /*
- * Update the input file itself, the way the kernel's recordmcount does but
- * crash-consistent: every new or changed section and a new section header
- * table are appended, then the ELF header is rewritten in one write.
- * Until that write the file is the old object; on any failure it is
- * truncated back to its old bytes.  Costs no new inode, which on some file
+ * Update the input file itself, the way the kernel's recordmcount does, but
+ * so that a tool that stops half-way leaves the old object: every new or
+ * changed section and a new section header table are appended, then the
+ * ELF header is rewritten in one write.  Until that write the file is the
+ * old object; on any failure it is truncated back to its old bytes.
+ * Nothing is synced: after a power loss, a file system may have kept the
+ * new header and not the tail it points at (as with any object a
+ * compiler writes; rebuild after such a crash).  Costs no new inode, which on some file
  * systems is most of the time a temp-and-rename takes.  The old header
  * table and any replaced section stay behind as unreferenced bytes.
  */

@@ -232,6 +232,23 @@ ASM
 	assert_failure
 }
 
+@test "--in-place: a failed header write leaves the old object, and the text claims no durability" {
+	need strace
+	gcc -O2 -pg -mfentry -c "$DEMO/stats.c" -I"$DEMO" -o "$T/s.o"
+	cp "$T/s.o" "$T/orig.o"
+	# The header is the one pwrite; failing it must truncate the
+	# appended tail away again.
+	run strace -qq -o /dev/null -e trace=pwrite64 -e inject=pwrite64:error=EIO "$RECORDMCOUNT" --in-place "$T/s.o"
+	assert_failure 1
+	assert_output --partial "cannot write the ELF header"
+	cmp "$T/orig.o" "$T/s.o"
+	# Nothing is synced, so nothing may promise crash consistency.
+	run "$RECORDMCOUNT" --help
+	refute_output --partial crash-consistent
+	run grep -ci 'crash-consistent' "$SRC/man/recordmcount.1" "$SRC/README.md" "$SRC/common/mcelf.h"
+	refute_output --regexp ':[1-9]'
+}
+
 @test "--in-place and --output exclude each other" {
 	run "$RECORDMCOUNT" --in-place -o x.o y.o
 	assert_failure 2
