@@ -643,6 +643,14 @@ int mce_open_flags(struct mce_file *f, const char *path, unsigned flags)
 		if (sh->sh_addralign & (sh->sh_addralign - 1))
 			return mce_fail(f, "section %s: alignment %llu is not a power of two",
 				    s->name, (unsigned long long)sh->sh_addralign);
+		/* An assembler pads a relocatable object's file to each
+		 * section's alignment, so a section with bytes can never be
+		 * aligned to more than the file's size.  (A linked image
+		 * aligns addresses, not file offsets: no such rule there.) */
+		if (f->eh.e_type == ET_REL && sh->sh_type != SHT_NOBITS && sh->sh_size &&
+		    sh->sh_addralign > f->size)
+			return mce_fail(f, "section %s: alignment %llu is larger than the file",
+				    s->name, (unsigned long long)sh->sh_addralign);
 		switch (sh->sh_type) {
 		case SHT_REL:
 		case SHT_RELA: {
@@ -1720,6 +1728,19 @@ static int build_image(struct mce_file *f, struct out *o)
 		order[i] = i;
 	mc_sort_nearly(order + 1, f->shnum - 1, sizeof(*order), cmp_off, f);
 
+	/*
+	 * The output is never much larger than the input plus what was
+	 * added: an input's own padding is already in the input (gas pads
+	 * the file to a section's alignment), so an alignment that would
+	 * pad the output past this bound is a corrupt header, and writing
+	 * it would fill the disk with zeros (2^31, 2^40 and 2^63 were seen).
+	 */
+	uint64_t limit = f->size + (uint64_t)f->shnum * 4096 + 65536;
+	for (size_t i = 1; i < f->shnum; i++)
+		if ((f->secs[i].is_new || f->secs[i].dirty) && f->secs[i].sh.sh_type != SHT_NOBITS)
+			limit += f->secs[i].sh.sh_size;
+
+	size_t bad;
 	bool moved = false;
 	uint64_t end = linked ? f->size
 			      : f->cls == ELFCLASS64 ? sizeof(Elf64_Ehdr) : sizeof(Elf32_Ehdr);
@@ -1746,6 +1767,9 @@ static int build_image(struct mce_file *f, struct out *o)
 			if (changed) {
 				moved = true;
 				end = align_up(end, s->sh.sh_addralign);
+				bad = i;
+				if (end > limit)
+					goto too_big;
 				s->sh.sh_offset = end;
 				end += s->sh.sh_type == SHT_NOBITS ? 0 : s->sh.sh_size;
 			}
@@ -1755,6 +1779,9 @@ static int build_image(struct mce_file *f, struct out *o)
 			struct mce_sec *s = &f->secs[order[k]];
 
 			end = align_up(end, s->sh.sh_addralign);
+			bad = order[k];
+			if (end > limit)
+				goto too_big;
 			s->sh.sh_offset = end;
 			if (s->sh.sh_type != SHT_NOBITS)
 				end += s->sh.sh_size;
@@ -1887,6 +1914,12 @@ static int build_image(struct mce_file *f, struct out *o)
 			goto oom;
 	}
 	ret = 0;
+	goto out;
+too_big:
+	mce_fail(f, "section %s: alignment %llu would pad the output past %llu bytes "
+		 "(the input has %zu)", f->secs[bad].name,
+		 (unsigned long long)f->secs[bad].sh.sh_addralign, (unsigned long long)limit,
+		 f->size);
 	goto out;
 oom:
 	mce_fail(f, "out of memory");

@@ -81,6 +81,10 @@ if not image:
     variant("reloc-symbol-out-of-range", lambda b: put(b, rel_off + 8, "<Q", (99999 << 32) | 4))
     variant("reloc-offset-outside-section", lambda b: put(b, rel_off, "<Q", 1 << 30))
     variant("not-relocatable", lambda b: put(b, 0x10, "<H", 2))
+    # Alignments a rewrite would pad the output to: gigabytes of zeros.
+    variant("text-align-2p31", set_shdr_field(".text", "align", 1 << 31))
+    variant("symtab-align-2p40", set_shdr_field(".symtab", "align", 1 << 40))
+    variant("rela-align-2p63", set_shdr_field(rela.name, "align", 1 << 63))
 else:
     tab = secs[idx["__mcount_loc"]]
     sym = {s.name: i for i, s in enumerate(symtab.iter_symbols())}
