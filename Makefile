@@ -1,19 +1,27 @@
-# A thin wrapper around meson.  `make demo` and `make check` first install
-# whatever Debian packages are missing (through sudo when not root).
+# A thin wrapper around meson.
+#   make deps     install the Debian packages that are missing (through sudo
+#                 when not root); elsewhere, say what is needed
+#   make / build  configure and build; installs nothing
+#   make demo     deps, build, then the bundled example
+#   make check    deps, build, then every test, also under ASan + UBSan
 BUILD     ?= build
 SANBUILD  ?= build-san
 MESON_OPTS ?=
 
 # Build and test dependencies.  gcc-multilib is deliberately absent: it
 # conflicts with Debian's cross compilers, so i386 uses gcc-i686-linux-gnu.
-DEBS := gcc make meson ninja-build pkg-config cmake \
-	libelf-dev libdw-dev libbz2-dev liblzma-dev libzydis-dev libcapstone-dev liburcu-dev musl-dev \
+DEBS := gcc make meson ninja-build pkg-config cmake autoconf automake libtool \
+	libelf-dev libdw-dev libbz2-dev liblzma-dev libzydis-dev libcapstone-dev liburcu-dev \
 	bats bats-assert bats-support python3 python3-pyelftools \
 	binutils-multiarch qemu-user linux-kbuild-6.1 clang strace \
 	gcc-aarch64-linux-gnu gcc-riscv64-linux-gnu gcc-arm-linux-gnueabihf \
 	gcc-powerpc64le-linux-gnu gcc-s390x-linux-gnu \
 	gcc-mips64el-linux-gnuabi64 gcc-i686-linux-gnu \
 	libc6-dev-arm64-cross libc6-dev-riscv64-cross
+
+# What the build itself needs, as a non-Debian host can check it.
+BUILD_TOOLS := cc meson ninja pkg-config
+BUILD_PCS   := libelf libdw capstone liburcu-bp
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -22,13 +30,26 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 all: build
 
 deps:
-	@missing=$$(for p in $(DEBS); do \
-		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; \
-	done); \
-	if [ -n "$$missing" ]; then \
-		echo "installing:" $$missing; \
-		$(SUDO) apt-get update -q && \
-		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q $$missing; \
+	@if command -v dpkg-query >/dev/null && command -v apt-get >/dev/null; then \
+		missing=$$(for p in $(DEBS); do \
+			dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; \
+		done); \
+		if [ -n "$$missing" ]; then \
+			echo "installing:" $$missing; \
+			$(SUDO) apt-get update -q && \
+			DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q $$missing; \
+		fi; \
+	else \
+		bad=""; \
+		for t in $(BUILD_TOOLS); do command -v $$t >/dev/null || bad="$$bad $$t"; done; \
+		for m in $(BUILD_PCS); do pkg-config --exists $$m 2>/dev/null || bad="$$bad $$m(.pc)"; done; \
+		[ -f /usr/include/Zydis/Zydis.h ] || bad="$$bad Zydis"; \
+		if [ -n "$$bad" ]; then \
+			echo "not a Debian host: install$$bad (and, for the tests: bats, bats-assert," \
+			     "bats-support, python3 with pyelftools, qemu-user, cross compilers)"; \
+			exit 1; \
+		fi; \
+		echo "not a Debian host: the build's own dependencies are there"; \
 	fi
 
 $(BUILD)/build.ninja:
@@ -36,19 +57,21 @@ $(BUILD)/build.ninja:
 
 $(SANBUILD)/build.ninja:
 	meson setup $(SANBUILD) -Db_sanitize=address,undefined -Db_lundef=false \
-		-Dstatic_tools=false -Dwerror=true $(MESON_OPTS)
+		-Dstatic_tools=false $(MESON_OPTS)
 
-build: deps $(BUILD)/build.ninja
-	meson configure $(BUILD) -Dwerror=true >/dev/null
+build: $(BUILD)/build.ninja
 	ninja -C $(BUILD)
 
-demo: build
+demo: deps
+	$(MAKE) build
 	examples/demo/run.sh $(BUILD)
 	@echo
 	examples/runtime/run.sh $(BUILD)
 
 # Every test runs twice: in the normal build and under ASan + UBSan.
-check: build $(SANBUILD)/build.ninja
+check: deps
+	$(MAKE) build
+	$(MAKE) $(SANBUILD)/build.ninja
 	ninja -C $(SANBUILD)
 	meson test -C $(BUILD) --print-errorlogs --num-processes 2
 	MCLOC_SANITIZED=1 meson test -C $(SANBUILD) --print-errorlogs --num-processes 2

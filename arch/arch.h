@@ -8,8 +8,8 @@
  * arch/<name>/ and listing it in arch.c; generic code never names an opcode.
  *
  * Decoding uses Zydis on x86 and capstone elsewhere.  Debian 12's capstone
- * (4.0.2) has no RISC-V or LoongArch support, so those two backends decode
- * their fixed call sequences by hand; each is a few bit-field checks.
+ * (4.0.2) has no RISC-V support, so that backend decodes its fixed call
+ * sequences by hand: a few bit-field checks.
  */
 #ifndef MCLOC_ARCH_H
 #define MCLOC_ARCH_H
@@ -18,7 +18,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct mce_rel;
 
 /* A view of one executable section, for decoding around a relocation. */
 struct mc_text {
@@ -101,11 +100,11 @@ struct mc_arch {
 					 * Thumb symbols carry bit 0) */
 
 	/*
-	 * Decode the site that relocation R (against an mcount symbol) belongs
-	 * to.  Returns 0 with *site filled in, or -1 with site->what saying
-	 * why the bytes could not be decoded at all.
+	 * Decode the site that a relocation of type TYPE at OFFSET (against an
+	 * mcount symbol) belongs to.  Returns 0 with *site filled in, or -1
+	 * with site->what saying why the bytes could not be decoded at all.
 	 */
-	int (*decode)(const struct mc_text *t, const struct mce_rel *r,
+	int (*decode)(const struct mc_text *t, uint64_t offset, uint32_t type,
 		      struct mc_site *site);
 	/* Natural alignment a site needs for atomic patching (riscv64: 4). */
 	uint8_t site_align;

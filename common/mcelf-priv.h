@@ -1,5 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* Helpers shared by the ELF layer's own source files, not by its users. */
+/*
+ * Helpers shared by the ELF layer's own source files, not by its users.
+ * The layer is split by what a caller does: mcelf-open.c reads,
+ * mcelf-rel.c handles relocations, mcelf-edit.c changes, mcelf-write.c
+ * writes; mcelf-sym.c adds and changes symbols, mcelf-image.c sees a
+ * linked image by address.
+ */
 #ifndef MCLOC_ELF_PRIV_H
 #define MCLOC_ELF_PRIV_H
 
@@ -11,5 +17,12 @@ bool mce_add_overflows(uint64_t a, uint64_t b, uint64_t limit);
 int mce_store_rel(struct mce_file *f, struct mce_sec *rs, size_t i);
 /* Keep P alive until mce_close(): names may point into a replaced buffer. */
 int mce_keep(struct mce_file *f, void *p);
+/* Grow f->secs to CAP entries, re-pointing the links into the old array. */
+int mce_grow_secs(struct mce_file *f, size_t cap);
+/* A new, zeroed section at the end of f->secs, which may move (see
+ * mce_reserve_sections()).  NULL when out of memory. */
+struct mce_sec *mce_new_sec(struct mce_file *f);
+/* r_info as the object's own structures hold it (not gelf's). */
+uint64_t mce_raw_info(const struct mce_file *f, const struct mce_rel *r);
 
 #endif

@@ -231,6 +231,10 @@ long mce_add_addr_table(struct mce_file *f, const char *name, GElf_Xword flags,
  * and every reference to it valid. */
 int mce_sec_empty(struct mce_file *f, struct mce_sec *s);
 
+/* Let section S end at SIZE (no more than it has): only its header says
+ * so; a linked image's bytes stay where the program headers load them. */
+int mce_sec_shrink(struct mce_file *f, struct mce_sec *s, uint64_t size);
+
 /*
  * The last function or code label of section SHNDX at or before OFF (its
  * symbol index, and its value in *START), or -1 when there is none:

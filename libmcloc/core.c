@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * libmcloc's core: images and their records, ops, and what every site
- * should be.
+ * libmcloc's core: the shared state, ops, and what every site should be
+ * (images.c holds the images and records, dispatch.c what a call runs).
  *
  * Records.  Each image keeps its sites sorted, one 8-byte record each: the
  * offset from the image's load address and 32 bits of state, a reference
@@ -25,11 +25,10 @@
  * args trampoline, whose dispatcher walks the set (ftrace's list
  * function); any that needs registers, a call to the regs trampoline.
  */
-#include "mcloc.h"
-#include "mcloc-abi.h"
-#include "patch.h"
+#include <mcloc/mcloc.h>
+#include <mcloc/abi.h>
 #include "core.h"
-#include "tracer.h"
+#include "patch.h"
 
 /* The inline read-side fast paths (this library is LGPL as liburcu is);
  * not in a sanitized build (MCLOC_URCU_OUT_OF_LINE, from meson).
@@ -57,101 +56,20 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-struct mcloc_rec {
-	uint32_t off;		/* from the image's load address */
-	uint32_t state;		/* MCLOC_REC_* */
-};
-_Static_assert(sizeof(struct mcloc_rec) == 8, "a record is 8 bytes");
+pthread_mutex_t mcr_lock = PTHREAD_MUTEX_INITIALIZER;
+struct image *mcr_images[MCR_MAX_IMAGES];
+size_t mcr_nimages, mcr_nrecords;
+struct ops_set *mcr_cur_set;
+struct direct mcr_direct[MCR_DIRECT_SLOTS];
+size_t mcr_nrefused;
+__thread int mcr_in_tracer __attribute__((tls_model("initial-exec")));
+struct mcr_hooks mcr_hooks;
 
-#define REC_REF_MASK	0x0000ffffu	/* ops covering the site */
-#define REC_REGS_SHIFT	16
-#define REC_REGS_MASK	0x00ff0000u	/* of which need registers */
-#define REC_ENABLED	(1u << 24)	/* the site holds a call */
-#define REC_ENABLED_REGS (1u << 25)	/* ... to the regs trampoline */
-#define REC_REFUSED	(1u << 26)	/* its bytes were not what we expected */
-#define REC_ENABLED_DIRECT (1u << 27)	/* ... to an ops's direct stub */
-#define REC_LEN_SHIFT	28		/* site length, 1..15 */
-
-struct fsym {
-	uintptr_t lo, hi;
-	uint32_t name;
-};
-
-struct image {
-	struct mcloc_image *desc;
-	uintptr_t base;
-	struct mcloc_rec *recs;
-	const char **names;	/* function of each record (NULL: unknown), interned */
-	char *strtab;		/* the names of FUNCS */
-	struct fsym *funcs;	/* every function symbol, by address */
-	size_t nfuncs;
-	size_t nrecs, first;	/* global index of recs[0] */
-	uintptr_t lo, hi;	/* first and last site */
-	uint64_t scale;		/* (nrecs - 1) / (last - first offset), 32.32 */
-	uint8_t *stubs;		/* its direct page (NULL: none within reach) */
-};
-
-struct mcloc_ops_priv {
-	uint64_t *filter, *notrace, *covers;	/* bitmaps over global record indices */
-	size_t nfilter;
-	size_t ncovered;	/* records that existed when it registered */
-	int slot;		/* its direct slot + 1 (0: none) */
-	bool registered;
-	bool leaving;		/* unregistering: its counts are gone already */
-};
-
-/* A direct slot: what a site that calls one of the slot's stubs runs.
- * Set before any site calls the stub, cleared a grace period after the
- * last one stopped calling it. */
-struct direct {
-	mcloc_func_t func;
-	struct mcloc_ops *ops;
-};
-static struct direct direct[MCR_DIRECT_SLOTS];
-
-/* What the dispatcher needs of each registered ops, copied into the set
- * so that a traced call follows one pointer less per ops (its callback,
- * flags and bitmap are fixed while it is registered; the bitmap's words
- * change in place). */
-struct set_ent {
-	struct mcloc_ops *ops;
-	mcloc_func_t func;
-	const uint64_t *covers;
-	bool regs;
-};
-
-struct ops_set {
-	size_t n;
-	struct set_ent v[];
-};
-
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-/*
- * Loaded images; a NULL slot is free.  Readers (dispatchers, the SIGTRAP
- * handler, the name lookups) do not take the lock: an unloaded image's
- * slot is cleared first, and its memory freed only after a grace period
- * and after every SIGTRAP handler that could have seen it.  Record
- * numbers (global indices into the ops's bitmaps) are never reused: each
- * load takes new ones.
- */
-#define MAX_IMAGES 256
-static struct image *images[MAX_IMAGES];
-static size_t nimages, nrecords;	/* slots in use, at most; records ever */
-
-static struct image *image_at(size_t i)
-{
-	return __atomic_load_n(&images[i], __ATOMIC_ACQUIRE);
-}
-static struct ops_set *cur_set;
 static void (*log_fn)(int, const char *);
 static bool inited;
 static int init_status;
-static size_t nrefused;
 
-static __thread int in_tracer __attribute__((tls_model("initial-exec")));
-
-static void say(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void say(int level, const char *fmt, ...)
+void mcr_say(int level, const char *fmt, ...)
 {
 	char msg[512];
 	va_list ap;
@@ -169,618 +87,6 @@ void mcloc_set_log(void (*log)(int level, const char *msg))
 	log_fn = log;
 }
 
-/* ---- records ------------------------------------------------------------ */
-
-static unsigned rec_len(const struct mcloc_rec *r)
-{
-	return r->state >> REC_LEN_SHIFT;
-}
-
-static const struct image *image_of(uintptr_t addr)
-{
-	size_t n = __atomic_load_n(&nimages, __ATOMIC_ACQUIRE);
-
-	for (size_t i = 0; i < n; i++) {
-		const struct image *im = image_at(i);
-
-		if (im && addr >= im->lo && addr <= im->hi + 16)
-			return im;
-	}
-	return NULL;
-}
-
-/*
- * The first record of IM at or after ADDR.  Sites are spread over the text
- * about evenly (one per function), so the search first guesses where ADDR
- * falls between the first and the last site and narrows from there: two
- * or three probes instead of a binary search's log2(n), which showed in
- * every dispatch.  The guess only sets the start; the answer is exact.
- */
-static size_t rec_lower(const struct image *im, uintptr_t addr)
-{
-	size_t lo = 0, hi = im->nrecs;
-	uint64_t off = addr - im->base;
-
-	if (hi > 8) {
-		uint64_t first = im->recs[0].off, last = im->recs[hi - 1].off;
-
-		if (off <= first)
-			return 0;
-		if (off > last)
-			return hi;
-		/* (A multiply, not a division: offsets are 32-bit and sites
-		 * are at least a byte apart, so scale fits 32 bits too.) */
-		size_t g = (size_t)(((off - first) * im->scale) >> 32);
-		if (g >= hi)
-			g = hi - 1;
-		/* Gallop from the guess to a bracket [lo, hi). */
-		size_t step = 1;
-		if (im->recs[g].off < off) {
-			lo = g + 1;
-			while (lo + step < hi && im->recs[lo + step - 1].off < off) {
-				lo += step;
-				step *= 2;
-			}
-			hi = lo + step < hi ? lo + step : hi;
-		} else {
-			hi = g;
-			while (hi > step && im->recs[hi - step].off >= off) {
-				hi -= step;
-				step *= 2;
-			}
-			lo = hi > step ? hi - step : 0;
-		}
-	}
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (im->recs[mid].off < off)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-/* The record of the site that starts at SITE, or -1. */
-static long rec_at(const struct image *im, uintptr_t site)
-{
-	size_t k = rec_lower(im, site);
-
-	return k < im->nrecs && im->base + im->recs[k].off == site ? (long)k : -1;
-}
-
-/* The record whose site ends at AFTER (the trampolines' return address). */
-static long rec_before(const struct image *im, uintptr_t after)
-{
-	size_t k = rec_lower(im, after);
-
-	if (!k)
-		return -1;
-	const struct mcloc_rec *r = &im->recs[k - 1];
-	return im->base + r->off + rec_len(r) == after ? (long)k - 1 : -1;
-}
-
-bool mcr_is_site(uintptr_t addr)
-{
-	const struct image *im = image_of(addr);
-
-	return im && rec_at(im, addr) >= 0;
-}
-
-/* ---- function names from the image's symbol table ---------------------------- */
-
-static int cmp_fsym(const void *a, const void *b)
-{
-	const struct fsym *x = a, *y = b;
-
-	return x->lo < y->lo ? -1 : x->lo > y->lo;
-}
-
-void *mcloc_read_at(int fd, off_t off, size_t len)
-{
-	void *p = malloc(len + 1);
-
-	if (p && pread(fd, p, len, off) != (ssize_t)len) {
-		free(p);
-		return NULL;
-	}
-	return p;
-}
-
-/*
- * Name every record of IM from PATH's .symtab (or .dynsym): the FUNC
- * symbol that contains it.  A stripped image keeps its records unnamed;
- * they are still traced by address.
- */
-/*
- * The .mcloc_names section objpatch link --runtime adds (see add_names()
- * in objpatch/fix.c): functions with their link-time start and size, and
- * their names, which strip(1) leaves in place.  Returns the functions (and
- * the names in *STR), or NULL when there is no valid such section.
- */
-static struct fsym *own_names(int fd, const Elf64_Ehdr *eh, const Elf64_Shdr *sh,
-			      uintptr_t bias, char **str, size_t *nf)
-{
-	const Elf64_Shdr *shs = eh->e_shstrndx < eh->e_shnum ? &sh[eh->e_shstrndx] : NULL;
-	char *names = shs ? mcloc_read_at(fd, (off_t)shs->sh_offset, shs->sh_size) : NULL;
-	const Elf64_Shdr *ns = NULL;
-	uint8_t *b = NULL;
-	struct fsym *fs = NULL;
-
-	if (!names)
-		return NULL;
-	names[shs->sh_size] = 0;
-	for (unsigned i = 0; i < eh->e_shnum && !ns; i++)
-		if (sh[i].sh_name < shs->sh_size && !strcmp(names + sh[i].sh_name, ".mcloc_names"))
-			ns = &sh[i];
-	free(names);
-	if (!ns || ns->sh_size < 16 || !(b = mcloc_read_at(fd, (off_t)ns->sh_offset, ns->sh_size)))
-		return NULL;
-	uint64_t n;
-	memcpy(&n, b + 8, 8);
-	if (memcmp(b, "MCLNAME1", 8) || n > (ns->sh_size - 16) / 24)
-		goto bad;
-	size_t sbytes = ns->sh_size - 16 - n * 24;
-	fs = malloc((n + 1) * sizeof(*fs));
-	*str = malloc(sbytes + 1);
-	if (!fs || !*str)
-		goto bad;
-	memcpy(*str, b + 16 + n * 24, sbytes);
-	(*str)[sbytes] = 0;
-	for (uint64_t i = 0; i < n; i++) {
-		uint64_t start, size;
-		uint32_t name;
-
-		memcpy(&start, b + 16 + i * 24, 8);
-		memcpy(&size, b + 16 + i * 24 + 8, 8);
-		memcpy(&name, b + 16 + i * 24 + 16, 4);
-		if (name >= sbytes)
-			goto bad;
-		fs[i] = (struct fsym){ start + bias, start + bias + (size ? size : 1), name };
-	}
-	*nf = (size_t)n;
-	free(b);
-	return fs;
-bad:
-	free(b);
-	free(fs);
-	free(*str);
-	*str = NULL;
-	return NULL;
-}
-
-/*
- * Function names outlive their image: a profile still prints the calls of
- * a library that has been dlclose()d, and a name handed out by
- * mcloc_site_name() stays valid.  So the names of traced functions are
- * interned here, once each however often a library is loaded again, and
- * never freed.  Only under the lock.
- */
-static struct {
-	const char **slot;	/* open addressing, a power of two */
-	size_t cap, n;
-	char *chunk;		/* where the next string goes */
-	size_t left;
-} pool;
-
-static uint64_t name_hash(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;	/* FNV-1a */
-
-	for (; *s; s++)
-		h = (h ^ (uint8_t)*s) * 1099511628211ull;
-	return h;
-}
-
-static const char *intern(const char *name)
-{
-	uint64_t h = name_hash(name);
-	size_t len = strlen(name);
-	if (2 * (pool.n + 1) > pool.cap) {
-		size_t cap = pool.cap ? 2 * pool.cap : 4096;
-		const char **slot = calloc(cap, sizeof(*slot));
-
-		if (!slot)
-			return NULL;
-		for (size_t i = 0; i < pool.cap; i++)
-			if (pool.slot[i]) {
-				size_t j = name_hash(pool.slot[i]) & (cap - 1);
-				while (slot[j])
-					j = (j + 1) & (cap - 1);
-				slot[j] = pool.slot[i];
-			}
-		free(pool.slot);
-		pool.slot = slot;
-		pool.cap = cap;
-	}
-	size_t j = h & (pool.cap - 1);
-	for (; pool.slot[j]; j = (j + 1) & (pool.cap - 1))
-		if (!strcmp(pool.slot[j], name))
-			return pool.slot[j];
-	if (pool.left < len + 1) {
-		size_t sz = len + 1 > 65536 ? len + 1 : 65536;
-
-		if (!(pool.chunk = malloc(sz)))
-			return NULL;
-		pool.left = sz;
-	}
-	char *copy = memcpy(pool.chunk, name, len + 1);
-	pool.chunk += len + 1;
-	pool.left -= len + 1;
-	pool.n++;
-	return pool.slot[j] = copy;
-}
-
-static void name_records(struct image *im, const char *path, uintptr_t bias)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	Elf64_Ehdr eh;
-	Elf64_Shdr *sh = NULL;
-	Elf64_Sym *syms = NULL;
-	struct fsym *fs = NULL;
-	char *str = NULL;
-
-	if (fd < 0 || pread(fd, &eh, sizeof(eh), 0) != sizeof(eh) ||
-	    memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
-	    eh.e_shentsize != sizeof(Elf64_Shdr) || !eh.e_shnum)
-		goto out;
-	sh = mcloc_read_at(fd, (off_t)eh.e_shoff, (size_t)eh.e_shnum * sizeof(*sh));
-	if (!sh)
-		goto out;
-	const Elf64_Shdr *st = NULL;
-	size_t nf = 0;
-	for (unsigned i = 0; i < eh.e_shnum; i++)
-		if (sh[i].sh_type == SHT_SYMTAB && sh[i].sh_link < eh.e_shnum &&
-		    sh[i].sh_entsize == sizeof(Elf64_Sym)) {
-			st = &sh[i];
-			break;
-		}
-	/* Stripped: the names objpatch link --runtime kept, else the
-	 * dynamic symbols (exported functions only). */
-	if (!st && (fs = own_names(fd, &eh, sh, bias, &str, &nf)))
-		goto merge;
-	for (unsigned i = 0; !st && i < eh.e_shnum; i++)
-		if (sh[i].sh_type == SHT_DYNSYM && sh[i].sh_link < eh.e_shnum &&
-		    sh[i].sh_entsize == sizeof(Elf64_Sym))
-			st = &sh[i];
-	if (!st)
-		goto out;
-	size_t n = st->sh_size / sizeof(Elf64_Sym);
-	const Elf64_Shdr *ss = &sh[st->sh_link];
-	syms = mcloc_read_at(fd, (off_t)st->sh_offset, st->sh_size);
-	str = mcloc_read_at(fd, (off_t)ss->sh_offset, ss->sh_size);
-	fs = malloc((n + 1) * sizeof(*fs));
-	if (!syms || !str || !fs)
-		goto out;
-	str[ss->sh_size] = 0;
-	for (size_t i = 0; i < n; i++)
-		if (ELF64_ST_TYPE(syms[i].st_info) == STT_FUNC && syms[i].st_shndx != SHN_UNDEF &&
-		    syms[i].st_name < ss->sh_size)
-			fs[nf++] = (struct fsym){ syms[i].st_value + bias,
-						  syms[i].st_value + bias + (syms[i].st_size ?
-									      syms[i].st_size : 1),
-						  syms[i].st_name };
-merge:
-	qsort(fs, nf, sizeof(*fs), cmp_fsym);
-	im->names = calloc(im->nrecs + 1, sizeof(*im->names));
-	if (!im->names)
-		goto out;
-	/* Records and functions are both sorted: one merge. */
-	size_t k = 0;
-	for (size_t r = 0; r < im->nrecs; r++) {
-		uintptr_t a = im->base + im->recs[r].off;
-
-		while (k + 1 < nf && fs[k + 1].lo <= a)
-			k++;
-		if (nf && fs[k].lo <= a && a < fs[k].hi)
-			im->names[r] = intern(str + fs[k].name);
-		else if (nf && k + 1 < nf && fs[k + 1].lo > a && fs[k + 1].lo - a < 16)
-			im->names[r] = intern(str + fs[k + 1].name);	/* patchable NOPs before the entry */
-	}
-	im->strtab = str;
-	im->funcs = fs;
-	im->nfuncs = nf;
-	str = NULL;
-	fs = NULL;
-out:
-	if (fd >= 0)
-		close(fd);
-	free(sh);
-	free(syms);
-	free(fs);
-	free(str);
-}
-
-struct find_ctx {
-	uintptr_t addr;
-	char path[4096];
-	uintptr_t bias;
-	bool found;
-};
-
-static int find_object(struct dl_phdr_info *info, size_t size, void *data)
-{
-	struct find_ctx *c = data;
-
-	(void)size;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *p = &info->dlpi_phdr[i];
-		uintptr_t lo = info->dlpi_addr + p->p_vaddr;
-
-		if (p->p_type == PT_LOAD && c->addr >= lo && c->addr < lo + p->p_memsz) {
-			snprintf(c->path, sizeof(c->path), "%s",
-				 info->dlpi_name && info->dlpi_name[0] ? info->dlpi_name
-								       : "/proc/self/exe");
-			c->bias = info->dlpi_addr;
-			c->found = true;
-			return 1;
-		}
-	}
-	return 0;
-}
-
-/* ---- images ----------------------------------------------------------------- */
-
-uint8_t *mcloc_near_page(uintptr_t lo, uintptr_t hi)
-{
-	long pg = sysconf(_SC_PAGESIZE);
-
-	for (uintptr_t step = 0; step < (1ul << 30); step += 2ul << 20)
-		for (int side = 0; side < 2; side++) {
-			uintptr_t at = side ? ((lo - step - (uintptr_t)pg) & ~(uintptr_t)(pg - 1))
-					    : ((hi + step + (uintptr_t)pg - 1) & ~(uintptr_t)(pg - 1));
-			void *p = mmap((void *)at, (size_t)pg, PROT_READ | PROT_WRITE,
-				       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-
-			if (p == MAP_FAILED)
-				continue;
-			if ((uintptr_t)p == at)
-				return p;
-			munmap(p, (size_t)pg);
-		}
-	return NULL;
-}
-
-/* IM's page of direct stubs, all written now and never again; NULL (its
- * sites then go through the args trampoline) when no page is in reach. */
-static uint8_t *direct_page(const struct image *im)
-{
-	uint8_t *pg = im->nrecs ? mcloc_near_page(im->lo, im->hi + MCR_MAX_SITE) : NULL;
-
-	if (!pg)
-		return NULL;
-	for (size_t i = 0; i < MCR_DIRECT_PAGE / MCR_DIRECT_STUB; i++)
-		mcr_direct_stub(pg + i * MCR_DIRECT_STUB, (uintptr_t)mcr_direct_tramp);
-	if (mprotect(pg, MCR_DIRECT_PAGE, PROT_READ | PROT_EXEC)) {
-		munmap(pg, MCR_DIRECT_PAGE);
-		return NULL;
-	}
-	return pg;
-}
-
-static int cmp_u32(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static void args_dispatch(uintptr_t after, uintptr_t parent, struct mcloc_image *img,
-			  void *args);
-static void regs_dispatch(uintptr_t after, uintptr_t parent, struct mcloc_image *img,
-			  void *regs);
-
-static void cover_new_image(struct image *im);
-
-int mcloc_register_image(struct mcloc_image *desc)
-{
-	/* The object the sites are in (the descriptor may be on the heap,
-	 * for a program linked without objpatch). */
-	struct find_ctx fc = { .addr = desc->mcount_stop > desc->mcount_start ?
-				       *(const uintptr_t *)desc->mcount_start : (uintptr_t)desc };
-	struct image im = { .desc = desc, .base = desc->base };
-	int ret = 0;
-
-	if (desc->magic != MCLOC_IMAGE_MAGIC || desc->version != MCLOC_IMAGE_VERSION)
-		return -EINVAL;
-	pthread_mutex_lock(&lock);
-	size_t n = desc->mcount_stop > desc->mcount_start ?
-		(desc->mcount_stop - desc->mcount_start) / sizeof(uintptr_t) : 0;
-	const uintptr_t *tab = (const uintptr_t *)desc->mcount_start;
-	uint32_t *offs = malloc((n + 1) * sizeof(*offs));
-	struct image *slot = calloc(1, sizeof(*slot));
-
-	size_t at = 0;
-	while (at < nimages && images[at])
-		at++;
-	if (!offs || !slot || at == MAX_IMAGES) {
-		free(offs);
-		free(slot);
-		ret = offs && slot ? -ENOSPC : -ENOMEM;
-		goto out;
-	}
-	size_t k = 0;
-	for (size_t i = 0; i < n; i++)
-		/* A zero entry becomes the load address after relocation:
-		 * objpatch sort leaves those behind its __stop_ symbol. */
-		if (tab[i] && tab[i] != im.base && tab[i] - im.base < UINT32_MAX)
-			offs[k++] = (uint32_t)(tab[i] - im.base);
-	qsort(offs, k, sizeof(*offs), cmp_u32);
-	im.recs = calloc(k + 1, sizeof(*im.recs));
-	if (!im.recs) {
-		free(offs);
-		free(slot);
-		ret = -ENOMEM;
-		goto out;
-	}
-	for (size_t i = 0; i < k; i++) {
-		const uint8_t *p = (const uint8_t *)(im.base + offs[i]);
-		uint8_t nop[MCR_MAX_SITE];
-		unsigned len = 0;
-
-		/* The site is the NOP objpatch link --nop wrote; its length
-		 * says which form it was compiled as. */
-		for (unsigned l = 5; l <= 6 && !len; l++)
-			if (mcr_encode(im.base + offs[i], l, 0, nop) == 0 && !memcmp(p, nop, l))
-				len = l;
-		im.recs[im.nrecs].off = offs[i];
-		im.recs[im.nrecs].state = len << REC_LEN_SHIFT | (len ? 0 : REC_REFUSED);
-		if (!len)
-			nrefused++;
-		im.nrecs++;
-	}
-	free(offs);
-	if (im.nrecs) {
-		im.lo = im.base + im.recs[0].off;
-		im.hi = im.base + im.recs[im.nrecs - 1].off;
-		uint64_t span = im.recs[im.nrecs - 1].off - im.recs[0].off;
-		im.scale = span ? ((uint64_t)(im.nrecs - 1) << 32) / span : 0;
-	}
-	im.first = nrecords;
-	im.stubs = direct_page(&im);
-	if (im.nrecs && !im.stubs)
-		say(1, "no page for direct stubs within reach; single ops go through the list");
-	dl_iterate_phdr(find_object, &fc);
-	if (fc.found)
-		name_records(&im, fc.path, fc.bias);
-	*slot = im;
-	__atomic_store_n(&images[at], slot, __ATOMIC_RELEASE);
-	if (at == nimages)
-		__atomic_store_n(&nimages, nimages + 1, __ATOMIC_RELEASE);
-	nrecords += im.nrecs;
-	/* Before the handlers: a dispatcher finds the image through it. */
-	__atomic_store_n(&desc->lib, slot, __ATOMIC_RELEASE);
-	desc->args_handler = args_dispatch;
-	desc->regs_handler = regs_dispatch;
-	say(2, "image %s: %zu sites", fc.found ? fc.path : "?", im.nrecs);
-	if (im.nrecs)
-		cover_new_image(slot);
-out:
-	pthread_mutex_unlock(&lock);
-	if (!ret)
-		mcloc_env_tracer_kick();
-	return ret;
-}
-
-/* Its code is going away (dlclose): out of the table now, its memory
- * once nobody can be reading it.  Its names stay (intern()). */
-void mcloc_unregister_image(struct mcloc_image *desc)
-{
-	struct image *gone = NULL;
-
-	pthread_mutex_lock(&lock);
-	for (size_t i = 0; i < nimages && !gone; i++)
-		if (images[i] && images[i]->desc == desc) {
-			gone = images[i];
-			__atomic_store_n(&images[i], NULL, __ATOMIC_RELEASE);
-		}
-	if (gone) {
-		__atomic_store_n(&desc->lib, NULL, __ATOMIC_RELEASE);
-		synchronize_rcu_bp();
-		mcr_wait_handlers();
-		if (gone->stubs)
-			munmap(gone->stubs, MCR_DIRECT_PAGE);
-		free(gone->recs);
-		free(gone->names);
-		free(gone->funcs);
-		free(gone->strtab);
-		free(gone);
-	}
-	pthread_mutex_unlock(&lock);
-}
-
-/* ---- dispatch ------------------------------------------------------------------ */
-
-static bool bit_of(const uint64_t *map, size_t g)
-{
-	/* (Relaxed: a filter change rewrites words while sites run.) */
-	return __atomic_load_n(&map[g / 64], __ATOMIC_RELAXED) >> (g % 64) & 1;
-}
-
-/* The set's callbacks for the site that ends at AFTER, in the thread's
- * in_tracer section. */
-static void walk(uintptr_t after, uintptr_t parent, struct mcloc_image *img, void *regs)
-{
-	const struct image *im = NULL;
-	long r;
-
-	rcu_read_lock_bp();
-	/* The image of the descriptor the trampoline passed, else by
-	 * address: the library's own trampolines serve images without any.
-	 * (An image's record is freed a grace period after it is unloaded.) */
-	if (img)
-		im = __atomic_load_n((struct image **)&img->lib, __ATOMIC_ACQUIRE);
-	r = im && im->nrecs ? rec_before(im, after) : -1;
-	if (r < 0 && (im = image_of(after - 1)))
-		r = rec_before(im, after);
-	if (r >= 0) {
-		uintptr_t ip = im->base + im->recs[r].off;
-		size_t g = im->first + (size_t)r;
-		struct ops_set *set = rcu_dereference(cur_set);
-
-		for (size_t i = 0; set && i < set->n; i++) {
-			const struct set_ent *e = &set->v[i];
-
-			if (bit_of(e->covers, g))
-				e->func(ip, parent, e->ops, e->regs ? regs : NULL);
-		}
-	}
-	rcu_read_unlock_bp();
-}
-
-static void dispatch(uintptr_t after, uintptr_t parent, struct mcloc_image *img,
-		     void *regs)
-{
-	if (in_tracer)
-		return;		/* a callback called a traced function */
-	in_tracer = 1;
-	walk(after, parent, img, regs);
-	in_tracer = 0;
-}
-
-/*
- * A site alone in one ops's hands, through its stub.  The stub says which
- * slot, but a thread may have been stopped between the site and here for
- * any time, long enough for the slot's ops to go and another to take it.
- * So the slot is trusted only if, inside the read-side section, the site
- * still calls this stub: then its ops is the one registered now, and it
- * cannot go before the section ends.  Otherwise the site changed under
- * the call, and the set decides, as for any call in flight.
- */
-__attribute__((used)) void mcr_direct_hook(uintptr_t after, uintptr_t parent, uintptr_t stub)
-{
-	size_t i = (stub & (MCR_DIRECT_PAGE - 1)) / MCR_DIRECT_STUB;
-	unsigned len = mcr_direct_len[i / MCR_DIRECT_SLOTS];
-
-	if (in_tracer)
-		return;
-	in_tracer = 1;
-	rcu_read_lock_bp();
-	if (mcr_call_dest(after, len) == stub) {
-		const struct direct *d = &direct[i % MCR_DIRECT_SLOTS];
-
-		if (d->func)
-			d->func(after - len, parent, d->ops, NULL);
-	} else {
-		walk(after, parent, NULL, NULL);
-	}
-	rcu_read_unlock_bp();
-	in_tracer = 0;
-}
-
-static void args_dispatch(uintptr_t after, uintptr_t parent, struct mcloc_image *img,
-			  void *args)
-{
-	(void)args;
-	dispatch(after, parent, img, NULL);
-}
-
-static void regs_dispatch(uintptr_t after, uintptr_t parent, struct mcloc_image *img,
-			  void *regs)
-{
-	dispatch(after, parent, img, regs);
-}
 
 /* ---- ops ------------------------------------------------------------------------ */
 
@@ -789,43 +95,57 @@ int mcloc_init(void)
 	char err[256];
 	bool first = false;
 
-	pthread_mutex_lock(&lock);
+	pthread_mutex_lock(&mcr_lock);
 	if (!inited) {
 		inited = first = true;
-		init_status = mcr_init(err, sizeof(err));
+		init_status = mcr_init(mcr_is_site, err, sizeof(err));
 		if (init_status)
-			say(0, "%s", err);
+			mcr_say(0, "%s", err);
 	}
-	pthread_mutex_unlock(&lock);
-	if (first && !init_status) {
+	pthread_mutex_unlock(&mcr_lock);
+	if (first && !init_status && mcr_hooks.after_init) {
 		err[0] = 0;
-		int r = mcloc_discover_main(err, sizeof(err));
+		int r = mcr_hooks.after_init(err, sizeof(err));
 		if (r)
-			say(1, "the main program's own table: %s", err[0] ? err : strerror(-r));
+			mcr_say(1, "the main program's own table: %s", err[0] ? err : strerror(-r));
 	}
 	return init_status;
 }
 
-bool mcloc_covers(uintptr_t lo, uintptr_t hi)
+bool mcr_covers(uintptr_t lo, uintptr_t hi)
 {
 	bool found = false;
 
-	pthread_mutex_lock(&lock);
-	for (size_t i = 0; i < nimages && !found; i++)
-		found = images[i] && images[i]->nrecs && images[i]->lo < hi && images[i]->hi >= lo;
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_lock(&mcr_lock);
+	for (size_t i = 0; i < mcr_nimages && !found; i++)
+		found = mcr_images[i] && mcr_images[i]->nrecs && mcr_images[i]->lo < hi && mcr_images[i]->hi >= lo;
+	pthread_mutex_unlock(&mcr_lock);
 	return found;
 }
 
 static size_t words(void)
 {
-	return nrecords / 64 + 1;
+	return mcr_nrecords / 64 + 1;
+}
+
+/* OPS as its caller compiled it: see struct mcloc_ops's sz. */
+static int ops_valid(const struct mcloc_ops *ops)
+{
+	if (!ops)
+		return -EINVAL;
+	for (size_t i = sizeof(*ops); i < ops->sz; i++)
+		if (((const unsigned char *)ops)[i])
+			return -E2BIG;
+	return 0;
 }
 
 static int ensure_priv(struct mcloc_ops *ops)
 {
 	struct mcloc_ops_priv *p = ops->priv;
+	int v = ops_valid(ops);
 
+	if (v)
+		return v;
 	if (!p) {
 		p = calloc(1, sizeof(*p));
 		if (!p)
@@ -982,7 +302,7 @@ static int set_globs(struct mcloc_ops *ops, const char *globs, int reset, bool n
 
 	if (!ops || !globs)
 		return -EINVAL;
-	pthread_mutex_lock(&lock);
+	pthread_mutex_lock(&mcr_lock);
 	ret = prepare(ops);
 	if (ret)
 		goto out;
@@ -1002,10 +322,10 @@ static int set_globs(struct mcloc_ops *ops, const char *globs, int reset, bool n
 	for (char *pat = strtok_r(dup, ", \t\n", &save); pat; pat = strtok_r(NULL, ", \t\n", &save)) {
 		bool neg = pat[0] == '!', matched = false;
 
-		for (size_t i = 0; i < nimages; i++)
-			for (size_t r = 0; images[i] && r < images[i]->nrecs; r++) {
-				const char *name = images[i]->names ? images[i]->names[r] : NULL;
-				size_t g = images[i]->first + r;
+		for (size_t i = 0; i < mcr_nimages; i++)
+			for (size_t r = 0; mcr_images[i] && r < mcr_images[i]->nrecs; r++) {
+				const char *name = mcr_images[i]->names ? mcr_images[i]->names[r] : NULL;
+				size_t g = mcr_images[i]->first + r;
 
 				if (!name || fnmatch(pat + neg, name, 0))
 					continue;
@@ -1032,7 +352,7 @@ static int set_globs(struct mcloc_ops *ops, const char *globs, int reset, bool n
 		count += __builtin_popcountll(bits[w]);
 	ret = count;
 out:
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&mcr_lock);
 	return ret;
 }
 
@@ -1052,27 +372,27 @@ int mcloc_set_filter_ip(struct mcloc_ops *ops, uintptr_t ip, int remove)
 
 	if (!ops)
 		return -EINVAL;
-	pthread_mutex_lock(&lock);
+	pthread_mutex_lock(&mcr_lock);
 	struct filters saved = { 0 };
 	ret = prepare(ops);
 	if (!ret)
 		ret = save_filters(ops, &saved);
 	if (!ret) {
 		ret = -ENOENT;
-		for (size_t i = 0; i < nimages; i++) {
-			if (!images[i])
+		for (size_t i = 0; i < mcr_nimages; i++) {
+			if (!mcr_images[i])
 				continue;
-			long r = rec_at(images[i], ip);
+			long r = mcr_rec_at(mcr_images[i], ip);
 
 			/* A function's address names its site too. */
-			if (r < 0 && images[i]->names)
-				for (size_t k = 0; k < images[i]->nrecs && r < 0; k++)
-					if (images[i]->base + images[i]->recs[k].off >= ip &&
-					    images[i]->base + images[i]->recs[k].off < ip + 16)
+			if (r < 0 && mcr_images[i]->names)
+				for (size_t k = 0; k < mcr_images[i]->nrecs && r < 0; k++)
+					if (mcr_images[i]->base + mcr_images[i]->recs[k].off >= ip &&
+					    mcr_images[i]->base + mcr_images[i]->recs[k].off < ip + 16)
 						r = (long)k;
 			if (r < 0)
 				continue;
-			size_t g = images[i]->first + (size_t)r;
+			size_t g = mcr_images[i]->first + (size_t)r;
 			if (remove)
 				ops->priv->filter[g / 64] &= ~(1ull << (g % 64));
 			else
@@ -1082,7 +402,7 @@ int mcloc_set_filter_ip(struct mcloc_ops *ops, uintptr_t ip, int remove)
 		}
 		ret = ret ? (restore_filters(ops, &saved), ret) : retarget(ops, &saved);
 	}
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&mcr_lock);
 	return ret;
 }
 
@@ -1097,7 +417,7 @@ struct owners {
 
 static void owners_now(struct owners *o)
 {
-	const struct ops_set *set = cur_set;
+	const struct ops_set *set = mcr_cur_set;
 
 	o->n = 0;
 	for (size_t i = 0; set && i < set->n; i++) {
@@ -1148,7 +468,7 @@ static uintptr_t wanted(const struct image *im, size_t r, uint32_t s, const stru
 		size_t g = im->first + r;
 
 		for (size_t i = 0; i < o->n; i++)
-			if (bit_of(o->v[i].covers, g)) {
+			if (mcr_bit_of(o->v[i].covers, g)) {
 				*flags |= REC_ENABLED_DIRECT;
 				return (uintptr_t)im->stubs + so->of_len[s >> REC_LEN_SHIFT] +
 				       (size_t)o->v[i].slot * MCR_DIRECT_STUB;
@@ -1186,8 +506,8 @@ static int update_sites(void)
 	char err[256];
 	int ret = 0;
 
-	for (size_t i = 0; i < nimages; i++)
-		cap += images[i] ? images[i]->nrecs : 0;
+	for (size_t i = 0; i < mcr_nimages; i++)
+		cap += mcr_images[i] ? mcr_images[i]->nrecs : 0;
 	if (cap > vcap) {
 		struct mcr_poke *nv = realloc(v, cap * sizeof(*v));
 
@@ -1198,8 +518,8 @@ static int update_sites(void)
 	}
 	owners_now(&own);
 	stub_offs_init(&so);
-	for (size_t i = 0; i < nimages; i++) {
-		struct image *im = images[i];
+	for (size_t i = 0; i < mcr_nimages; i++) {
+		struct image *im = mcr_images[i];
 
 		if (!im)
 			continue;
@@ -1220,8 +540,8 @@ static int update_sites(void)
 			if (mcr_encode(site, len, current(im, r, s), p->old_bytes) < 0 ||
 			    mcr_encode(site, len, to, p->new_bytes) < 0) {
 				im->recs[r].state |= REC_REFUSED;
-				nrefused++;
-				say(1, "site %#lx: no %u-byte call reaches the trampoline; refused",
+				mcr_nrefused++;
+				mcr_say(1, "site %#lx: no %u-byte call reaches the trampoline; refused",
 				    (unsigned long)site, len);
 				continue;
 			}
@@ -1236,10 +556,10 @@ static int update_sites(void)
 	}
 	ret = mcr_patch(v, n, err, sizeof(err));
 	if (ret) {
-		say(0, "%s", err);
+		mcr_say(0, "%s", err);
 		for (size_t k = 0; k < n; k++) {
-			struct image *im = (struct image *)image_of(v[k].addr);
-			long r = im ? rec_at(im, v[k].addr) : -1;
+			struct image *im = (struct image *)mcr_image_of(v[k].addr);
+			long r = im ? mcr_rec_at(im, v[k].addr) : -1;
 
 			if (r >= 0)
 				im->recs[r].state = (im->recs[r].state & ~REC_ENABLED_ALL) |
@@ -1252,8 +572,8 @@ static int update_sites(void)
 /* Add UNIT (count_unit()) to the state of global record G. */
 static void rec_add(size_t g, uint32_t unit)
 {
-	for (size_t i = 0; i < nimages; i++) {
-		struct image *im = images[i];
+	for (size_t i = 0; i < mcr_nimages; i++) {
+		struct image *im = mcr_images[i];
 
 		if (!im || g < im->first || g >= im->first + im->nrecs)
 			continue;
@@ -1271,8 +591,8 @@ static void count(struct mcloc_ops *ops, int delta)
 	size_t ncovered = ops->priv->ncovered;
 	uint32_t d = count_unit(ops, delta);
 
-	for (size_t i = 0; i < nimages; i++) {
-		struct image *im = images[i];
+	for (size_t i = 0; i < mcr_nimages; i++) {
+		struct image *im = mcr_images[i];
 		if (!im)
 			continue;
 		size_t lo = im->first, hi = im->first + im->nrecs;
@@ -1306,9 +626,9 @@ static size_t nretired;
  * later.  Then the sites change in one batch.  On failure the image is
  * simply not covered, as before an ops registers again.
  */
-static void cover_new_image(struct image *im)
+void mcr_cover_new_image(struct image *im)
 {
-	const struct ops_set *old = cur_set;
+	const struct ops_set *old = mcr_cur_set;
 	size_t n = old ? old->n : 0, w = words(), grown = 0;
 	struct ops_set *set = malloc(sizeof(*set) + (n + 1) * sizeof(set->v[0]));
 	uint64_t **gone = calloc(n + 1, sizeof(*gone));
@@ -1330,16 +650,16 @@ static void cover_new_image(struct image *im)
 		gone[grown++] = p->covers;
 		p->covers = c;
 		set->v[i].covers = c;
-		p->ncovered = nrecords;
+		p->ncovered = mcr_nrecords;
 		for (size_t r = 0; r < im->nrecs; r++)
 			im->recs[r].state += count_unit(ops, +1);
 	}
 	if (!grown)
 		goto out;
-	rcu_set_pointer(&cur_set, set);
+	rcu_set_pointer(&mcr_cur_set, set);
 	set = NULL;
 	if (update_sites())
-		say(1, "a new image's sites stay off: the batch was refused");
+		mcr_say(1, "a new image's sites stay off: the batch was refused");
 	synchronize_rcu_bp();
 	free((void *)old);
 	for (size_t i = 0; i < grown; i++)
@@ -1351,7 +671,7 @@ out:
 
 static int publish(struct mcloc_ops *add, struct mcloc_ops *remove)
 {
-	struct ops_set *old = cur_set;
+	struct ops_set *old = mcr_cur_set;
 	size_t n = old ? old->n : 0;
 	struct ops_set *set = malloc(sizeof(*set) + (n + 1) * sizeof(set->v[0]));
 
@@ -1364,7 +684,7 @@ static int publish(struct mcloc_ops *add, struct mcloc_ops *remove)
 	if (add)
 		set->v[set->n++] = (struct set_ent){ add, add->func, add->priv->covers,
 						     add->flags & MCLOC_OPS_SAVE_REGS };
-	rcu_set_pointer(&cur_set, set);
+	rcu_set_pointer(&mcr_cur_set, set);
 	/* An addition needs no grace period before returning: only the
 	 * old array must outlive its readers, so it waits for the next
 	 * removal's (or for a full list).  A removal must wait: after it,
@@ -1388,8 +708,8 @@ static int take_slot(struct mcloc_ops *ops)
 	if (ops->flags & MCLOC_OPS_SAVE_REGS)
 		return 0;
 	for (int k = 0; k < MCR_DIRECT_SLOTS; k++)
-		if (!direct[k].func) {
-			direct[k] = (struct direct){ ops->func, ops };
+		if (!mcr_direct[k].func) {
+			mcr_direct[k] = (struct direct){ ops->func, ops };
 			return k + 1;
 		}
 	return 0;
@@ -1412,7 +732,7 @@ static void release_slot(struct mcloc_ops *ops, bool sites_ok)
 
 	if (!p->slot)
 		return;
-	direct[p->slot - 1] = sites_ok ? (struct direct){ 0 } : (struct direct){ ignore, NULL };
+	mcr_direct[p->slot - 1] = sites_ok ? (struct direct){ 0 } : (struct direct){ ignore, NULL };
 	p->slot = 0;
 }
 
@@ -1424,7 +744,7 @@ int mcloc_register_ops(struct mcloc_ops *ops)
 		return ret;
 	if (!ops || !ops->func)
 		return -EINVAL;
-	pthread_mutex_lock(&lock);
+	pthread_mutex_lock(&mcr_lock);
 	ret = prepare(ops);
 	if (ret)
 		goto out;
@@ -1441,9 +761,9 @@ int mcloc_register_ops(struct mcloc_ops *ops)
 		goto out;
 	}
 	/* The records that exist now; an image loaded later is covered
-	 * only if the filter is empty (cover_new_image()), or once the ops
+	 * only if the filter is empty (mcr_cover_new_image()), or once the ops
 	 * registers again. */
-	p->ncovered = nrecords;
+	p->ncovered = mcr_nrecords;
 	for (size_t w = 0; w < p->nfilter; w++)
 		p->covers[w] = covered_word(p, all, w, p->ncovered);
 	p->leaving = false;
@@ -1466,7 +786,7 @@ int mcloc_register_ops(struct mcloc_ops *ops)
 	}
 	p->registered = true;
 out:
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&mcr_lock);
 	return ret;
 }
 
@@ -1476,7 +796,7 @@ int mcloc_unregister_ops(struct mcloc_ops *ops)
 
 	if (!ops || !ops->priv)
 		return -EINVAL;
-	pthread_mutex_lock(&lock);
+	pthread_mutex_lock(&mcr_lock);
 	if (!ops->priv->registered) {
 		ret = -ENOENT;
 		goto out;
@@ -1485,14 +805,14 @@ int mcloc_unregister_ops(struct mcloc_ops *ops)
 	count(ops, -1);
 	ret = update_sites();
 	if (ret)
-		say(0, "unregister: sites stay enabled; the ops is removed anyway");
+		mcr_say(0, "unregister: sites stay enabled; the ops is removed anyway");
 	/* Out of the set, then a grace period: after it, no thread is in
 	 * OPS's callback or can reach it. */
 	publish(NULL, ops);
 	release_slot(ops, !ret);
 	ops->priv->registered = false;
 out:
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&mcr_lock);
 	return ret;
 }
 
@@ -1507,98 +827,36 @@ void mcloc_ops_free(struct mcloc_ops *ops)
 	ops->priv = NULL;
 }
 
-void mcloc_get_stats(struct mcloc_stats *st)
+int mcloc_get_stats(struct mcloc_stats *out)
 {
-	memset(st, 0, sizeof(*st));
-	pthread_mutex_lock(&lock);
-	for (size_t i = 0; i < nimages; i++) {
-		if (!images[i])
+	struct mcloc_stats all = { .sz = sizeof(all) }, *st = &all;
+
+	if (!out || out->sz < offsetof(struct mcloc_stats, images) + sizeof(out->images))
+		return -EINVAL;
+	pthread_mutex_lock(&mcr_lock);
+	for (size_t i = 0; i < mcr_nimages; i++) {
+		if (!mcr_images[i])
 			continue;
 		st->images++;
-		st->records += images[i]->nrecs;
-		for (size_t r = 0; r < images[i]->nrecs; r++) {
-			st->enabled += !!(images[i]->recs[r].state & REC_ENABLED);
-			st->direct += !!(images[i]->recs[r].state & REC_ENABLED_DIRECT);
+		st->records += mcr_images[i]->nrecs;
+		for (size_t r = 0; r < mcr_images[i]->nrecs; r++) {
+			st->enabled += !!(mcr_images[i]->recs[r].state & REC_ENABLED);
+			st->direct += !!(mcr_images[i]->recs[r].state & REC_ENABLED_DIRECT);
 		}
 	}
 	st->record_bytes = st->records * sizeof(struct mcloc_rec);
-	st->refused = nrefused;
+	st->refused = mcr_nrefused;
 	st->batches = mcr_stats.batches;
 	st->sites_patched = mcr_stats.sites;
 	st->syncs = mcr_stats.syncs;
 	st->last_batch_ms = mcr_stats.last_batch_ms;
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&mcr_lock);
+	size_t sz = out->sz < sizeof(all) ? out->sz : sizeof(all);
+
+	memcpy((char *)out + sizeof(out->sz), (char *)&all + sizeof(all.sz), sz - sizeof(all.sz));
+	return 0;
 }
 
-/* (The lookups below run in callbacks, so they take no lock: a
- * read-side section keeps an image being unloaded alive meanwhile.) */
-const char *mcloc_addr_name(uintptr_t addr, uintptr_t *off)
-{
-	const char *name = NULL;
-	size_t n = __atomic_load_n(&nimages, __ATOMIC_ACQUIRE);
-
-	rcu_read_lock_bp();
-	for (size_t i = 0; i < n && !name; i++) {
-		const struct image *im = image_at(i);
-		size_t lo = 0, hi = im ? im->nfuncs : 0;
-
-		while (lo < hi) {
-			size_t mid = lo + (hi - lo) / 2;
-
-			if (im->funcs[mid].lo <= addr)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		if (lo && addr < im->funcs[lo - 1].hi) {
-			if (off)
-				*off = addr - im->funcs[lo - 1].lo;
-			name = im->strtab + im->funcs[lo - 1].name;
-		}
-	}
-	rcu_read_unlock_bp();
-	return name;
-}
-
-const char *mcloc_site_name(uintptr_t ip)
-{
-	const char *name = NULL;
-
-	rcu_read_lock_bp();
-	const struct image *im = image_of(ip);
-	long r = im ? rec_at(im, ip) : -1;
-	if (r >= 0 && im->names)
-		name = im->names[r];
-	rcu_read_unlock_bp();
-	return name;
-}
-
-void mcloc_each_site_name(void (*fn)(const char *name, void *arg), void *arg)
-{
-	pthread_mutex_lock(&lock);
-	for (size_t i = 0; i < nimages; i++)
-		for (size_t r = 0; images[i] && images[i]->names && r < images[i]->nrecs; r++)
-			if (images[i]->names[r])
-				fn(images[i]->names[r], arg);
-	pthread_mutex_unlock(&lock);
-}
-
-uintptr_t mcloc_site_of(const char *name)
-{
-	uintptr_t site = 0;
-	size_t n = __atomic_load_n(&nimages, __ATOMIC_ACQUIRE);
-
-	rcu_read_lock_bp();
-	for (size_t i = 0; i < n && !site; i++) {
-		const struct image *im = image_at(i);
-
-		for (size_t r = 0; im && im->names && r < im->nrecs && !site; r++)
-			if (im->names[r] && !strcmp(im->names[r], name))
-				site = im->base + im->recs[r].off;
-	}
-	rcu_read_unlock_bp();
-	return site;
-}
 
 /*
  * No patching across fork(): the child gets a consistent text and a lock
@@ -1617,23 +875,24 @@ uintptr_t mcloc_site_of(const char *name)
 static void atfork_prepare(void)
 {
 	urcu_bp_register_thread();
-	pthread_mutex_lock(&lock);
+	pthread_mutex_lock(&mcr_lock);
 	urcu_bp_before_fork();
 }
 
 static void atfork_parent(void)
 {
 	urcu_bp_after_fork_parent();
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&mcr_lock);
 }
 
 static void atfork_child(void)
 {
 	urcu_bp_after_fork_child();
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&mcr_lock);
 }
 
-__attribute__((constructor)) static void mcloc_ctor(void)
+__attribute__((constructor)) static void atfork_ctor(void)
 {
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
+

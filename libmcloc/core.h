@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Between the core and its helpers. */
+/*
+ * libmcloc's private header: the records, images and ops that images.c,
+ * core.c and dispatch.c share, and what the modules above them (discover,
+ * tracer) call.
+ */
 #ifndef MCLOC_CORE_H
 #define MCLOC_CORE_H
 
@@ -7,15 +11,158 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <pthread.h>
+
+#include <mcloc/mcloc.h>
+#include <mcloc/abi.h>
+#include "../arch/runtime.h"
+
+/* ---- records, images, ops (images.c, core.c, dispatch.c) ------------- */
+
+struct mcloc_rec {
+	uint32_t off;		/* from the image's load address */
+	uint32_t state;		/* MCLOC_REC_* */
+};
+_Static_assert(sizeof(struct mcloc_rec) == 8, "a record is 8 bytes");
+
+#define REC_REF_MASK	0x0000ffffu	/* ops covering the site */
+#define REC_REGS_SHIFT	16
+#define REC_REGS_MASK	0x00ff0000u	/* of which need registers */
+#define REC_ENABLED	(1u << 24)	/* the site holds a call */
+#define REC_ENABLED_REGS (1u << 25)	/* ... to the regs trampoline */
+#define REC_REFUSED	(1u << 26)	/* its bytes were not what we expected */
+#define REC_ENABLED_DIRECT (1u << 27)	/* ... to an ops's direct stub */
+#define REC_LEN_SHIFT	28		/* site length, 1..15 */
+
+struct fsym {
+	uintptr_t lo, hi;
+	uint32_t name;
+};
+
+struct image {
+	struct mcloc_image *desc;
+	uintptr_t base;
+	struct mcloc_rec *recs;
+	const char **names;	/* function of each record (NULL: unknown), interned */
+	char *strtab;		/* the names of FUNCS */
+	struct fsym *funcs;	/* every function symbol, by address */
+	size_t nfuncs;
+	size_t nrecs, first;	/* global index of recs[0] */
+	uintptr_t lo, hi;	/* first and last site */
+	uint64_t scale;		/* (nrecs - 1) / (last - first offset), 32.32 */
+	uint8_t *stubs;		/* its direct page (NULL: none within reach) */
+};
+
+struct mcloc_ops_priv {
+	uint64_t *filter, *notrace, *covers;	/* bitmaps over global record indices */
+	size_t nfilter;
+	size_t ncovered;	/* records that existed when it registered */
+	int slot;		/* its direct slot + 1 (0: none) */
+	bool registered;
+	bool leaving;		/* unregistering: its counts are gone already */
+};
+
+/* A direct slot: what a site that calls one of the slot's stubs runs.
+ * Set before any site calls the stub, cleared a grace period after the
+ * last one stopped calling it. */
+struct direct {
+	mcloc_func_t func;
+	struct mcloc_ops *ops;
+};
+extern struct direct mcr_direct[MCR_DIRECT_SLOTS];
+
+/* What the dispatcher needs of each registered ops, copied into the set
+ * so that a traced call follows one pointer less per ops (its callback,
+ * flags and bitmap are fixed while it is registered; the bitmap's words
+ * change in place). */
+struct set_ent {
+	struct mcloc_ops *ops;
+	mcloc_func_t func;
+	const uint64_t *covers;
+	bool regs;
+};
+
+struct ops_set {
+	size_t n;
+	struct set_ent v[];
+};
+
+/*
+ * The shared state, under mcr_lock for writers.  Loaded images: a NULL
+ * slot is free.  Readers (dispatchers, the SIGTRAP handler, the name
+ * lookups) do not take the lock: an unloaded image's slot is cleared
+ * first, and its memory freed only after a grace period and after every
+ * SIGTRAP handler that could have seen it.  Record numbers (global indices
+ * into the ops's bitmaps) are never reused: each load takes new ones.
+ */
+#define MCR_MAX_IMAGES 256
+extern pthread_mutex_t mcr_lock;
+extern struct image *mcr_images[MCR_MAX_IMAGES];
+extern size_t mcr_nimages, mcr_nrecords;	/* slots in use, at most; records ever */
+extern struct ops_set *mcr_cur_set;		/* the published set (RCU) */
+extern size_t mcr_nrefused;			/* sites refused for their bytes */
+/* Set while this thread runs a tracer callback: traced calls it makes
+ * are not traced again. */
+extern __thread int mcr_in_tracer;
+
+static inline struct image *mcr_image_at(size_t i)
+{
+	return __atomic_load_n(&mcr_images[i], __ATOMIC_ACQUIRE);
+}
+
+static inline unsigned mcr_rec_len(const struct mcloc_rec *r)
+{
+	return r->state >> REC_LEN_SHIFT;
+}
+
+/* Bit G of MAP.  (Relaxed: a filter change rewrites words while sites
+ * run.) */
+static inline bool mcr_bit_of(const uint64_t *map, size_t g)
+{
+	return __atomic_load_n(&map[g / 64], __ATOMIC_RELAXED) >> (g % 64) & 1;
+}
+
+/* To the log callback mcloc_set_log() installed, if any. */
+void mcr_say(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* images.c: the image whose sites span ADDR; the first record at or after
+ * ADDR; the record at SITE, or of the site that ends at AFTER (-1: none). */
+const struct image *mcr_image_of(uintptr_t addr);
+size_t mcr_rec_lower(const struct image *im, uintptr_t addr);
+long mcr_rec_at(const struct image *im, uintptr_t site);
+long mcr_rec_before(const struct image *im, uintptr_t after);
+bool mcr_is_site(uintptr_t addr);
+
+/* core.c: a new image's records, into every ops that traces everything. */
+void mcr_cover_new_image(struct image *im);
+/* dispatch.c: what the trampolines call. */
+void mcr_args_dispatch(uintptr_t after, uintptr_t parent, struct mcloc_image *img, void *args);
+void mcr_regs_dispatch(uintptr_t after, uintptr_t parent, struct mcloc_image *img, void *regs);
 
 /* Does a registered image have sites in [LO, HI)? */
-bool mcloc_covers(uintptr_t lo, uintptr_t hi);
+bool mcr_covers(uintptr_t lo, uintptr_t hi);
 /* LEN bytes of the file FD at OFF, in a malloc'd buffer with room for a
  * terminating NUL; NULL on failure. */
-void *mcloc_read_at(int fd, off_t off, size_t len);
+void *mcr_read_at(int fd, off_t off, size_t len);
 /* A fresh read-write page within a rel32 call of [LO, HI), or NULL. */
-uint8_t *mcloc_near_page(uintptr_t lo, uintptr_t hi);
-/* Register the main program if it was linked without objpatch. */
-int mcloc_discover_main(char *err, size_t errlen);
+uint8_t *mcr_near_page(uintptr_t lo, uintptr_t hi);
+/*
+ * What core calls in the modules above it, so that it names none of them:
+ * each sets its hook from a constructor of priority 101, which runs before
+ * any default-priority constructor of the library (its own image's
+ * registration among them), so before core can need it.
+ */
+struct mcr_hooks {
+	/* Once, after the first successful init: register the main program
+	 * if it was linked without objpatch (discover.c). */
+	int (*after_init)(char *err, size_t errlen);
+	/* After every image registration (tracer.c: a tracer started from
+	 * the environment extends to the new image). */
+	void (*image_added)(void);
+};
+extern struct mcr_hooks mcr_hooks;
+
+/* Each name in every registered image's table, once per record. */
+void mcr_each_site_name(void (*fn)(const char *name, void *arg), void *arg);
 
 #endif

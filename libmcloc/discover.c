@@ -10,7 +10,7 @@
  * other.
  */
 #include "core.h"
-#include "mcloc-abi.h"
+#include <mcloc/abi.h>
 #include "patch.h"
 
 #include <dlfcn.h>
@@ -64,8 +64,8 @@ static bool has_symbol(int fd, const Elf64_Ehdr *eh, const Elf64_Shdr *sh, const
 		if (sh[i].sh_type != SHT_SYMTAB || sh[i].sh_link >= eh->e_shnum)
 			continue;
 		const Elf64_Shdr *ss = &sh[sh[i].sh_link];
-		Elf64_Sym *syms = mcloc_read_at(fd, (off_t)sh[i].sh_offset, sh[i].sh_size);
-		char *str = mcloc_read_at(fd, (off_t)ss->sh_offset, ss->sh_size);
+		Elf64_Sym *syms = mcr_read_at(fd, (off_t)sh[i].sh_offset, sh[i].sh_size);
+		char *str = mcr_read_at(fd, (off_t)ss->sh_offset, ss->sh_size);
 
 		for (size_t k = 0; syms && str && k < sh[i].sh_size / sizeof(*syms); k++)
 			if (syms[k].st_name + len < ss->sh_size &&
@@ -77,7 +77,9 @@ static bool has_symbol(int fd, const Elf64_Ehdr *eh, const Elf64_Shdr *sh, const
 	return found;
 }
 
-int mcloc_discover_main(char *err, size_t errlen)
+/* Register the main program if it was linked without objpatch: core
+ * calls it once, after the first successful init. */
+static int discover_main(char *err, size_t errlen)
 {
 	struct main_info m = { 0 };
 	Elf64_Ehdr eh;
@@ -87,17 +89,17 @@ int mcloc_discover_main(char *err, size_t errlen)
 	uintptr_t *tab = NULL;
 
 	dl_iterate_phdr(first_object, &m);
-	if (!m.found || mcloc_covers(m.text_lo, m.text_hi))
+	if (!m.found || mcr_covers(m.text_lo, m.text_hi))
 		return 0;	/* registered itself (objpatch link --runtime) */
 	fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
 	if (fd < 0 || pread(fd, &eh, sizeof(eh), 0) != sizeof(eh) ||
 	    memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
 	    eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shstrndx >= eh.e_shnum)
 		goto out;
-	sh = mcloc_read_at(fd, (off_t)eh.e_shoff, (size_t)eh.e_shnum * sizeof(*sh));
+	sh = mcr_read_at(fd, (off_t)eh.e_shoff, (size_t)eh.e_shnum * sizeof(*sh));
 	if (!sh)
 		goto out;
-	names = mcloc_read_at(fd, (off_t)sh[eh.e_shstrndx].sh_offset, sh[eh.e_shstrndx].sh_size);
+	names = mcr_read_at(fd, (off_t)sh[eh.e_shstrndx].sh_offset, sh[eh.e_shstrndx].sh_size);
 	if (!names)
 		goto out;
 	names[sh[eh.e_shstrndx].sh_size] = 0;
@@ -145,7 +147,7 @@ int mcloc_discover_main(char *err, size_t errlen)
 			np++;
 		}
 	}
-	uint8_t *stubs = mcloc_near_page(m.text_lo, m.text_hi);
+	uint8_t *stubs = mcr_near_page(m.text_lo, m.text_hi);
 	if (!stubs) {
 		snprintf(err, errlen, "no page within reach of the main program's text");
 		free(pk);
@@ -181,4 +183,9 @@ out:
 	free(names);
 	free(tab);
 	return ret;
+}
+
+__attribute__((constructor(101))) static void discover_hook(void)
+{
+	mcr_hooks.after_init = discover_main;
 }

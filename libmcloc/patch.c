@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 static struct sigaction prev_trap;
+static bool (*site_known)(uintptr_t addr);	/* set once, by mcr_init() */
 static bool have_membarrier;
 static long page_size;
 
@@ -104,7 +105,7 @@ static void on_trap(int sig, siginfo_t *si, void *ctx)
 	if (p) {
 		mcr_emulate(uc, site, active_undo ? p->old_bytes : p->new_bytes, p->len);
 		ours = true;
-	} else if (mcr_is_site(site) && *(volatile uint8_t *)site != mcr_breakpoint) {
+	} else if (site_known(site) && *(volatile uint8_t *)site != mcr_breakpoint) {
 		/* A site whose batch ended between the trap and now: run
 		 * what is there now. */
 		mcr_rewind(uc, site);
@@ -124,10 +125,11 @@ static void on_trap(int sig, siginfo_t *si, void *ctx)
 	}
 }
 
-int mcr_init(char *err, size_t errlen)
+int mcr_init(bool (*is_site)(uintptr_t addr), char *err, size_t errlen)
 {
 	struct sigaction sa;
 
+	site_known = is_site;
 	page_size = sysconf(_SC_PAGESIZE);
 	int cmds = membarrier(MEMBARRIER_CMD_QUERY);
 	if (cmds >= 0 && (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE) &&

@@ -28,7 +28,10 @@ struct mcr_stats {
 extern struct mcr_stats mcr_stats;
 
 /* Install the SIGTRAP handler and register for membarrier. */
-int mcr_init(char *err, size_t errlen);
+/* Set the patcher up.  IS_SITE tells the trap handler whether an address
+ * is a site of a registered image (a trap that raced the end of its
+ * batch); the patcher knows no images itself. */
+int mcr_init(bool (*is_site)(uintptr_t addr), char *err, size_t errlen);
 
 /* Change every site of V (sorted here) from old_bytes to new_bytes with
  * the breakpoint protocol.  All or nothing: on failure no site changes. */
@@ -39,6 +42,5 @@ int mcr_patch(struct mcr_poke *v, size_t n, char *err, size_t errlen);
 void mcr_wait_handlers(void);
 
 /* From the core: is ADDR one of the sites we manage?  Async-signal-safe. */
-bool mcr_is_site(uintptr_t addr);
 
 #endif

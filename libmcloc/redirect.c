@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * Redirects, the seed's "live kernel patching": one SAVE_REGS ops per
- * redirected function, covering its site only, whose callback sets the
- * resume address to the replacement.  The replacement runs with the
- * original arguments and returns to the original caller.
+ * mcloc_redirect(): live patching the way the kernel's livepatch rides on
+ * ftrace.  Each redirect is an MCLOC_OPS_SAVE_REGS ops whose filter is
+ * FROM's site alone and whose callback sets regs->pc to TO: the regs
+ * trampoline then resumes in TO with FROM's arguments intact, and TO
+ * returns straight to FROM's caller.  The redirects are listed, under a
+ * lock, only so that mcloc_unredirect() can find FROM's ops; once
+ * mcloc_unregister_ops() returns no thread is in the callback, so the ops
+ * is freed at once.
  */
-#include "mcloc.h"
-#include "mcloc-abi.h"
+#include <mcloc/mcloc.h>
+#include <mcloc/abi.h>
 
 #include <errno.h>
 #include <pthread.h>

@@ -26,9 +26,9 @@
  * sites after a prologue) are counted, not timed.  C++ exceptions must not
  * pass through a timed function (the unwinder cannot walk the trampoline).
  */
-#include "mcloc.h"
-#include "mcloc-abi.h"
-#include "tracer.h"
+#include <mcloc/mcloc.h>
+#include <mcloc/abi.h>
+#include "core.h"
 #include "../arch/runtime.h"
 
 #include <dlfcn.h>
@@ -396,7 +396,7 @@ static void build_hits(void)
 
 	hits = NULL;
 	nhits = caphits = 0;
-	mcloc_each_site_name(add_name, NULL);
+	mcr_each_site_name(add_name, NULL);
 	qsort(hits, nhits, sizeof(*hits), cmp_name);
 	size_t u = 0;
 	for (size_t i = 0; i < nhits; i++)
@@ -507,7 +507,9 @@ void mcloc_tracer_stop(void)
 	pthread_mutex_unlock(&api_lock);
 }
 
-void mcloc_env_tracer_kick(void)
+/* Start (or extend to a newly loaded image) the tracer MCLOC_TRACER asks
+ * for: core calls it after every image registration. */
+static void env_tracer_kick(void)
 {
 	static bool read_env, from_env;
 
@@ -535,4 +537,9 @@ void mcloc_env_tracer_kick(void)
 	if (from_env && active)
 		arm();
 	pthread_mutex_unlock(&api_lock);
+}
+
+__attribute__((constructor(101))) static void tracer_hook(void)
+{
+	mcr_hooks.image_added = env_tracer_kick;
 }

@@ -65,21 +65,9 @@ static void problem(struct checker *k, uint32_t shndx, uint64_t off, bool placed
 	}
 }
 
-static struct mc_text text_of(struct checker *k, uint32_t shndx)
-{
-	Elf_Data *d = mce_sec_data(k->f, &k->f->secs[shndx]);
-	struct mc_text t = { .msb = k->f->msb, .elfclass = k->f->cls };
-
-	if (d && d->d_buf) {
-		t.buf = d->d_buf;
-		t.size = d->d_size;
-	}
-	return t;
-}
-
 static void check_placement(struct checker *k, const struct op_entry *e)
 {
-	struct mc_text t = text_of(k, e->shndx);
+	struct mc_text t = mc_text_of(k->f, &k->f->secs[e->shndx], 0);
 	uint64_t start;
 	long fn = mce_label_before(k->f, e->shndx, e->off, &start);
 	unsigned pad = 0;
@@ -154,50 +142,21 @@ static bool in_table(const struct op_entry *sorted, size_t n, uint32_t shndx, ui
 	return lo < n && sorted[lo].shndx == shndx && sorted[lo].off == off;
 }
 
-/*
- * A linked image has no relocations to say where mcount is called: decode
- * every function the symbol table names, from its first byte to its last,
- * and resolve each call's target (a symbol, a PLT entry, a GOT slot).
- */
-static size_t check_complete_linked(struct checker *k, const struct op_entry *sorted,
-				    size_t n)
+struct linked_scan {
+	struct checker *k;
+	const struct op_entry *sorted;
+	size_t n, calls;
+};
+
+static void linked_call(void *ctx, uint32_t shndx, uint64_t off, const char *callee)
 {
-	struct mce_file *f = k->f;
-	struct op_callee_memo memo = { 0 };
-	size_t calls = 0;
+	struct linked_scan *c = ctx;
 
-	for (size_t i = 1; i < f->nsyms; i++) {
-		const struct mce_sym *m = &f->syms[i];
-
-		if (m->type != STT_FUNC || !m->size || !m->shndx || m->shndx >= f->shnum ||
-		    !mce_sec_exec(&f->secs[m->shndx]))
-			continue;
-		struct mce_sec *tx = &f->secs[m->shndx];
-		struct mc_text t = text_of(k, m->shndx);
-		uint64_t off = m->value - tx->sh.sh_addr, end = off + m->size;
-
-		if (m->value < tx->sh.sh_addr || end > t.size)
-			continue;
-		while (off < end) {
-			struct mc_insn in;
-
-			if (k->a->insn(&t, off, tx->sh.sh_addr + off, &in) < 0 || !in.len)
-				break;	/* data in code: the rest is not ours to judge */
-			const char *callee = in.call ? op_callee(f, k->a, &in, &memo) : "";
-
-			if (mc_is_mcount_name(callee)) {
-				if (calls++ == 0 && !k->ntables)
-					problem(k, 0, 0, false, "no __mcount_loc or "
-						"__patchable_function_entries table, but calls to %s",
-						callee);
-				if (!in_table(sorted, n, m->shndx, off))
-					problem(k, m->shndx, off, true,
-						"call to %s missing from the table", callee);
-			}
-			off += in.len;
-		}
-	}
-	return calls;
+	if (c->calls++ == 0 && !c->k->ntables)
+		problem(c->k, 0, 0, false, "no __mcount_loc or __patchable_function_entries "
+			"table, but calls to %s", callee);
+	if (!in_table(c->sorted, c->n, shndx, off))
+		problem(c->k, shndx, off, true, "call to %s missing from the table", callee);
 }
 
 /* Every call to an mcount symbol the code makes must be in the table.
@@ -215,7 +174,7 @@ static size_t check_complete(struct checker *k, const struct op_entry *sorted, s
 		    !mce_sec_exec(&f->secs[rs->sh.sh_info]) || mce_load_rels(f, rs) < 0)
 			continue;
 		uint32_t tx = rs->sh.sh_info;
-		struct mc_text t = text_of(k, tx);
+		struct mc_text t = mc_text_of(k->f, &k->f->secs[tx], 0);
 
 		for (size_t i = 0; i < rs->nrels; i++) {
 			const struct mce_rel *r = &rs->rels[i];
@@ -227,7 +186,7 @@ static size_t check_complete(struct checker *k, const struct op_entry *sorted, s
 			t.boundary = 0;
 			if (k->a->variable_length)
 				mce_label_before(f, tx, r->offset, &t.boundary);
-			if (k->a->decode(&t, r, &site) < 0 || site.verdict != MC_SITE_CALL)
+			if (k->a->decode(&t, r->offset, r->type, &site) < 0 || site.verdict != MC_SITE_CALL)
 				continue;
 			if (calls++ == 0 && !k->ntables)
 				problem(k, 0, 0, false, "no __mcount_loc or "
@@ -320,9 +279,11 @@ static int check_one(const char *path, const struct op_common *c, struct json *j
 			problem(&k, sorted[i].shndx, sorted[i].off, true,
 				"%s entry %u duplicates entry %u", sorted[i].table,
 				sorted[i].idx, sorted[i - 1].idx);
-	if (mce_linked(&f))
-		check_complete_linked(&k, sorted, n);
-	else
+	if (mce_linked(&f)) {
+		struct linked_scan c = { &k, sorted, n, 0 };
+
+		op_mcount_calls(&f, k.a, linked_call, &c);
+	} else
 		check_complete(&k, sorted, n);
 	if (c->json) {
 		json_end(j, ']');

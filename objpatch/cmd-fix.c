@@ -7,18 +7,16 @@
 #include "objpatch.h"
 #include "fix.h"
 
+#include "../common/command.h"
 #include "../common/diag.h"
 
 #include <errno.h>
 #include <getopt.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-extern char **environ;
 
 static void report(const char *path, const struct fix_opts *o, const struct fix_stats *st)
 {
@@ -96,24 +94,33 @@ static const char *link_output(int argc, char **argv)
 	return out;
 }
 
-static int run(char **argv)
+/*
+ * Copy the link command ARGV into CMD, with every -lmcloc made to stick:
+ * an image reaches libmcloc only through weak references (it must run
+ * without it too), which --as-needed, the default of some distributions'
+ * compilers, takes as no need, and the tracer would silently do nothing.
+ * Returns the new count.
+ */
+static int keep_mcloc(int argc, char **argv, char **cmd)
 {
-	pid_t pid;
-	int st, err = posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ);
+	size_t l = strlen(argv[0]);
+	/* The linker itself takes the options bare; a compiler driver
+	 * passes them on through -Wl. */
+	bool ld = (l >= 2 && !strcmp(argv[0] + l - 2, "ld")) || strstr(argv[0], "ld.");
+	int n = 0;
 
-	if (err) {
-		mc_error(argv[0], "cannot run the link command: %s", strerror(err));
-		return 127;
+	for (int i = 0; i < argc; i++) {
+		bool lib = i > 0 && !strcmp(argv[i], "-lmcloc");
+
+		if (lib)
+			cmd[n++] = ld ? "--push-state" : "-Wl,--push-state,--no-as-needed";
+		if (lib && ld)
+			cmd[n++] = "--no-as-needed";
+		cmd[n++] = argv[i];
+		if (lib)
+			cmd[n++] = ld ? "--pop-state" : "-Wl,--pop-state";
 	}
-	while (waitpid(pid, &st, 0) < 0)
-		if (errno != EINTR) {
-			mc_error(argv[0], "cannot wait for the link: %s", strerror(errno));
-			return 1;
-		}
-	if (WIFEXITED(st))
-		return WEXITSTATUS(st);
-	mc_error(argv[0], "the link command died of signal %d", WTERMSIG(st));
-	return 1;
+	return n;
 }
 
 int cmd_link(int argc, char **argv, const struct op_common *c)
@@ -149,13 +156,38 @@ int cmd_link(int argc, char **argv, const struct op_common *c)
 	argc -= optind;
 	argv += optind;
 	const char *out = link_output(argc, argv);
+	struct mc_ccargs cc;
 
-	cmd = calloc((size_t)argc + 2, sizeof(*cmd));
+	/*
+	 * objpatch link may stand inside CC (libtool links shared libraries
+	 * with $CC): a compile runs as it is, and so does a compile and link
+	 * in one step, configure's probe, whose objects were never recorded.
+	 */
+	mc_ccargs_read(argc, argv, &cc);
+	if (cc.compile_only)
+		return mc_run(argv, "the link command");
+	if (cc.nsources) {
+		mc_warn(out, "the link compiles %d source file%s itself, which recordmcount "
+			"never saw: linked as it is, with no table work", cc.nsources,
+			cc.nsources == 1 ? "" : "s");
+		return mc_run(argv, "the link command");
+	}
+
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "-pg"))
+			mc_warn(out, "-pg on the link line links gcrt1.o, and the program "
+				"writes gmon.out at exit: give -pg to the compiles only");
+
+	/* Room for the runtime object, and for three words around each -lmcloc. */
+	cmd = calloc(4 * (size_t)argc + 2, sizeof(*cmd));
 	if (!cmd) {
 		mc_error(out, "out of memory");
 		return 1;
 	}
-	memcpy(cmd, argv, (size_t)argc * sizeof(*cmd));
+	int ncmd = runtime ? keep_mcloc(argc, argv, cmd) : argc;
+
+	if (!runtime)
+		memcpy(cmd, argv, (size_t)argc * sizeof(*cmd));
 	if (runtime) {
 		/* The trampolines and the registration constructor go into the
 		 * link itself, so they sit within branch range of every site. */
@@ -169,9 +201,9 @@ int cmd_link(int argc, char **argv, const struct op_common *c)
 			status = 1;
 			goto out;
 		}
-		cmd[argc] = rtobj;
+		cmd[ncmd] = rtobj;
 	}
-	status = run(cmd);
+	status = mc_run(cmd, "the link command");
 	if (status)
 		goto out;
 
@@ -180,7 +212,8 @@ int cmd_link(int argc, char **argv, const struct op_common *c)
 	struct fix_stats st;
 
 	o.missing_ok = true;
-	o.names = runtime;	/* function names that survive strip(1) */
+	o.no_call_left = true;
+	o.runtime = runtime;	/* bounds, and names that survive strip(1) */
 	if (op_fix_file(out, &o, &st) < 0) {
 		status = 1;
 		unlink(out);

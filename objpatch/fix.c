@@ -22,7 +22,9 @@
 
 #include "../common/diag.h"
 #include "../common/mcsort.h"
-#include "../common/sitenop.h"
+#include "../site/site.h"
+
+#include <mcloc/abi.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -320,8 +322,8 @@ static int sort_entries(struct mce_file *f, const uint64_t *src, size_t n, uint6
  * DT_RELR in step.  Only the words that differ are written: a second run
  * changes nothing.
  */
-static int fix_table(struct mce_file *f, const struct mc_arch *a, const struct op_sites *ss,
-		     struct op_table *t, bool kernel_names, struct fix_stats *st)
+static int fix_table(struct mce_file *f, const struct mc_arch *a, struct op_table *t,
+		     bool kernel_names, struct fix_stats *st)
 {
 	size_t n = (t->end - t->start) / f->addrsize, m = 0, kept = 0;
 	uint64_t *own = NULL, *v = malloc((n + 1) * sizeof(*v)), *bits = NULL;
@@ -392,28 +394,13 @@ static int fix_table(struct mce_file *f, const struct mc_arch *a, const struct o
 		    set_bound(f, &t->bound[3], "__stop_mcount_loc", t, stop, st) < 0)
 			goto out;
 	}
-	/* The runtime descriptor of objpatch link --runtime holds the
-	 * bounds as the linker resolved them: keep its end in step. */
-	long img = ss->image_sym;
-	struct mce_sym ims;
-	if (img > 0 && f->addrsize == 8) {
-		if (mce_sym_peek(f, (size_t)img, &ims) < 0)
-			goto out;
-		uint64_t at = ims.value, have_start, have_stop;
-		unsigned field = strcmp(t->name, "__mcount_loc") ? 24 : 8;
-
-		if (mce_word_read(f, at + field, &have_start) == 0 && have_start == t->start &&
-		    mce_word_read(f, at + field + 8, &have_stop) == 0 && have_stop != stop) {
-			st->changed = true;
-			if (mce_word_write(f, at + field + 8, stop) < 0)
-				goto out;
-		}
-	}
+	t->end = stop;	/* (what the descriptor's bounds follow) */
 	if (t->own_section && t->sec->sh.sh_size != stop - t->start) {
 		/* Loading follows the program headers; the section header
 		 * only tells readers where the entries end. */
-		t->sec->sh.sh_size = stop - t->start;
-		t->sec->dirty = f->dirty = st->changed = true;
+		if (mce_sec_shrink(f, t->sec, stop - t->start) < 0)
+			goto out;
+		st->changed = true;
 	}
 	ret = 0;
 out:
@@ -440,9 +427,7 @@ static int nop_sites(struct mce_file *f, const struct mc_arch *a, const struct o
 			/* Decode again for the whole site (ARM's push, MIPS's
 			 * delay slot), from the relocation that names it. */
 			struct mce_sec *rs = tx->rela;
-			Elf_Data *d = mce_sec_data(f, tx);
-			struct mc_text t = { .buf = d->d_buf, .size = d->d_size, .msb = f->msb,
-					     .elfclass = f->cls };
+			struct mc_text t = mc_text_of(f, tx, 0);
 			bool found = false;
 
 			for (size_t k = 0; rs && k < rs->nrels && !found; k++) {
@@ -453,7 +438,7 @@ static int nop_sites(struct mce_file *f, const struct mc_arch *a, const struct o
 					continue;
 				if (a->variable_length)
 					mce_label_before(f, e->shndx, r->offset, &t.boundary);
-				if (a->decode(&t, r, &site) == 0 && site.verdict == MC_SITE_CALL &&
+				if (a->decode(&t, r->offset, r->type, &site) == 0 && site.verdict == MC_SITE_CALL &&
 				    site.off == e->off)
 					found = true;
 			}
@@ -582,6 +567,79 @@ out:
 	return ret;
 }
 
+struct left_call {
+	struct mce_file *f;
+	size_t n;
+	char first[256];
+	const char *callee;
+};
+
+static void note_left_call(void *ctx, uint32_t shndx, uint64_t off, const char *callee)
+{
+	struct left_call *c = ctx;
+
+	if (c->n++ == 0) {
+		mce_where(c->f, shndx, off, c->first, sizeof(c->first));
+		c->callee = callee;
+	}
+}
+
+/*
+ * link --nop promises an image that calls no mcount symbol.  A call that
+ * no table names (its object never went through recordmcount) cannot be
+ * NOPed safely after the link, so it fails the link, naming the first.
+ */
+static int no_call_left(struct mce_file *f, const struct mc_arch *a)
+{
+	struct left_call c = { .f = f };
+
+	if (mce_syms_need(f) < 0)
+		return -1;
+	op_mcount_calls(f, a, note_left_call, &c);
+	if (!c.n)
+		return 0;
+	return mce_fail(f, "%zu call%s to %s in no call-site table (the first at %s): "
+			"run recordmcount on every object compiled with -pg", c.n,
+			c.n == 1 ? "" : "s", c.callee, c.first);
+}
+
+/*
+ * The table bounds in the __mcloc_image descriptor of objpatch link
+ * --runtime.  Right after the link (FILL) they are placeholders, set here
+ * to each table's start and (cleaned) end; later, a bound pair that
+ * already names a table's start follows its end, as the __stop_ symbols
+ * do.  Written through the word accessors, so that in a PIE the
+ * R_*_RELATIVE addends change with them.
+ */
+static int set_image_bounds(struct mce_file *f, const struct op_sites *s, bool fill,
+			    struct fix_stats *st)
+{
+	struct mce_sym img;
+
+	if (s->image_sym <= 0 || f->addrsize != 8)
+		return 0;	/* (the runtime's images are 64-bit) */
+	if (mce_sym_peek(f, (size_t)s->image_sym, &img) < 0)
+		return -1;
+	for (size_t k = 0; k < s->ntables; k++) {
+		const struct op_table *t = &s->tables[k];
+		uint64_t at = img.value + (strcmp(t->name, "__mcount_loc") ?
+					   MCLOC_IMAGE_OFF_PATCHABLE_START :
+					   MCLOC_IMAGE_OFF_MCOUNT_START);
+		uint64_t have[2];
+
+		if (mce_word_read(f, at, &have[0]) < 0 || mce_word_read(f, at + 8, &have[1]) < 0)
+			return -1;
+		if (!fill && have[0] != t->start)
+			continue;
+		if (have[0] == t->start && have[1] == t->end)
+			continue;
+		st->changed = true;
+		if (mce_word_write(f, at, t->start) < 0 || mce_word_write(f, at + 8, t->end) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 int op_fix(struct mce_file *f, const struct mc_arch *a, struct op_sites *s,
 	   const struct fix_opts *o, struct fix_stats *st)
 {
@@ -589,18 +647,21 @@ int op_fix(struct mce_file *f, const struct mc_arch *a, struct op_sites *s,
 	memset(st, 0, sizeof(*st));
 	if (o->nop && nop_sites(f, a, s, st) < 0)
 		return -1;
-	if (!o->sort || !mce_linked(f))
+	if (!mce_linked(f))
 		return 0;
-	for (size_t k = 0; k < s->ntables; k++)
-		if (fix_table(f, a, s, &s->tables[k], k == 0, st) < 0) {
-			mc_error(f->path, "%s", f->err);
-			return -1;
-		}
-	if (o->names && mce_linked(f) && add_names(f, a, s, st) < 0) {
-		mc_error(f->path, "%s", f->err);
-		return -1;
-	}
+	if (o->nop && o->no_call_left && no_call_left(f, a) < 0)
+		goto fail;
+	for (size_t k = 0; o->sort && k < s->ntables; k++)
+		if (fix_table(f, a, &s->tables[k], k == 0, st) < 0)
+			goto fail;
+	if (set_image_bounds(f, s, o->runtime, st) < 0)
+		goto fail;
+	if (o->sort && o->runtime && add_names(f, a, s, st) < 0)
+		goto fail;
 	return 0;
+fail:
+	mc_error(f->path, "%s", f->err);
+	return -1;
 }
 
 int op_fix_file(const char *path, const struct fix_opts *o, struct fix_stats *st)
@@ -608,7 +669,7 @@ int op_fix_file(const char *path, const struct fix_opts *o, struct fix_stats *st
 	struct mce_file f;
 	struct op_sites s = { 0 };
 	/* Sorting alone reads each symbol once, in place (no f->syms). */
-	const struct mc_arch *a = op_open_flags(&f, path, o->nop || o->names ? 0 : MCE_OPEN_LAZY_SYMS);
+	const struct mc_arch *a = op_open_flags(&f, path, o->nop || o->runtime ? 0 : MCE_OPEN_LAZY_SYMS);
 	int ret = -1;
 
 	memset(st, 0, sizeof(*st));
@@ -625,6 +686,10 @@ int op_fix_file(const char *path, const struct fix_opts *o, struct fix_stats *st
 		goto out;
 	}
 	if (!s.ntables) {
+		if (o->nop && o->no_call_left && no_call_left(&f, a) < 0) {
+			mc_error(path, "%s", f.err);
+			goto out;
+		}
 		if (o->missing_ok) {
 			if (mc_noting())
 				mc_note(path, "no call-site table: left as it is");

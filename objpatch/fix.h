@@ -12,7 +12,9 @@ struct fix_opts {
 	bool sort;		/* clean and sort (linked images) */
 	bool nop;		/* NOP every call site */
 	bool missing_ok;	/* a file without a table is left alone (link) */
-	bool names;		/* add .mcloc_names (link --runtime) */
+	bool no_call_left;	/* with nop: a call in no table fails (link) */
+	bool runtime;		/* link --runtime: fill the descriptor's table
+				 * bounds, and add .mcloc_names */
 };
 
 struct fix_stats {

@@ -68,18 +68,6 @@ int op_cmp_place(const struct op_entry *x, const struct op_entry *y)
 	return x->off < y->off ? -1 : x->off > y->off;
 }
 
-static struct mc_text text_at(struct mce_file *f, struct mce_sec *s)
-{
-	Elf_Data *d = mce_sec_data(f, s);
-	struct mc_text t = { .msb = f->msb, .elfclass = f->cls };
-
-	if (d && d->d_buf) {
-		t.buf = d->d_buf;
-		t.size = d->d_size;
-	}
-	return t;
-}
-
 const char *op_callee(struct mce_file *f, const struct mc_arch *a,
 		      const struct mc_insn *in, struct op_callee_memo *m)
 {
@@ -104,7 +92,7 @@ const char *op_callee(struct mce_file *f, const struct mc_arch *a,
 			if (sym > 0 && start == in->target - s->sh.sh_addr)
 				name = f->syms[sym].name;
 			else if (!strncmp(s->name, ".plt", 4) || !strcmp(s->name, ".iplt")) {
-				struct mc_text t = text_at(f, s);
+				struct mc_text t = mc_text_of(f, s, 0);
 
 				slot = a->plt_slot ? a->plt_slot(&t, in->target - s->sh.sh_addr,
 								 in->target) : 0;
@@ -119,6 +107,42 @@ const char *op_callee(struct mce_file *f, const struct mc_arch *a,
 	return name;
 }
 
+size_t op_mcount_calls(struct mce_file *f, const struct mc_arch *a,
+		       void (*fn)(void *ctx, uint32_t shndx, uint64_t off, const char *callee),
+		       void *ctx)
+{
+	struct op_callee_memo memo = { 0 };
+	size_t calls = 0;
+
+	for (size_t i = 1; i < f->nsyms; i++) {
+		const struct mce_sym *m = &f->syms[i];
+
+		if (m->type != STT_FUNC || !m->size || !m->shndx || m->shndx >= f->shnum ||
+		    !mce_sec_exec(&f->secs[m->shndx]))
+			continue;
+		struct mce_sec *tx = &f->secs[m->shndx];
+		struct mc_text t = mc_text_of(f, tx, 0);
+		uint64_t off = m->value - tx->sh.sh_addr, end = off + m->size;
+
+		if (m->value < tx->sh.sh_addr || end > t.size)
+			continue;
+		while (off < end) {
+			struct mc_insn in;
+
+			if (a->insn(&t, off, tx->sh.sh_addr + off, &in) < 0 || !in.len)
+				break;	/* data in code: the rest is not ours to judge */
+			const char *callee = in.call ? op_callee(f, a, &in, &memo) : "";
+
+			if (mc_is_mcount_name(callee)) {
+				calls++;
+				fn(ctx, m->shndx, off, callee);
+			}
+			off += in.len;
+		}
+	}
+	return calls;
+}
+
 static bool is_mcount_target(const struct mce_file *f, uint32_t sym)
 {
 	return sym < f->nsyms && mc_is_mcount_name(f->syms[sym].name);
@@ -128,18 +152,15 @@ void op_classify(struct mce_file *f, const struct mc_arch *a, uint32_t shndx,
 		 uint64_t off, struct op_entry *e, struct op_callee_memo *memo)
 {
 	struct mce_sec *tx = &f->secs[shndx];
-	Elf_Data *d = mce_sec_data(f, tx);
-	struct mc_text t = { .msb = f->msb, .elfclass = f->cls, .boundary = off };
+	struct mc_text t = mc_text_of(f, tx, off);
 
 	e->state = OP_OTHER;
 	e->len = 0;
 	e->target = NULL;
 	e->bytes[0] = 0;
 	e->classified = true;
-	if (!d || !d->d_buf || off >= d->d_size)
+	if (!t.buf || off >= t.size)
 		return;
-	t.buf = d->d_buf;
-	t.size = d->d_size;
 
 	/* Linked: no relocations left; decode, and name what is called. */
 	if (mce_linked(f)) {
@@ -169,7 +190,7 @@ void op_classify(struct mce_file *f, const struct mc_arch *a, uint32_t shndx,
 			if (r->offset < off || r->offset >= off + MC_MAX_SITE ||
 			    !is_mcount_target(f, r->sym) || !mc_reloc_in(a->call_relocs, r->type))
 				continue;
-			if (a->decode(&t, r, &s) == 0 && s.verdict == MC_SITE_CALL && s.off == off) {
+			if (a->decode(&t, r->offset, r->type, &s) == 0 && s.verdict == MC_SITE_CALL && s.off == off) {
 				e->state = OP_CALL;
 				e->len = s.len;
 				e->target = f->syms[r->sym].name;

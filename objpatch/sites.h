@@ -7,8 +7,7 @@
 #ifndef MCLOC_OBJPATCH_SITES_H
 #define MCLOC_OBJPATCH_SITES_H
 
-#include "../arch/arch.h"
-#include "../common/mcelf.h"
+#include "../site/site.h"
 
 enum op_state {
 	OP_CALL,	/* a call to an mcount symbol */
@@ -70,6 +69,16 @@ struct op_callee_memo {
  * M (may be NULL) remembers the last answer for F. */
 const char *op_callee(struct mce_file *f, const struct mc_arch *a,
 		      const struct mc_insn *in, struct op_callee_memo *m);
+
+/*
+ * A linked image has no relocations to say where mcount is called: decode
+ * every function its symbol table names, first byte to last, resolve each
+ * call's target (a symbol, a PLT entry, a GOT slot), and call FN for each
+ * call to an mcount symbol.  Returns how many there were.
+ */
+size_t op_mcount_calls(struct mce_file *f, const struct mc_arch *a,
+		       void (*fn)(void *ctx, uint32_t shndx, uint64_t off, const char *callee),
+		       void *ctx);
 
 extern const char *const op_state_name[];
 

@@ -19,6 +19,7 @@
 static void usage(FILE *out)
 {
 	fputs("Usage: recordmcount [OPTIONS] FILE.o...\n"
+	      "       recordmcount [OPTIONS] -- CC ARGS...   (compile, then record)\n"
 	      "Record the calls to mcount/_mcount/__fentry__/__gnu_mcount_nc of each\n"
 	      "object in a __mcount_loc section (with .rel[a]__mcount_loc).\n"
 	      "\n"
@@ -98,6 +99,17 @@ int main(int argc, char **argv)
 		case 'V': printf("recordmcount (mcloc) %s\n", MCLOC_VERSION); status = 0; goto done;
 		default: usage(stderr); status = 2; goto done;
 		}
+	}
+	/* getopt_long() stops at "--" and leaves optind past it. */
+	if (optind > 1 && !strcmp(argv[optind - 1], "--") && optind < argc) {
+		if (o.output || o.in_place || o.dry_run) {
+			fprintf(stderr, "recordmcount: -o, --in-place and --dry-run do not go "
+				"with a compiler command\n");
+			status = 2;
+			goto done;
+		}
+		status = record_wrap(argv + optind, &o);
+		goto done;
 	}
 	if (optind >= argc) {
 		fprintf(stderr, "recordmcount: no input files\n");

@@ -15,7 +15,7 @@
 
 #include "../arch/arch.h"
 #include "../common/diag.h"
-#include "../common/sitenop.h"
+#include "../site/site.h"
 #include "../common/mcelf.h"
 
 #include <stdio.h>
@@ -193,14 +193,13 @@ static int find_sites(struct mce_file *f, const struct mc_arch *a,
 			goto out;
 		}
 
-		Elf_Data *d = mce_sec_data(f, tx);
-		if (!d) {
-			mc_error(f->path, "%s", f->err);
+		struct mc_text t = mc_text_of(f, tx, 0);
+
+		if (!t.buf && tx->sh.sh_size) {
+			mc_error(f->path, "%s", f->err[0] ? f->err : "section without data");
 			goto out;
 		}
-		struct mc_text t = { .buf = d->d_buf, .size = d->d_size, .msb = f->msb,
-				     .elfclass = f->cls,
-				     .describe = ss->describe };
+		t.describe = ss->describe;
 		uint64_t prev_end = 0;
 		bool have_prev = false;
 
@@ -224,7 +223,7 @@ static int find_sites(struct mce_file *f, const struct mc_arch *a,
 				mce_label_before(f, (uint32_t)tx->idx, r->offset, &t.boundary);
 			if (have_prev && prev_end <= r->offset && prev_end > t.boundary)
 				t.boundary = prev_end;
-			if (a->decode(&t, r, &s) < 0) {
+			if (a->decode(&t, r->offset, r->type, &s) < 0) {
 				mc_error(f->path, "%s: cannot decode the call to %s: %s", WHERE,
 					 f->syms[r->sym].name, s.what);
 				goto out;

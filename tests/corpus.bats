@@ -1,9 +1,9 @@
 #!/usr/bin/env bats
-# Real, distribution-built kernel modules.  The corpora are the ones
-# ../shared/oracle/kmod-oracle caches (amd64, i386, armhf, mips64el, tables
-# stripped) and two more kernel images unpacked under extra/ (arm64 with
-# __patchable_function_entries, s390x with GCC's NOPed sites):
-#   tests/lib/fetch-extra-corpora.sh
+# Real, distribution-built kernel modules: an optional check.  The corpora
+# are Debian's module packages, which this suite never downloads itself:
+#   tests/corpus/fetch.sh         amd64, i386, armhf, mips64el, tables stripped
+#   tests/corpus/fetch-extra.sh   arm64 (__patchable_function_entries) and
+#                                 s390x (GCC's NOPed sites), unpacked
 # Each test skips, saying why, when its corpus is not on this machine.
 load helpers
 

@@ -126,3 +126,29 @@ matrix() {
 	run "$OBJPATCH" -j link -- sh -c 'cp /bin/true "$0"' "$T/out2" -o "$T/out2"
 	assert_success
 }
+
+@test "link --nop fails with one line when an object was never recorded, and leaves no output" {
+	for c in main fib stats; do
+		cc -O2 -pg -mfentry -c "$DEMO/$c.c" -I"$DEMO" -o "$T/$c.o"
+	done
+	"$RECORDMCOUNT" "$T/main.o" "$T/fib.o"
+	run "$OBJPATCH" link --nop -- cc "$T"/{main,fib,stats}.o -o "$T/prog"
+	assert_failure 1
+	[ "${#lines[@]}" -eq 1 ]
+	assert_output --regexp "^$T/prog: error: objpatch: 3 calls to __fentry__ in no call-site table \(the first at stats_[a-z]+\+0x0\)"
+	[ ! -e "$T/prog" ]
+	# No table at all: the same.
+	for c in main fib stats; do
+		cc -O2 -pg -mfentry -c "$DEMO/$c.c" -I"$DEMO" -o "$T/$c.o"
+	done
+	run "$OBJPATCH" link --nop -- cc "$T"/{main,fib,stats}.o -o "$T/prog"
+	assert_failure 1
+	assert_output --partial "calls to __fentry__ in no call-site table"
+	[ ! -e "$T/prog" ]
+	# Recorded, it links and runs; without --nop nothing is promised.
+	"$RECORDMCOUNT" "$T"/{main,fib,stats}.o
+	run "$OBJPATCH" link --nop -- cc "$T"/{main,fib,stats}.o -o "$T/prog"
+	assert_success
+	run "$T/prog"
+	assert_output "sum=143 max=55 mean=14.30"
+}

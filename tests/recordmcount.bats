@@ -286,3 +286,32 @@ print('\n'.join('int f%d(int x) { return x + %d; }' % (i, i) for i in range(n)))
 	$MCTABLE "$T/ours.o" | cmp - "$T/want"
 	$MCTABLE "$T/ours-g.o" | cmp - "$T/want"
 }
+
+@test "as a compiler wrapper: -c objects are recorded, one-step probes and -S run unchanged" {
+	cd "$T"
+	cp "$DEMO"/*.c "$DEMO"/*.h .
+	# -c with -o, and -c of several sources without -o.
+	run "$RECORDMCOUNT" -- gcc -O2 -pg -mfentry -c fib.c -o fib.o
+	assert_success
+	[ "$($MCTABLE fib.o | wc -l)" -eq 1 ]
+	run "$RECORDMCOUNT" -g -- gcc -O2 -pg -mfentry -ffunction-sections -c main.c stats.c
+	assert_success
+	[ "$($MCTABLE stats.o | wc -l)" -eq 3 ]
+	[ "$($MCTABLE main.o | wc -l)" -ge 1 ]
+	# configure's compile-and-link probe, and -S: run as they are.
+	printf 'int main(void) { return 0; }\n' > conftest.c
+	run "$RECORDMCOUNT" -- gcc -O2 -pg -mfentry conftest.c -o conftest
+	assert_success
+	./conftest
+	run "$RECORDMCOUNT" -- gcc -O2 -S fib.c -o fib.s
+	assert_success
+	grep -q fib fib.s
+	# The compiler's failure is passed through, and nothing is recorded.
+	printf 'int broken(void) { return }\n' > bad.c
+	run "$RECORDMCOUNT" -- gcc -c bad.c -o bad.o
+	assert_failure 1
+	[ ! -e bad.o ]
+	# Options that name an output of their own do not go with a command.
+	run "$RECORDMCOUNT" -o x.o -- gcc -c fib.c
+	assert_failure 2
+}

@@ -31,7 +31,7 @@ build_traced() {
 	$PY "$RT/gen.py" "$T/gen.c" "$2"
 	cc -O1 -pg -mfentry -c "$T/gen.c" -o "$T/gen.o"
 	"$RECORDMCOUNT" "$T/gen.o"
-	cc -O1 "${san[@]}" -I"$SRC/libmcloc" -c "$RT/$1.c" -o "$T/$1.o"
+	cc -O1 "${san[@]}" -I"$SRC/libmcloc/include" -c "$RT/$1.c" -o "$T/$1.o"
 	"$OBJPATCH" link --nop --runtime --check -- cc "${san[@]}" "$T/$1.o" "$T/gen.o" \
 		-o "$T/$1" -L"$LIBDIR" -lmcloc -lpthread
 }
@@ -116,6 +116,48 @@ build_rt() {
 	assert_output "sum=143 max=55 mean=14.30"
 }
 
+@test "-g tables, --gc-sections and link --runtime: unused functions go, the tracer sees the rest" {
+	# A __start___mcount_loc reference in the descriptor once kept every
+	# table section, and so every function, alive; link --runtime now
+	# fills the descriptor's bounds after the link instead.
+	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
+	[ -z "${MCLOC_SANITIZED:-}" ] || skip "LD_PRELOAD of a sanitized library into a plain program"
+	local fix=$SRC/tests/fixtures/link o
+	for o in util main lib; do
+		cc -O2 -pg -mfentry -ffunction-sections -c "$fix/$o.c" -o "$T/$o.o"
+		"$RECORDMCOUNT" -g "$T/$o.o"
+	done
+	for pie in -pie -no-pie; do
+		run "$OBJPATCH" link --nop --runtime --check -- cc $pie -Wl,--gc-sections \
+			"$T"/{util,main,lib}.o -o "$T/prog"
+		assert_success
+		run "$OBJPATCH" inspect --functions "$T/prog"
+		refute_line util_unused
+		assert_line util_fib
+		run env LD_PRELOAD="$LIBDIR/libmcloc.so" MCLOC_TRACER=function MCLOC_FILTER='util_*' \
+			MCLOC_OUTPUT="$T/trace" "$T/prog"
+		assert_success
+		grep -q ': util_fib <-' "$T/trace"
+	done
+}
+
+@test "link --runtime keeps -lmcloc under --as-needed, and the tracer runs without LD_PRELOAD" {
+	# The image reaches libmcloc only through weak references, which
+	# --as-needed takes as no need: the tracer would silently do nothing.
+	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
+	[ -z "${MCLOC_SANITIZED:-}" ] || skip "a sanitized libmcloc in a plain program"
+	demo_objs "$T/o" record
+	run "$OBJPATCH" link --nop --runtime -- cc -Wl,--as-needed "$T"/o/*.o -o "$T/demo" \
+		-L"$LIBDIR" -lmcloc
+	assert_success
+	run readelf -d "$T/demo"
+	assert_output --partial "Shared library: [libmcloc.so"
+	run env LD_LIBRARY_PATH="$LIBDIR" MCLOC_TRACER=function MCLOC_FILTER=fib \
+		MCLOC_OUTPUT="$T/trace" "$T/demo"
+	assert_success
+	[ "$(grep -c ': fib <-' "$T/trace")" -ge 1 ]
+}
+
 # Only the main program has to work without the wrapper: its table comes
 # from GCC's own -mrecord-mcount, its sites still call glibc's __fentry__
 # (through the GOT in a PIE, through a lazily bound PLT entry otherwise),
@@ -130,7 +172,7 @@ build_rt() {
 		local ld=-pie
 		[ $pie = -fpie ] || ld=-no-pie
 		cc -O1 $pie -pg -mfentry -mrecord-mcount -c "$T/gen.c" -o "$T/gen.o"
-		cc -O1 $pie "${san[@]}" -I"$SRC/libmcloc" -c "$RT/rt_test.c" -o "$T/rt_test.o"
+		cc -O1 $pie "${san[@]}" -I"$SRC/libmcloc/include" -c "$RT/rt_test.c" -o "$T/rt_test.o"
 		cc $ld "${san[@]}" "$T/rt_test.o" "$T/gen.o" -o "$T/rt" -L"$LIBDIR" -lmcloc -lpthread \
 			2>/dev/null	# (ld warns of DT_TEXTREL: GCC's table is read-only)
 		run env LD_LIBRARY_PATH="$LIBDIR" timeout 120 "$T/rt"
@@ -213,7 +255,7 @@ build_rt() {
 	local san=()
 	[ -z "${MCLOC_SANITIZED:-}" ] || san=(-fsanitize=address,undefined)
 	build_shlib
-	cc -O2 "${san[@]}" -pg -mfentry -I"$SRC/libmcloc" -c "$RT/multi.c" -o "$T/multi.o"
+	cc -O2 "${san[@]}" -pg -mfentry -I"$SRC/libmcloc/include" -c "$RT/multi.c" -o "$T/multi.o"
 	"$RECORDMCOUNT" "$T/multi.o"
 	"$OBJPATCH" link --nop --runtime --check -- cc "${san[@]}" "$T/multi.o" -o "$T/multi" \
 		-L"$T" -ltraced -L"$LIBDIR" -lmcloc
@@ -229,7 +271,7 @@ build_rt() {
 	local san=()
 	[ -z "${MCLOC_SANITIZED:-}" ] || san=(-fsanitize=address,undefined)
 	build_shlib
-	cc -O2 "${san[@]}" -I"$SRC/libmcloc" -c "$RT/dlloop.c" -o "$T/dlloop.o"
+	cc -O2 "${san[@]}" -I"$SRC/libmcloc/include" -c "$RT/dlloop.c" -o "$T/dlloop.o"
 	cc "${san[@]}" "$T/dlloop.o" -o "$T/dlloop" -Wl,--no-as-needed -L"$LIBDIR" -lmcloc -ldl
 	run env LD_LIBRARY_PATH="$LIBDIR" "$T/dlloop" "$T/libtraced.so"
 	echo "$output"

@@ -9,7 +9,7 @@
  * each of the two instructions becomes a NOP of its own width.
  */
 #include "../capstone.h"
-#include "../../common/mcelf.h"
+#include <elf.h>
 
 #include <string.h>
 
@@ -27,12 +27,12 @@ static bool is_thumb_reloc(uint32_t type)
 	return type == R_ARM_THM_CALL || type == R_ARM_THM_JUMP24;
 }
 
-static int arm_decode(const struct mc_text *t, const struct mce_rel *r,
+static int arm_decode(const struct mc_text *t, uint64_t r_offset, uint32_t r_type,
 		      struct mc_site *s)
 {
-	bool thumb = is_thumb_reloc(r->type);
+	bool thumb = is_thumb_reloc(r_type);
 	unsigned len, id;
-	uint64_t o = r->offset;
+	uint64_t o = r_offset;
 
 	memset(s, 0, sizeof(*s));
 	id = mc_cs_decode(CS_ARCH_ARM, thumb ? CS_MODE_THUMB : CS_MODE_ARM, t, o,

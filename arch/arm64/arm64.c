@@ -6,7 +6,7 @@
  * is a tail call, not a profiling call).
  */
 #include "../capstone.h"
-#include "../../common/mcelf.h"
+#include <elf.h>
 
 extern const char mc_tramp_aarch64[];
 
@@ -14,16 +14,17 @@ extern const char mc_tramp_aarch64[];
 
 static const uint32_t relocs[] = { R_AARCH64_CALL26, R_AARCH64_JUMP26, 0 };
 
-static int arm64_decode(const struct mc_text *t, const struct mce_rel *r,
+static int arm64_decode(const struct mc_text *t, uint64_t r_offset, uint32_t r_type,
 			struct mc_site *s)
 {
+	(void)r_type;	/* the bytes alone tell the site */
 	unsigned len, id;
 
 	memset(s, 0, sizeof(*s));
-	id = mc_cs_decode(CS_ARCH_ARM64, CS_MODE_ARM, t, r->offset, &len, s);
+	id = mc_cs_decode(CS_ARCH_ARM64, CS_MODE_ARM, t, r_offset, &len, s);
 	if (!id)
 		return -1;
-	s->off = r->offset;
+	s->off = r_offset;
 	s->len = 4;
 	s->verdict = id == ARM64_INS_BL ? MC_SITE_CALL : MC_SITE_NOT_CALL;
 	return 0;

@@ -1,6 +1,6 @@
-// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-License-Identifier: MIT
 /*
- * aarch64 static trampolines (see libmcloc/mcloc-abi.h).  The site is
+ * aarch64 static trampolines (see libmcloc/include/mcloc/abi.h).  The site is
  * "mov x9, x30; bl tramp": on entry x30 is the return into the function
  * and x9 the caller's return address.  AAPCS64 lets the handler clobber
  * x0-x18 and all of v0-v7 but the low halves of v8-v15, so the args trampoline
@@ -9,6 +9,7 @@
  * is not subject to BTI, so the resume point need not be a landing pad,
  * and x16 (IP0) is free at a function's entry.
  */
+#include <mcloc/abi.h>
 const char mc_tramp_aarch64[] =
 "	.text\n"
 "	.p2align 2\n"
@@ -30,7 +31,7 @@ const char mc_tramp_aarch64[] =
 "	stp	q6, q7, [sp, #192]\n"
 "	adrp	x2, __mcloc_image\n"
 "	add	x2, x2, :lo12:__mcloc_image\n"
-"	ldr	x16, [x2, #64]\n"
+"	ldr	x16, [x2, #" MCLOC_STR(MCLOC_IMAGE_OFF_ARGS_HANDLER) "]\n"
 "	cbz	x16, 1f\n"
 "	mov	x0, x30\n"
 "	mov	x1, x9\n"
@@ -87,7 +88,7 @@ const char mc_tramp_aarch64[] =
 "	stp	q6, q7, [sp, #384]\n"
 "	adrp	x2, __mcloc_image\n"
 "	add	x2, x2, :lo12:__mcloc_image\n"
-"	ldr	x16, [x2, #72]\n"
+"	ldr	x16, [x2, #" MCLOC_STR(MCLOC_IMAGE_OFF_REGS_HANDLER) "]\n"
 "	cbz	x16, 1f\n"
 "	ldr	x0, [sp, #272]\n"
 "	mov	x1, x9\n"

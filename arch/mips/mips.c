@@ -15,7 +15,7 @@
  * 64-bit objects use the three-type r_info that the ELF layer decodes.
  */
 #include "../capstone.h"
-#include "../../common/mcelf.h"
+#include <elf.h>
 
 #include <stdio.h>
 #include <string.h>
@@ -44,11 +44,11 @@ static uint64_t find_jalr(const struct mc_text *t, uint64_t off, unsigned reg)
 	return 0;
 }
 
-static int mips_decode(const struct mc_text *t, const struct mce_rel *r,
+static int mips_decode(const struct mc_text *t, uint64_t r_offset, uint32_t r_type,
 		       struct mc_site *s)
 {
 	unsigned len, id;
-	uint64_t o = r->offset, j;
+	uint64_t o = r_offset, j;
 
 	memset(s, 0, sizeof(*s));
 	id = mc_cs_decode(CS_ARCH_MIPS, mode_of(t), t, o, &len, s);
@@ -57,7 +57,7 @@ static int mips_decode(const struct mc_text *t, const struct mce_rel *r,
 	s->off = o;
 	s->len = 4;
 	s->verdict = MC_SITE_NOT_CALL;
-	switch (r->type) {
+	switch (r_type) {
 	case R_MIPS_26:
 		if (id == MIPS_INS_JAL) {
 			s->verdict = MC_SITE_CALL;

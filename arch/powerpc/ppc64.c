@@ -7,7 +7,7 @@
  * ELFv1 objects may name the entry "._mcount".
  */
 #include "../capstone.h"
-#include "../../common/mcelf.h"
+#include <elf.h>
 
 #include <string.h>
 
@@ -17,17 +17,18 @@
 
 static const uint32_t relocs[] = { R_PPC64_REL24, R_PPC64_REL24_NOTOC, 0 };
 
-static int ppc64_decode(const struct mc_text *t, const struct mce_rel *r,
+static int ppc64_decode(const struct mc_text *t, uint64_t r_offset, uint32_t r_type,
 			struct mc_site *s)
 {
+	(void)r_type;	/* the bytes alone tell the site */
 	unsigned len;
 	uint32_t insn;
 
 	memset(s, 0, sizeof(*s));
-	if (!mc_cs_decode(CS_ARCH_PPC, CS_MODE_64, t, r->offset, &len, s))
+	if (!mc_cs_decode(CS_ARCH_PPC, CS_MODE_64, t, r_offset, &len, s))
 		return -1;
-	insn = mc_load32(t, r->offset);
-	s->off = r->offset;
+	insn = mc_load32(t, r_offset);
+	s->off = r_offset;
 	s->len = 4;
 	/* I-form branch with LK=1, AA=0: opcode 18. */
 	s->verdict = (insn >> 26) == 18 && (insn & 3) == 1 ?

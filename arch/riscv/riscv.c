@@ -9,7 +9,7 @@
  * not know RISC-V at all.
  */
 #include "../arch.h"
-#include "../../common/mcelf.h"
+#include <elf.h>
 
 extern const char mc_tramp_riscv64[];
 
@@ -22,10 +22,11 @@ extern const char mc_tramp_riscv64[];
 
 static const uint32_t relocs[] = { R_RISCV_CALL, R_RISCV_CALL_PLT, 0 };
 
-static int riscv_decode(const struct mc_text *t, const struct mce_rel *r,
+static int riscv_decode(const struct mc_text *t, uint64_t r_offset, uint32_t r_type,
 			struct mc_site *s)
 {
-	uint64_t o = r->offset;
+	(void)r_type;	/* the bytes alone tell the site */
+	uint64_t o = r_offset;
 
 	memset(s, 0, sizeof(*s));
 	if (o + 8 > t->size) {

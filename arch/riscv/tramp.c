@@ -1,11 +1,12 @@
-// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-License-Identifier: MIT
 /*
- * riscv64 static trampolines (see libmcloc/mcloc-abi.h).  The site links
+ * riscv64 static trampolines (see libmcloc/include/mcloc/abi.h).  The site links
  * through t0 ("auipc t0, hi; jalr t0, lo(t0)"), so ra still holds the
  * caller's return address.  The LP64D ABI lets the handler clobber a0-a7,
  * t0-t6 and fa0-fa7 (ft*), so the args trampoline saves a0-a7, fa0-fa7,
  * ra and t0; the stack stays 16-byte aligned.  Both return by "jr t0".
  */
+#include <mcloc/abi.h>
 const char mc_tramp_riscv64[] =
 "	.option	pic\n"
 "	.text\n"
@@ -34,7 +35,7 @@ const char mc_tramp_riscv64[] =
 "	fsd	fa7, 136(sp)\n"
 "	sd	t0, 144(sp)\n"
 "	lla	a2, __mcloc_image\n"
-"	ld	t1, 64(a2)\n"
+"	ld	t1, " MCLOC_STR(MCLOC_IMAGE_OFF_ARGS_HANDLER) "(a2)\n"
 "	beqz	t1, 1f\n"
 "	mv	a0, t0\n"
 "	mv	a1, ra\n"
@@ -110,7 +111,7 @@ const char mc_tramp_riscv64[] =
 "	fsd	fa6, 304(sp)\n"
 "	fsd	fa7, 312(sp)\n"
 "	lla	a2, __mcloc_image\n"
-"	ld	t1, 72(a2)\n"
+"	ld	t1, " MCLOC_STR(MCLOC_IMAGE_OFF_REGS_HANDLER) "(a2)\n"
 "	beqz	t1, 1f\n"
 "	ld	a0, 0(sp)\n"
 "	mv	a1, ra\n"

@@ -7,24 +7,25 @@
  * -mnop-mcount writes.
  */
 #include "../capstone.h"
-#include "../../common/mcelf.h"
+#include <elf.h>
 
 #include <string.h>
 
 static const uint32_t relocs[] = { R_390_PLT32DBL, R_390_PC32DBL, 0 };
 
-static int s390_decode(const struct mc_text *t, const struct mce_rel *r,
+static int s390_decode(const struct mc_text *t, uint64_t r_offset, uint32_t r_type,
 		       struct mc_site *s)
 {
+	(void)r_type;	/* the bytes alone tell the site */
 	unsigned len, id;
 
 	memset(s, 0, sizeof(*s));
-	if (r->offset < 2)
+	if (r_offset < 2)
 		return -1;
-	id = mc_cs_decode(CS_ARCH_SYSZ, 0, t, r->offset - 2, &len, s);
+	id = mc_cs_decode(CS_ARCH_SYSZ, 0, t, r_offset - 2, &len, s);
 	if (!id)
 		return -1;
-	s->off = r->offset - 2;
+	s->off = r_offset - 2;
 	s->len = (uint8_t)len;
 	s->verdict = id == SYSZ_INS_BRASL && len == 6 ? MC_SITE_CALL : MC_SITE_NOT_CALL;
 	return 0;

@@ -1,6 +1,6 @@
-// SPDX-License-Identifier: GPL-2.0-or-later
+// SPDX-License-Identifier: MIT
 /*
- * x86_64 static trampolines (see libmcloc/mcloc-abi.h for the contract).
+ * x86_64 static trampolines (see libmcloc/include/mcloc/abi.h for the contract).
  *
  * Sites call them from a function's entry, where the stack holds the
  * return address into the function and, above it, the caller's.  Both
@@ -12,6 +12,7 @@
  * regs trampoline saves everything plus the flags and resumes
  * wherever the handler left regs->pc.
  */
+#include <mcloc/abi.h>
 #include "args-frame.h"
 
 const char mc_tramp_x86_64[] =
@@ -33,7 +34,7 @@ const char mc_tramp_x86_64[] =
 "	subq	$" MC_X86_ARGS_FRAME ", %rsp\n"
 MC_X86_SAVE_ARGS
 "	leaq	__mcloc_image(%rip), %rdx\n"
-"	movq	64(%rdx), %rax\n"
+"	movq	" MCLOC_STR(MCLOC_IMAGE_OFF_ARGS_HANDLER) "(%rdx), %rax\n"
 "	testq	%rax, %rax\n"
 "	jz	1f\n"
 "	movq	8(%rbp), %rdi\n"
@@ -93,7 +94,7 @@ MC_X86_LEAVE
 "	movaps	%xmm6, 240(%rsp)\n"
 "	movaps	%xmm7, 256(%rsp)\n"
 "	leaq	__mcloc_image(%rip), %rdx\n"
-"	movq	72(%rdx), %rax\n"
+"	movq	" MCLOC_STR(MCLOC_IMAGE_OFF_REGS_HANDLER) "(%rdx), %rax\n"
 "	testq	%rax, %rax\n"
 "	jz	1f\n"
 "	movq	16(%rbp), %rdi\n"

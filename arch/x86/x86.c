@@ -12,11 +12,9 @@
  * instruction whose relative or displacement field the relocation patches.
  */
 #include "../arch.h"
-#include "../../common/mcelf.h"
+#include <elf.h>
 
 extern const char mc_tramp_x86_64[];
-
-#include "zydis.h"
 
 #include <Zydis/Zydis.h>
 #include <stdio.h>
@@ -30,28 +28,28 @@ static const uint32_t relocs32[] = {
 	R_386_PC32, R_386_PLT32, R_386_GOT32, R_386_GOT32X, 0
 };
 
-static const struct mc_zydis *zy;
-
 static bool decode_at(const struct mc_text *t, uint64_t pos,
 		      ZydisDecodedInstruction *insn)
 {
-	static ZydisDecoder dec64, dec32;
-	static bool init64, init32;
+	/* A decoder is configuration only (machine mode, stack width), the
+	 * same for every file: set up once per thread and kept. */
+	static _Thread_local ZydisDecoder dec64, dec32;
+	static _Thread_local bool init64, init32;
 	bool is64 = t->elfclass == ELFCLASS64;
 	ZydisDecoder *d = is64 ? &dec64 : &dec32;
 	bool *ready = is64 ? &init64 : &init32;
 
 	if (!*ready) {
-		zy->decoder_init(d, is64 ? ZYDIS_MACHINE_MODE_LONG_64 : ZYDIS_MACHINE_MODE_LEGACY_32,
+		ZydisDecoderInit(d, is64 ? ZYDIS_MACHINE_MODE_LONG_64 : ZYDIS_MACHINE_MODE_LEGACY_32,
 				 is64 ? ZYDIS_STACK_WIDTH_64 : ZYDIS_STACK_WIDTH_32);
 		/* Length, mnemonic and the raw fields are all we read; minimal
 		 * mode skips the semantic analysis (about half a decode). */
-		zy->enable_mode(d, ZYDIS_DECODER_MODE_MINIMAL, ZYAN_TRUE);
+		ZydisDecoderEnableMode(d, ZYDIS_DECODER_MODE_MINIMAL, ZYAN_TRUE);
 		*ready = true;
 	}
 	if (pos >= t->size)
 		return false;
-	return ZYAN_SUCCESS(zy->decode(d, NULL, t->buf + pos, t->size - pos, insn));
+	return ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(d, NULL, t->buf + pos, t->size - pos, insn));
 }
 
 /* Does the relocated field at OFF belong to INSN decoded at START, as the
@@ -72,29 +70,28 @@ static bool is_call_through(const ZydisDecodedInstruction *insn, uint64_t start,
 static void describe(const ZydisDecodedInstruction *insn, const struct mc_text *t,
 		     uint64_t start, struct mc_site *s)
 {
-	int n = snprintf(s->what, sizeof(s->what), "%s:", zy->mnemonic(insn->mnemonic));
+	int n = snprintf(s->what, sizeof(s->what), "%s:", ZydisMnemonicGetString(insn->mnemonic));
 
 	for (unsigned i = 0; i < insn->length && n < (int)sizeof(s->what) - 4; i++)
 		n += snprintf(s->what + n, sizeof(s->what) - (size_t)n, " %02x",
 			      t->buf[start + i]);
 }
 
-static int x86_decode(const struct mc_text *t, const struct mce_rel *r,
+static int x86_decode(const struct mc_text *t, uint64_t r_offset, uint32_t r_type,
 		      struct mc_site *s)
 {
+	(void)r_type;	/* the bytes alone tell the site */
 	ZydisDecodedInstruction insn;
 	uint64_t pos = t->boundary;
 
 	memset(s, 0, sizeof(*s));
-	if (!zy)
-		zy = mc_zydis();
 	/* Linear sweep from a known boundary to the instruction covering the
 	 * relocation. */
-	while (pos <= r->offset && decode_at(t, pos, &insn)) {
-		if (pos + insn.length > r->offset) {
+	while (pos <= r_offset && decode_at(t, pos, &insn)) {
+		if (pos + insn.length > r_offset) {
 			s->off = pos;
 			s->len = insn.length;
-			s->verdict = is_call_through(&insn, pos, r->offset) ?
+			s->verdict = is_call_through(&insn, pos, r_offset) ?
 				MC_SITE_CALL : MC_SITE_NOT_CALL;
 			if (t->describe || s->verdict != MC_SITE_CALL)
 				describe(&insn, t, pos, s);
@@ -104,11 +101,11 @@ static int x86_decode(const struct mc_text *t, const struct mce_rel *r,
 	}
 	/* The sweep went astray (data in text, or no symbol to start from):
 	 * take the nearest start that decodes to a call through this field. */
-	for (unsigned k = 1; k < 15 && k <= r->offset; k++) {
-		uint64_t start = r->offset - k;
+	for (unsigned k = 1; k < 15 && k <= r_offset; k++) {
+		uint64_t start = r_offset - k;
 
-		if (decode_at(t, start, &insn) && start + insn.length > r->offset &&
-		    is_call_through(&insn, start, r->offset)) {
+		if (decode_at(t, start, &insn) && start + insn.length > r_offset &&
+		    is_call_through(&insn, start, r_offset)) {
 			s->off = start;
 			s->len = insn.length;
 			s->verdict = MC_SITE_CALL;
@@ -137,8 +134,6 @@ static int x86_insn(const struct mc_text *t, uint64_t off, uint64_t pc,
 	ZydisDecodedInstruction insn;
 
 	memset(out, 0, sizeof(*out));
-	if (!zy)
-		zy = mc_zydis();
 	if (!decode_at(t, off, &insn))
 		return -1;
 	out->len = insn.length;

@@ -5,7 +5,7 @@
  * for a while.  main.c itself is not traced.
  */
 #include "app.h"
-#include "mcloc.h"
+#include <mcloc/mcloc.h>
 
 #include <pthread.h>
 #include <stdio.h>
@@ -14,7 +14,7 @@
 
 static void show(const char *what)
 {
-	struct mcloc_stats st;
+	struct mcloc_stats st = { .sz = sizeof(st) };
 
 	mcloc_get_stats(&st);
 	printf("%-34s %zu of %zu sites enabled (%zu direct); %zu batches so far, the last "

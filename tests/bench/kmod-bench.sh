@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Benchmark recordmcount against the kernel's own (linux-kbuild-6.1) on the
-# Debian amd64 module corpus that kmod-oracle caches.  Not a test: prints
-# wall-time ratios measured in this run, ours and the kernel's tool
+# Debian amd64 module corpus (tests/corpus/fetch.sh).  Not a test: prints
+# CPU-time (user + system) and wall-time ratios measured in this run, ours
+# and the kernel's tool
 # alternating within each round (the file system's state drifts as a run
 # creates and deletes thousands of inodes, so compare within a round).
 #   per-module: one process per module, as a Makefile runs it
@@ -14,25 +15,31 @@ tool=${RECORDMCOUNT:-$here/build/recordmcount/recordmcount}
 peer=$(ls /usr/lib/linux-kbuild-*/scripts/recordmcount | sort -V | tail -1)
 corpus=${MCLOC_KMOD_CACHE:-$HOME/.cache/mcloc-kmod}/amd64/stripped
 limit=${1:-1000} rounds=${2:-3}
-[ -d "$corpus" ] || { echo "no corpus: run ../shared/oracle/kmod-oracle --arch amd64 --limit 1 -- true"; exit 2; }
+[ -d "$corpus" ] || { echo "no corpus: run tests/corpus/fetch.sh amd64"; exit 2; }
 w=$(mktemp -d); trap 'rm -rf "$w"' EXIT
 mapfile -t mods < <(ls "$corpus" | sort | head -n "$limit")
 fresh() { rm -rf "$w/m"; mkdir "$w/m"; for m in "${mods[@]}"; do cp "$corpus/$m" "$w/m/"; done; }
-TIMEFORMAT='%R'
-wall() { { time "$@" >/dev/null 2>&1; } 2>&1; }
+TIMEFORMAT='%R %U %S'
+# "WALL CPU" of a command (CPU: user + system of it and its children).
+timed() { local r u s; read -r r u s < <({ time "$@" >/dev/null 2>&1; } 2>&1); echo "$r $(echo "$u + $s" | bc)"; }
 each() { local t=$1; shift; for m in "$w"/m/*; do $t "$@" "$m"; done; }
 for mode in per-module batch; do
 	for flags in "--kernel" "--kernel --in-place"; do
-		ratios=()
+		walls=() cpus=()
 		for round in $(seq "$rounds"); do
 			fresh
-			if [ $mode = batch ]; then o=$(wall "$tool" $flags "$w"/m/*); else o=$(wall each "$tool" $flags); fi
+			if [ $mode = batch ]; then o=$(timed "$tool" $flags "$w"/m/*); else o=$(timed each "$tool" $flags); fi
 			fresh
-			if [ $mode = batch ]; then k=$(wall "$peer" "$w"/m/*); else k=$(wall each "$peer"); fi
-			ratios+=("$(echo "scale=2; $o / $k" | bc)")
-			echo "  $mode $flags round $round: ours ${o}s, kernel ${k}s"
+			if [ $mode = batch ]; then k=$(timed "$peer" "$w"/m/*); else k=$(timed each "$peer"); fi
+			read -r ow oc <<<"$o"
+			read -r kw kc <<<"$k"
+			walls+=("$(echo "scale=3; $ow / $kw" | bc)")
+			cpus+=("$(echo "scale=3; $oc / $kc" | bc)")
+			echo "  $mode $flags round $round: ours ${ow}s wall ${oc}s cpu, kernel ${kw}s wall ${kc}s cpu"
 		done
-		med=$(printf '%s\n' "${ratios[@]}" | sort -n | sed -n "$(( (rounds + 1) / 2 ))p")
-		echo "$mode, recordmcount $flags: ours/kernel recordmcount = $med (median of $rounds, ${#mods[@]} modules)"
+		mid=$(( (rounds + 1) / 2 ))
+		cm=$(printf '%s\n' "${cpus[@]}" | sort -n | sed -n "${mid}p")
+		wm=$(printf '%s\n' "${walls[@]}" | sort -n | sed -n "${mid}p")
+		echo "$mode, recordmcount $flags: ours/kernel recordmcount = $cm CPU, $wm wall (median of $rounds, ${#mods[@]} modules)"
 	done
 done

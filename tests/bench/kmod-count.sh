@@ -12,7 +12,7 @@ here=$(cd "$(dirname "$0")/../.." && pwd)
 a=${1:?usage: kmod-count.sh ARCH [TOOL ARGS...]}; shift
 [ $# -gt 0 ] || set -- "$here/build/recordmcount/recordmcount" --kernel
 c=${MCLOC_KMOD_CACHE:-$HOME/.cache/mcloc-kmod}/$a
-[ -d "$c/stripped" ] || { echo "no $a corpus: run ../shared/oracle/kmod-oracle --arch $a --limit 1 -- true"; exit 2; }
+[ -d "$c/stripped" ] || { echo "no $a corpus: run tests/corpus/fetch.sh $a"; exit 2; }
 w=$(mktemp -d); trap 'rm -rf "$w"' EXIT
 mkdir "$w/o" "$w/g"
 cp "$c"/stripped/* "$w/o/"

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <time.h>
 #ifdef WITH_MCLOC
-#include "mcloc.h"
+#include <mcloc/mcloc.h>
 static void empty(uintptr_t ip, uintptr_t parent, struct mcloc_ops *ops, struct mcloc_regs *regs)
 {
 	(void)ip; (void)parent; (void)ops; (void)regs;

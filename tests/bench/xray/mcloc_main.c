@@ -1,7 +1,7 @@
 /* Our side of patch-bench.sh: enable every site (register an ops that
  * covers all) and disable it again, timed, ROUNDS times; prints the
  * medians in ms of the whole calls, then of the patching batches alone. */
-#include "mcloc.h"
+#include <mcloc/mcloc.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,7 +35,7 @@ int main(int argc, char **argv)
 	double *p = calloc((size_t)rounds, sizeof(double)), *u = calloc((size_t)rounds, sizeof(double));
 	double *pb = calloc((size_t)rounds, sizeof(double)), *ub = calloc((size_t)rounds, sizeof(double));
 	struct mcloc_ops ops = { .func = cb };
-	struct mcloc_stats st;
+	struct mcloc_stats st = { .sz = sizeof(st) };
 
 	if (mcloc_init())
 		return 1;

@@ -13,7 +13,7 @@
  * so that whatever that costs the loop is counted too.
  * Prints "PLAIN_NS NOP_NS".
  */
-#include "mcloc.h"
+#include <mcloc/mcloc.h>
 
 #include <stdio.h>
 #include <stdlib.h>

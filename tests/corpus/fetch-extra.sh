@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Unpack Debian's arm64 and s390x kernel images under the kmod-oracle cache
-# (extra/ARCH/x), for tests/corpus.bats.  Needs root (or sudo) once, for
+# (extra/ARCH/x), for tests/corpus.bats (see fetch.sh beside it).  Needs root (or sudo) once, for
 # dpkg --add-architecture and apt-get update.
 set -euo pipefail
 cache=${MCLOC_KMOD_CACHE:-$HOME/.cache/mcloc-kmod}/extra

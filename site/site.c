@@ -1,17 +1,27 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "sitenop.h"
+#include "site.h"
+
+struct mc_text mc_text_of(struct mce_file *f, struct mce_sec *s, uint64_t boundary)
+{
+	Elf_Data *d = mce_sec_data(f, s);
+	struct mc_text t = { .msb = f->msb, .elfclass = f->cls, .boundary = boundary };
+
+	if (d && d->d_buf) {
+		t.buf = d->d_buf;
+		t.size = d->d_size;
+	}
+	return t;
+}
 
 int mc_nop_site(struct mce_file *f, const struct mc_arch *a, struct mce_sec *tx,
 		struct mce_sec *rs, const struct mc_site *site)
 {
-	Elf_Data *d = mce_sec_data(f, tx);
+	struct mc_text t = mc_text_of(f, tx, 0);
 	uint8_t buf[MC_MAX_SITE * 2];
 	size_t total = (size_t)site->pre + site->len + site->post;
 
-	if (!d || !d->d_buf)
-		return -1;
-	struct mc_text t = { .buf = d->d_buf, .size = d->d_size, .msb = f->msb,
-			     .elfclass = f->cls };
+	if (!t.buf)
+		return mce_fail(f, "section %s: no data", tx->name);
 
 	if (total > sizeof(buf) || site->off < site->pre ||
 	    mc_make_nop(a, &t, site, buf) < 0)

@@ -25,7 +25,7 @@ extern "C" {
 #define MCLOC_API __attribute__((visibility("default")))
 
 struct mcloc_ops;
-struct mcloc_regs;	/* libmcloc/mcloc-abi.h: every register, and pc */
+struct mcloc_regs;	/* libmcloc/include/mcloc/abi.h: every register, and pc */
 
 /*
  * IP is the traced function's call site (its entry), PARENT_IP the return
@@ -40,7 +40,14 @@ enum {
 	MCLOC_OPS_SAVE_REGS = 1 << 0,
 };
 
+/*
+ * SZ: sizeof(struct mcloc_ops) as the caller compiled it, so that later
+ * versions can add fields at the end (as libbpf's opts do); 0 means the
+ * size of this, the first version.  A larger SZ is refused (-E2BIG) when
+ * the fields this library does not know are not all zero.
+ */
 struct mcloc_ops {
+	size_t sz;
 	mcloc_func_t func;
 	unsigned flags;
 	void *private;			/* the caller's */
@@ -96,14 +103,19 @@ MCLOC_API void mcloc_tracer_stop(void);
 /* Messages: LEVEL 0 error, 1 warning, 2 info.  NULL: drop them. */
 MCLOC_API void mcloc_set_log(void (*log)(int level, const char *msg));
 
+/* The caller sets SZ to sizeof(struct mcloc_stats); the library fills in
+ * the fields that fit in SZ bytes, so a newer header works with an older
+ * library and the other way round.  -EINVAL when SZ does not cover one
+ * field. */
 struct mcloc_stats {
+	size_t sz;
 	size_t images, records, enabled, refused;
 	size_t record_bytes;	/* memory of all records */
 	size_t batches, sites_patched, syncs;
 	double last_batch_ms;
 	size_t direct;		/* of the enabled, those calling one ops directly */
 };
-MCLOC_API void mcloc_get_stats(struct mcloc_stats *st);
+MCLOC_API int mcloc_get_stats(struct mcloc_stats *st);
 
 /* The function name of a call site (or NULL), and the site of a function
  * name (0 if none). */

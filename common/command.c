@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "command.h"
+
+#include "diag.h"
+
+#include <errno.h>
+#include <spawn.h>
+#include <string.h>
+#include <sys/wait.h>
+
+extern char **environ;
+
+bool mc_ccargs_takes_value(const char *a)
+{
+	static const char *const opts[] = {
+		"-o", "-x", "-I", "-D", "-U", "-MF", "-MT", "-MQ", "-include", "-imacros",
+		"-isystem", "-idirafter", "-iprefix", "-iwithprefix", "-iquote", "-isysroot",
+		"-Xpreprocessor", "-Xassembler", "-Xlinker", "-Xclang", "-L", "-l", "-u",
+		"-T", "-aux-info", "-dumpbase", "-dumpdir", "--param", "-arch", "-target",
+		"-z", "--sysroot", "-B", "-e", "-wrapper",
+	};
+
+	for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++)
+		if (!strcmp(a, opts[i]))
+			return true;
+	return false;
+}
+
+bool mc_ccargs_is_source(const char *a)
+{
+	static const char *const ext[] = {
+		".c", ".i", ".cc", ".cp", ".cxx", ".cpp", ".c++", ".C", ".ii", ".s", ".S",
+		".sx", ".m", ".mi", ".mm", ".M", ".f", ".F", ".f90", ".F90",
+	};
+	const char *dot = strrchr(a, '.');
+
+	if (a[0] == '-' || !dot || strchr(dot, '/'))
+		return false;
+	for (size_t i = 0; i < sizeof(ext) / sizeof(ext[0]); i++)
+		if (!strcmp(dot, ext[i]))
+			return true;
+	return false;
+}
+
+void mc_ccargs_read(int argc, char *const *argv, struct mc_ccargs *c)
+{
+	bool other = false;
+
+	*c = (struct mc_ccargs){ 0 };
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "-c"))
+			c->objects = true;
+		else if (!strcmp(a, "-S") || !strcmp(a, "-E") || !strcmp(a, "-M") ||
+			 !strcmp(a, "-MM") || !strcmp(a, "-fsyntax-only"))
+			other = true;
+		else if (!strcmp(a, "-o") && i + 1 < argc)
+			c->output = argv[++i];
+		else if (!strncmp(a, "-o", 2) && a[2])
+			c->output = a + 2;
+		else if (mc_ccargs_takes_value(a) && i + 1 < argc)
+			i++;
+		else if (mc_ccargs_is_source(a) || !strcmp(a, "-"))
+			c->nsources++;
+	}
+	c->compile_only = c->objects || other;
+	if (other)
+		c->objects = false;
+}
+
+int mc_run(char *const *argv, const char *what)
+{
+	pid_t pid;
+	int st, err = posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ);
+
+	if (err) {
+		mc_error(argv[0], "cannot run %s: %s", what, strerror(err));
+		return 127;
+	}
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR) {
+			mc_error(argv[0], "cannot wait for %s: %s", what, strerror(errno));
+			return 1;
+		}
+	if (WIFEXITED(st))
+		return WEXITSTATUS(st);
+	mc_error(argv[0], "%s died of signal %d", what, WTERMSIG(st));
+	return 128 + WTERMSIG(st);
+}

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Other programs' commands, for the tools that wrap them: running one, and
+ * reading a compiler driver's command line (GCC's and Clang's options).
+ * recordmcount -- CC ARGS records after a compile to objects, objpatch
+ * link -- CC ARGS post-processes a link: each must know which one it was
+ * given, and configure's probes (a compile and a link in one step) must go
+ * through both unchanged.
+ */
+#ifndef MCLOC_COMMAND_H
+#define MCLOC_COMMAND_H
+
+#include <stdbool.h>
+
+struct mc_ccargs {
+	bool compile_only;	/* -c, -S, -E, -M, -MM or -fsyntax-only */
+	bool objects;		/* -c alone: it writes objects */
+	int nsources;		/* source files among the arguments */
+	const char *output;	/* the last -o, or NULL */
+};
+
+/* Read the command ARGV[0..ARGC) (ARGV[0] is the driver itself). */
+void mc_ccargs_read(int argc, char *const *argv, struct mc_ccargs *c);
+
+/* Whether ARG is an option whose value is the next argument. */
+bool mc_ccargs_takes_value(const char *arg);
+
+/* Whether ARG names a source file by its suffix. */
+bool mc_ccargs_is_source(const char *arg);
+
+/*
+ * Run ARGV (NULL-terminated; ARGV[0] found in PATH) and wait for it.
+ * Returns its exit status, as a shell reports one: 127 when it cannot be
+ * run and 128 + the signal when one ended it, each said in one line
+ * naming WHAT ("the link command").
+ */
+int mc_run(char *const *argv, const char *what);
+
+#endif

@@ -1,0 +1,723 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The ELF layer, writing: lay the sections out again and stream them with
+ * writev() into a temporary file that is renamed over the target, the way
+ * elfutils' strip does it, so a failure at any point leaves the target
+ * byte-identical; or append to the input itself (mce_write_in_place()).
+ */
+#include "mcelf.h"
+#include "mcelf-priv.h"
+#include "mcsort.h"
+#include "diag.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+/* ---- writing ------------------------------------------------------------ */
+
+struct out {
+	bool in_place;		/* only the tail and the ELF header are written */
+	const void *ehdr;	/* in_place: the new ELF header, written last */
+	size_t ehdr_len;
+	struct iovec *iov;
+	size_t n, cap;
+	uint64_t pos;
+	void **frees;
+	size_t nfrees, capfrees;
+	/* A linked image is written as a copy of the input made by the
+	 * kernel (copy_file_range, as cp does), then iov[i] at offset at[i]
+	 * for what changed; the file ends at total. */
+	bool patches;
+	uint64_t *at;
+	uint64_t total;
+};
+
+static const uint8_t zeros[4096];
+
+static int out_add(struct out *o, const void *p, size_t len)
+{
+	if (!len)
+		return 0;
+	if (o->n == o->cap) {
+		size_t cap = o->cap ? o->cap * 2 : 64;
+		struct iovec *n = realloc(o->iov, cap * sizeof(*n));
+
+		if (!n)
+			return -1;
+		o->iov = n;
+		o->cap = cap;
+	}
+	o->iov[o->n++] = (struct iovec){ (void *)p, len };
+	o->pos += len;
+	return 0;
+}
+
+/* Patch mode: LEN bytes P at file offset AT. */
+static int out_patch(struct out *o, uint64_t at, const void *p, size_t len)
+{
+	if (!len)
+		return 0;
+	if (o->n == o->cap) {
+		uint64_t *n = realloc(o->at, (o->cap ? o->cap * 2 : 64) * sizeof(*n));
+
+		if (!n)
+			return -1;
+		o->at = n;
+	}
+	if (out_add(o, p, len) < 0)
+		return -1;
+	o->at[o->n - 1] = at;
+	return 0;
+}
+
+static int out_pad_to(struct out *o, uint64_t pos)
+{
+	while (o->pos < pos) {
+		uint64_t k = pos - o->pos;
+
+		if (out_add(o, zeros, k > sizeof(zeros) ? sizeof(zeros) : (size_t)k) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static void *out_keep(struct out *o, void *p)
+{
+	if (!p)
+		return NULL;
+	if (o->nfrees == o->capfrees) {
+		size_t cap = o->capfrees ? o->capfrees * 2 : 16;
+		void **n = realloc(o->frees, cap * sizeof(*n));
+
+		if (!n) {
+			free(p);
+			return NULL;
+		}
+		o->frees = n;
+		o->capfrees = cap;
+	}
+	o->frees[o->nfrees++] = p;
+	return p;
+}
+
+static void out_free(struct out *o)
+{
+	for (size_t i = 0; i < o->nfrees; i++)
+		free(o->frees[i]);
+	free(o->frees);
+	free(o->iov);
+	free(o->at);
+}
+
+/* File representation of a memory-representation buffer. */
+static void *to_file(struct mce_file *f, struct out *o, Elf_Type t,
+		     const void *buf, size_t size)
+{
+	uint8_t *dst = out_keep(o, malloc(size ? size : 1));
+	Elf_Data s = { .d_buf = (void *)buf, .d_type = t, .d_size = size,
+		       .d_version = EV_CURRENT };
+	Elf_Data d = { .d_buf = dst, .d_type = t, .d_size = size,
+		       .d_version = EV_CURRENT };
+
+	if (!dst)
+		return NULL;
+	if (!size)
+		return dst;
+	if (!gelf_xlatetof(f->elf, &d, &s, f->map[EI_DATA])) {
+		mce_fail(f, "cannot convert section data: %s", elf_errmsg(-1));
+		return NULL;
+	}
+	return dst;
+}
+
+static void *build_symtab(struct mce_file *f, struct out *o, void **shndx_out)
+{
+	size_t esz = f->cls == ELFCLASS64 ? sizeof(Elf64_Sym) : sizeof(Elf32_Sym);
+	uint8_t *mem = malloc(f->nsyms * esz + 1);
+	uint32_t *xs = f->symtab_shndx ? calloc(f->nsyms + 1, 4) : NULL;
+	void *file = NULL;
+
+	if (!mem || (f->symtab_shndx && !xs))
+		goto out;
+	for (size_t i = 0; i < f->nsyms; i++) {
+		const struct mce_sym *m = &f->syms[i];
+		unsigned char info = (unsigned char)GELF_ST_INFO(m->bind, m->type);
+
+		if (xs)
+			xs[i] = m->raw_shndx == SHN_XINDEX ? m->shndx : 0;
+		if (f->cls == ELFCLASS64) {
+			Elf64_Sym *s = (Elf64_Sym *)mem + i;
+			*s = (Elf64_Sym){ m->st_name, info, m->other, m->raw_shndx,
+					  m->value, m->size };
+		} else {
+			Elf32_Sym *s = (Elf32_Sym *)mem + i;
+			*s = (Elf32_Sym){ m->st_name, (Elf32_Addr)m->value,
+					  (Elf32_Word)m->size, info, m->other, m->raw_shndx };
+		}
+	}
+	file = to_file(f, o, ELF_T_SYM, mem, f->nsyms * esz);
+	if (file && xs)
+		*shndx_out = to_file(f, o, ELF_T_WORD, xs, f->nsyms * 4);
+out:
+	free(mem);
+	free(xs);
+	return file;
+}
+
+static int cmp_off(const void *a, const void *b, void *arg)
+{
+	const struct mce_file *f = arg;
+	const struct mce_sec *x = &f->secs[*(const size_t *)a];
+	const struct mce_sec *y = &f->secs[*(const size_t *)b];
+
+	if (x->is_new != y->is_new)
+		return x->is_new ? 1 : -1;
+	if (!x->is_new && x->sh.sh_offset != y->sh.sh_offset)
+		return x->sh.sh_offset < y->sh.sh_offset ? -1 : 1;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+static uint64_t align_up(uint64_t v, uint64_t a)
+{
+	return a > 1 ? (v + a - 1) & ~(a - 1) : v;
+}
+
+static int write_all(int fd, struct out *o)
+{
+	size_t i = 0;
+
+	while (i < o->n) {
+		size_t cnt = o->n - i > IOV_MAX ? IOV_MAX : o->n - i;
+		ssize_t w = writev(fd, o->iov + i, (int)cnt);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		/* Consume what was written, possibly part of one vector. */
+		while (w > 0 && i < o->n) {
+			if ((size_t)w >= o->iov[i].iov_len) {
+				w -= (ssize_t)o->iov[i].iov_len;
+				i++;
+			} else {
+				o->iov[i].iov_base = (uint8_t *)o->iov[i].iov_base + w;
+				o->iov[i].iov_len -= (size_t)w;
+				w = 0;
+			}
+		}
+	}
+	return 0;
+}
+
+/* Patch mode: copy the input, then write each patch at its offset. */
+static int write_patched(struct mce_file *f, int fd, struct out *o)
+{
+	uint64_t done = 0;
+
+	while (done < f->size) {
+		loff_t in = (loff_t)done, outp = (loff_t)done;
+		ssize_t n = copy_file_range(f->fd, &in, fd, &outp, f->size - done, 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			/* Not supported here (or the file shrank under us): the
+			 * bytes we read are the truth anyway.  Edits of native-
+			 * order data went into f->map, but every such section is
+			 * also a patch below, written over these bytes. */
+			for (; done < f->size;) {
+				ssize_t w = pwrite(fd, f->map + done, f->size - done, (off_t)done);
+
+				if (w < 0 && errno == EINTR)
+					continue;
+				if (w <= 0)
+					return -1;
+				done += (uint64_t)w;
+			}
+			break;
+		}
+		done += (uint64_t)n;
+	}
+	for (size_t i = 0; i < o->n; i++)
+		for (size_t w = 0; w < o->iov[i].iov_len;) {
+			ssize_t k = pwrite(fd, (uint8_t *)o->iov[i].iov_base + w,
+					   o->iov[i].iov_len - w, (off_t)(o->at[i] + w));
+
+			if (k < 0 && errno == EINTR)
+				continue;
+			if (k <= 0)
+				return -1;
+			w += (size_t)k;
+		}
+	return ftruncate(fd, (off_t)o->total);
+}
+
+static int build_image(struct mce_file *f, struct out *o)
+{
+	const void **bytes = calloc(f->shnum, sizeof(*bytes));
+	size_t *order = calloc(f->shnum, sizeof(*order));
+	void *shndx_file = NULL;
+	char *shstr = NULL;
+	int ret = -1;
+	bool linked = f->eh.e_phnum != 0 || o->in_place;
+
+	if (!bytes || !order) {
+		mce_fail(f, "out of memory");
+		goto out;
+	}
+
+	/* Names of new sections go at the end of a copy of .shstrtab; a name
+	 * that is a suffix of an existing one (as "__mcount_loc" is of
+	 * ".rela__mcount_loc") shares its bytes. */
+	struct mce_sec *ss = &f->secs[f->shstrndx];
+	Elf_Data *sd = mce_sec_data(f, ss);
+	if (!sd)
+		goto out;
+	size_t shlen = sd->d_size, shcap = shlen + 1;
+	for (size_t i = 0; i < f->shnum; i++)
+		if (f->secs[i].is_new)
+			shcap += strlen(f->secs[i].name) + 1;
+	shstr = out_keep(o, malloc(shcap));
+	if (!shstr) {
+		mce_fail(f, "out of memory");
+		goto out;
+	}
+	memcpy(shstr, sd->d_buf, shlen);
+	/* New sections mostly repeat a few names (-g makes one table pair per
+	 * text section): look each distinct name up once. */
+	const struct mce_sec *named[8];
+	size_t nnamed = 0;
+	for (size_t i = 0; i < f->shnum; i++) {
+		struct mce_sec *s = &f->secs[i];
+		size_t nl;
+
+		if (!s->is_new)
+			continue;
+		size_t k;
+		for (k = 0; k < nnamed && strcmp(named[k]->name, s->name); k++)
+			;
+		if (k < nnamed) {
+			s->sh.sh_name = named[k]->sh.sh_name;
+			continue;
+		}
+		if (nnamed < sizeof(named) / sizeof(named[0]))
+			named[nnamed++] = s;
+		nl = strlen(s->name);
+		s->sh.sh_name = 0;
+		for (size_t k = 0; k < f->shnum; k++) {
+			const struct mce_sec *t = &f->secs[k];
+			size_t tl = strlen(t->name);
+
+			if (t != s && tl >= nl && t->sh.sh_name + tl <= shlen &&
+			    !strcmp(t->name + tl - nl, s->name) && (k < i || !t->is_new)) {
+				s->sh.sh_name = (GElf_Word)(t->sh.sh_name + tl - nl);
+				break;
+			}
+		}
+		if (!s->sh.sh_name) {
+			/* A name equal to a brand-new one placed earlier. */
+			for (size_t k = 0; k < i && !s->sh.sh_name; k++)
+				if (f->secs[k].is_new && !strcmp(f->secs[k].name, s->name))
+					s->sh.sh_name = f->secs[k].sh.sh_name;
+		}
+		if (!s->sh.sh_name) {
+			s->sh.sh_name = (GElf_Word)shlen;
+			memcpy(shstr + shlen, s->name, nl + 1);
+			shlen += nl + 1;
+		}
+	}
+	ss->sh.sh_size = shlen;
+	bytes[f->shstrndx] = shstr;
+
+	if (f->syms_dirty) {
+		bytes[f->symtab->idx] = build_symtab(f, o, &shndx_file);
+		if (!bytes[f->symtab->idx])
+			goto out;
+		f->symtab->sh.sh_size = f->nsyms * f->symtab->sh.sh_entsize;
+		if (f->symtab_shndx) {
+			bytes[f->symtab_shndx->idx] = shndx_file;
+			f->symtab_shndx->sh.sh_size = f->nsyms * 4;
+		}
+	}
+	for (size_t i = 1; i < f->shnum; i++) {
+		struct mce_sec *s = &f->secs[i];
+
+		if (bytes[i] || s->sh.sh_type == SHT_NOBITS)
+			continue;
+		if (s->dirty && s->sh.sh_type != SHT_GROUP) {
+			bytes[i] = to_file(f, o, s->data->d_type, s->data->d_buf,
+					   s->data->d_size);
+			if (!bytes[i])
+				goto out;
+		} else if (!s->is_new) {
+			bytes[i] = f->map + s->sh.sh_offset;
+		}
+	}
+
+	/* Layout.  A relocatable object is laid out afresh in the order of
+	 * the original offsets (new sections last), which keeps it compact.
+	 * A linked image keeps every offset its program headers rely on;
+	 * only sections that grew or are new move past the end. */
+	for (size_t i = 0; i < f->shnum; i++)
+		order[i] = i;
+	mc_sort_nearly(order + 1, f->shnum - 1, sizeof(*order), cmp_off, f);
+
+	/*
+	 * The output is never much larger than the input plus what was
+	 * added: an input's own padding is already in the input (gas pads
+	 * the file to a section's alignment), so an alignment that would
+	 * pad the output past this bound is a corrupt header, and writing
+	 * it would fill the disk with zeros (2^31, 2^40 and 2^63 were seen).
+	 */
+	uint64_t limit = f->size + (uint64_t)f->shnum * 4096 + 65536;
+	for (size_t i = 1; i < f->shnum; i++)
+		if ((f->secs[i].is_new || f->secs[i].dirty) && f->secs[i].sh.sh_type != SHT_NOBITS)
+			limit += f->secs[i].sh.sh_size;
+
+	size_t bad;
+	bool moved = false;
+	uint64_t end = linked ? f->size
+			      : f->cls == ELFCLASS64 ? sizeof(Elf64_Ehdr) : sizeof(Elf32_Ehdr);
+	if (linked) {
+		for (size_t i = 1; i < f->shnum; i++) {
+			struct mce_sec *s = &f->secs[i];
+			uint64_t oldsize = 0;
+
+			if (!s->is_new && s->scn) {
+				GElf_Shdr osh;
+				gelf_getshdr(s->scn, &osh);
+				oldsize = osh.sh_size;
+			}
+			/* In place, nothing already in the file may change:
+			 * every changed section moves to the end too. */
+			bool changed = s->is_new || (s->sh.sh_type != SHT_NOBITS &&
+				(s->sh.sh_size > oldsize ||
+				 (o->in_place && (s->dirty ||
+						  (f->syms_dirty && (s == f->symtab ||
+								     s == f->symtab_shndx))))));
+			/* (Not a byte comparison with f->map: edits of
+			 * native-order data went straight into the private
+			 * mapping, which no longer shows the file.) */
+			if (changed) {
+				moved = true;
+				end = align_up(end, s->sh.sh_addralign);
+				bad = i;
+				if (end > limit)
+					goto too_big;
+				s->sh.sh_offset = end;
+				end += s->sh.sh_type == SHT_NOBITS ? 0 : s->sh.sh_size;
+			}
+		}
+	} else {
+		for (size_t k = 1; k < f->shnum; k++) {
+			struct mce_sec *s = &f->secs[order[k]];
+
+			end = align_up(end, s->sh.sh_addralign);
+			bad = order[k];
+			if (end > limit)
+				goto too_big;
+			s->sh.sh_offset = end;
+			if (s->sh.sh_type != SHT_NOBITS)
+				end += s->sh.sh_size;
+		}
+	}
+	uint64_t shoff = align_up(end, f->addrsize);
+	/* A linked image whose sections all stayed put keeps its section
+	 * header table where it was: the file keeps its size. */
+	size_t shbytes = f->shnum * (f->cls == ELFCLASS64 ? sizeof(Elf64_Shdr) : sizeof(Elf32_Shdr));
+	if (linked && !moved && !o->in_place && f->eh.e_shoff &&
+	    !mce_add_overflows(f->eh.e_shoff, shbytes, f->size))
+		shoff = f->eh.e_shoff;
+
+	/* Headers. */
+	GElf_Ehdr eh = f->eh;
+	eh.e_shoff = shoff;
+	eh.e_shnum = f->shnum < SHN_LORESERVE ? (GElf_Half)f->shnum : 0;
+	eh.e_shstrndx = f->shstrndx < SHN_LORESERVE ? (GElf_Half)f->shstrndx : SHN_XINDEX;
+	f->secs[0].sh.sh_size = f->shnum < SHN_LORESERVE ? 0 : f->shnum;
+	f->secs[0].sh.sh_link = f->shstrndx < SHN_LORESERVE ? 0 : (GElf_Word)f->shstrndx;
+
+	void *ehmem;
+	size_t ehsz;
+	/* The header in the class's own struct; to_file() then puts it in
+	 * the object's byte order. */
+#define EHDR_OF_CLASS(EHDR_T, ADDR_T, OFF_T) do {					\
+		EHDR_T *e = out_keep(o, calloc(1, sizeof(*e)));			\
+		if (!e)								\
+			goto oom;						\
+		memcpy(e->e_ident, eh.e_ident, EI_NIDENT);			\
+		e->e_type = eh.e_type; e->e_machine = eh.e_machine;		\
+		e->e_version = eh.e_version; e->e_entry = (ADDR_T)eh.e_entry;	\
+		e->e_phoff = (OFF_T)eh.e_phoff; e->e_shoff = (OFF_T)eh.e_shoff;	\
+		e->e_flags = eh.e_flags; e->e_ehsize = eh.e_ehsize;		\
+		e->e_phentsize = eh.e_phentsize; e->e_phnum = eh.e_phnum;	\
+		e->e_shentsize = eh.e_shentsize; e->e_shnum = eh.e_shnum;	\
+		e->e_shstrndx = eh.e_shstrndx;					\
+		ehmem = e;							\
+		ehsz = sizeof(*e);						\
+	} while (0)
+	if (f->cls == ELFCLASS64)
+		EHDR_OF_CLASS(Elf64_Ehdr, Elf64_Addr, Elf64_Off);
+	else
+		EHDR_OF_CLASS(Elf32_Ehdr, Elf32_Addr, Elf32_Off);
+#undef EHDR_OF_CLASS
+	const void *ehfile = to_file(f, o, ELF_T_EHDR, ehmem, ehsz);
+	if (!ehfile)
+		goto out;
+
+	size_t shsz = f->cls == ELFCLASS64 ? sizeof(Elf64_Shdr) : sizeof(Elf32_Shdr);
+	uint8_t *shmem = out_keep(o, calloc(f->shnum, shsz));
+	if (!shmem)
+		goto oom;
+	for (size_t i = 0; i < f->shnum; i++) {
+		const GElf_Shdr *g = &f->secs[i].sh;
+
+		if (f->cls == ELFCLASS64) {
+			Elf64_Shdr *h = (Elf64_Shdr *)shmem + i;
+			*h = (Elf64_Shdr){ g->sh_name, g->sh_type, g->sh_flags, g->sh_addr,
+					   g->sh_offset, g->sh_size, g->sh_link, g->sh_info,
+					   g->sh_addralign, g->sh_entsize };
+		} else {
+			Elf32_Shdr *h = (Elf32_Shdr *)shmem + i;
+			*h = (Elf32_Shdr){ g->sh_name, g->sh_type, (Elf32_Word)g->sh_flags,
+					   (Elf32_Addr)g->sh_addr, (Elf32_Off)g->sh_offset,
+					   (Elf32_Word)g->sh_size, g->sh_link, g->sh_info,
+					   (Elf32_Word)g->sh_addralign, (Elf32_Word)g->sh_entsize };
+		}
+	}
+	const void *shfile = to_file(f, o, ELF_T_SHDR, shmem, f->shnum * shsz);
+	if (!shfile)
+		goto out;
+
+	/* Stream: header, sections in file order, section header table. */
+	if (o->in_place) {
+		/* Only what lies past the old end; the header goes last. */
+		o->pos = f->size;
+		for (size_t k = 0; k < f->shnum; k++) {
+			/* New offsets past the old end were handed out in index
+			 * order, so index order is file order here. */
+			const struct mce_sec *s = &f->secs[k];
+
+			if (k == 0 || s->sh.sh_type == SHT_NOBITS || !s->sh.sh_size ||
+			    s->sh.sh_offset < f->size)
+				continue;
+			if (out_pad_to(o, s->sh.sh_offset) < 0 ||
+			    out_add(o, bytes[k], s->sh.sh_size) < 0)
+				goto oom;
+		}
+		if (out_pad_to(o, shoff) < 0 || out_add(o, shfile, f->shnum * shsz) < 0)
+			goto oom;
+		o->ehdr = ehfile;
+		o->ehdr_len = ehsz;
+	} else if (linked) {
+		/* The original bytes, then what changed over them. */
+		o->patches = true;
+		o->total = shoff + f->shnum * shsz > f->size ? shoff + f->shnum * shsz : f->size;
+		if (out_patch(o, 0, ehfile, ehsz) < 0)
+			goto oom;
+		for (size_t i = 1; i < f->shnum; i++) {
+			const struct mce_sec *s = &f->secs[i];
+
+			if (s->sh.sh_type != SHT_NOBITS && bytes[i] &&
+			    (s->dirty || s->is_new || bytes[i] != f->map + s->sh.sh_offset) &&
+			    out_patch(o, s->sh.sh_offset, bytes[i], s->sh.sh_size) < 0)
+				goto oom;
+		}
+		if (out_patch(o, shoff, shfile, f->shnum * shsz) < 0)
+			goto oom;
+	} else {
+		if (out_add(o, ehfile, ehsz) < 0)
+			goto oom;
+		for (size_t k = 1; k < f->shnum; k++) {
+			const struct mce_sec *s = &f->secs[order[k]];
+
+			if (s->sh.sh_type == SHT_NOBITS || !s->sh.sh_size)
+				continue;
+			if (out_pad_to(o, s->sh.sh_offset) < 0 ||
+			    out_add(o, bytes[order[k]], s->sh.sh_size) < 0)
+				goto oom;
+		}
+		if (out_pad_to(o, shoff) < 0 || out_add(o, shfile, f->shnum * shsz) < 0)
+			goto oom;
+	}
+	ret = 0;
+	goto out;
+too_big:
+	mce_fail(f, "section %s: alignment %llu would pad the output past %llu bytes "
+		 "(the input has %zu)", f->secs[bad].name,
+		 (unsigned long long)f->secs[bad].sh.sh_addralign, (unsigned long long)limit,
+		 f->size);
+	goto out;
+oom:
+	mce_fail(f, "out of memory");
+out:
+	free(bytes);
+	free(order);
+	return ret;
+}
+
+/*
+ * Interruption-safe update of the input itself, for build systems that
+ * cannot afford a new inode per object (see mce_write_in_place() in the
+ * header).  Everything new is appended past the old end; until the final
+ * one-sector write of the ELF header the file still reads as the old
+ * object, and any failure truncates it back to its old bytes.
+ */
+int mce_write_in_place(struct mce_file *f)
+{
+	struct out o = { .in_place = true };
+	int fd = -1, ret = -1;
+
+	if (build_image(f, &o) < 0)
+		goto out;
+	fd = f->writable ? dup(f->fd) : open(f->path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0) {
+		mce_fail(f, "cannot open for writing: %s", strerror(errno));
+		goto out;
+	}
+	if (lseek(fd, (off_t)f->size, SEEK_SET) < 0 || write_all(fd, &o) < 0) {
+		mce_fail(f, "cannot append: %s", strerror(errno));
+		goto undo;
+	}
+	ssize_t w = pwrite(fd, o.ehdr, o.ehdr_len, 0);
+	if (w != (ssize_t)o.ehdr_len) {
+		mce_fail(f, "cannot write the ELF header: %s", w < 0 ? strerror(errno) : "short write");
+		goto undo;
+	}
+	ret = 0;
+	goto out;
+undo:
+	if (ftruncate(fd, (off_t)f->size) < 0)
+		snprintf(f->err + strlen(f->err), sizeof(f->err) - strlen(f->err),
+			 "; and could not truncate back: %s", strerror(errno));
+out:
+	if (fd >= 0 && close(fd) < 0 && ret == 0)
+		ret = mce_fail(f, "cannot write: %s", strerror(errno));
+	out_free(&o);
+	return ret;
+}
+
+/*
+ * Create TMP, whose name ends in six X's, as a new file (O_EXCL) with the
+ * mode MODE: the X's become letters until the name is free.  Unlike
+ * mkstemp(), which makes the file 0600, the file is created with MODE's
+ * permission bits, and changed afterwards only when the umask or a
+ * special bit kept them from it: for the common 0644 under umask 022 that
+ * spares an inode update per object.  Each call draws its own seed from
+ * getrandom(): no state outlives the call, and O_EXCL, not the name's
+ * secrecy, is what keeps another user's file from being opened.
+ */
+static int open_temp(char *tmp, mode_t mode)
+{
+	static const char abc[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-";
+	uint64_t state = (uint64_t)getpid() << 32 ^ (uintptr_t)tmp;
+	uint64_t seed;
+	char *x = tmp + strlen(tmp) - 6;
+	int fd = -1;
+
+	if (getrandom(&seed, sizeof(seed), GRND_NONBLOCK) == sizeof(seed))
+		state ^= seed;
+	for (int tries = 0; tries < 1000 && fd < 0; tries++) {
+		/* splitmix64: every state gives a well-mixed word. */
+		uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+
+		z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+		z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+		z ^= z >> 31;
+		for (int i = 0; i < 6; i++)
+			x[i] = abc[(z >> (6 * i)) & 63];
+		fd = open(tmp, O_RDWR | O_CREAT | O_EXCL, mode & 0777);
+		if (fd < 0 && errno != EEXIST)
+			return -1;
+	}
+	if (fd < 0)
+		return -1;	/* errno is EEXIST */
+
+	struct stat st;
+
+	if (fstat(fd, &st) < 0 || ((st.st_mode & 07777) != mode && fchmod(fd, mode) < 0)) {
+		int e = errno;
+
+		close(fd);
+		unlink(tmp);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
+int mce_write(struct mce_file *f, const char *outpath)
+{
+	const char *target = outpath ? outpath : f->path;
+	char *dup = strdup(target), *tmp = NULL;
+	struct out o = { 0 };
+	int fd = -1, ret = -1;
+	struct stat tst;
+	mode_t mode = f->st.st_mode & 07777;
+
+	if (!dup)
+		return mce_fail(f, "out of memory");
+	if (outpath && stat(outpath, &tst) == 0) {
+		if (!S_ISREG(tst.st_mode)) {
+			mce_fail(f, "%s: not a regular file", outpath);
+			goto out;
+		}
+		mode = tst.st_mode & 07777;
+	}
+	if (!f->dirty) {
+		/* Nothing changed (a tool asked for its -o FILE anyway): the
+		 * input's own bytes, copied by the kernel. */
+		o.patches = true;
+		o.total = f->size;
+	} else if (build_image(f, &o) < 0) {
+		goto out;
+	}
+	if (asprintf(&tmp, "%s/.%s.XXXXXX", dirname(dup),
+		     strrchr(target, '/') ? strrchr(target, '/') + 1 : target) < 0) {
+		tmp = NULL;
+		mce_fail(f, "out of memory");
+		goto out;
+	}
+	fd = open_temp(tmp, mode);
+	if (fd < 0) {
+		mce_fail(f, "cannot create a temporary file beside %s: %s", target,
+		     strerror(errno));
+		goto out;
+	}
+	if ((o.patches ? write_patched(f, fd, &o) : write_all(fd, &o)) < 0) {
+		mce_fail(f, "cannot write %s: %s", tmp, strerror(errno));
+		goto out;
+	}
+	if (close(fd) < 0) {
+		fd = -1;
+		mce_fail(f, "cannot write %s: %s", tmp, strerror(errno));
+		goto out;
+	}
+	fd = -1;
+	if (rename(tmp, target) < 0) {
+		mce_fail(f, "cannot replace %s: %s", target, strerror(errno));
+		goto out;
+	}
+	ret = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	if (ret < 0 && tmp)
+		unlink(tmp);
+	free(tmp);
+	free(dup);
+	out_free(&o);
+	return ret;
+}

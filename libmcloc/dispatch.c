@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * libmcloc's dispatch: what a trampoline's call runs.  The dispatcher
+ * finds the site's record, and walks the published set of ops inside an
+ * RCU read-side critical section, calling each one that covers the site
+ * (ftrace's list function).
+ */
+#include <mcloc/mcloc.h>
+#include <mcloc/abi.h>
+#include "core.h"
+#include "patch.h"
+
+/* The inline read-side fast paths (this library is LGPL as liburcu is);
+ * not in a sanitized build (MCLOC_URCU_OUT_OF_LINE, from meson).
+ * liburcu-bp's reader arena gives its readers less than the 128-byte
+ * alignment their type declares, and UBSan instruments the inlined
+ * accesses wherever they are inlined, whatever the caller's attributes:
+ * there the library's own functions, which are not instrumented, do the
+ * same work out of line. */
+#ifndef MCLOC_URCU_OUT_OF_LINE
+#define _LGPL_SOURCE
+#endif
+#include <urcu-bp.h>
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+/* ---- dispatch ------------------------------------------------------------------ */
+
+/* The set's callbacks for the site that ends at AFTER, in the thread's
+ * mcr_in_tracer section. */
+static void walk(uintptr_t after, uintptr_t parent, struct mcloc_image *img, void *regs)
+{
+	const struct image *im = NULL;
+	long r;
+
+	rcu_read_lock_bp();
+	/* The image of the descriptor the trampoline passed, else by
+	 * address: the library's own trampolines serve images without any.
+	 * (An image's record is freed a grace period after it is unloaded.) */
+	if (img)
+		im = __atomic_load_n((struct image **)&img->lib, __ATOMIC_ACQUIRE);
+	r = im && im->nrecs ? mcr_rec_before(im, after) : -1;
+	if (r < 0 && (im = mcr_image_of(after - 1)))
+		r = mcr_rec_before(im, after);
+	if (r >= 0) {
+		uintptr_t ip = im->base + im->recs[r].off;
+		size_t g = im->first + (size_t)r;
+		struct ops_set *set = rcu_dereference(mcr_cur_set);
+
+		for (size_t i = 0; set && i < set->n; i++) {
+			const struct set_ent *e = &set->v[i];
+
+			if (mcr_bit_of(e->covers, g))
+				e->func(ip, parent, e->ops, e->regs ? regs : NULL);
+		}
+	}
+	rcu_read_unlock_bp();
+}
+
+static void dispatch(uintptr_t after, uintptr_t parent, struct mcloc_image *img,
+		     void *regs)
+{
+	if (mcr_in_tracer)
+		return;		/* a callback called a traced function */
+	mcr_in_tracer = 1;
+	walk(after, parent, img, regs);
+	mcr_in_tracer = 0;
+}
+
+/*
+ * A site alone in one ops's hands, through its stub.  The stub says which
+ * slot, but a thread may have been stopped between the site and here for
+ * any time, long enough for the slot's ops to go and another to take it.
+ * So the slot is trusted only if, inside the read-side section, the site
+ * still calls this stub: then its ops is the one registered now, and it
+ * cannot go before the section ends.  Otherwise the site changed under
+ * the call, and the set decides, as for any call in flight.
+ */
+__attribute__((used)) void mcr_direct_hook(uintptr_t after, uintptr_t parent, uintptr_t stub)
+{
+	size_t i = (stub & (MCR_DIRECT_PAGE - 1)) / MCR_DIRECT_STUB;
+	unsigned len = mcr_direct_len[i / MCR_DIRECT_SLOTS];
+
+	if (mcr_in_tracer)
+		return;
+	mcr_in_tracer = 1;
+	rcu_read_lock_bp();
+	if (mcr_call_dest(after, len) == stub) {
+		const struct direct *d = &mcr_direct[i % MCR_DIRECT_SLOTS];
+
+		if (d->func)
+			d->func(after - len, parent, d->ops, NULL);
+	} else {
+		walk(after, parent, NULL, NULL);
+	}
+	rcu_read_unlock_bp();
+	mcr_in_tracer = 0;
+}
+
+void mcr_args_dispatch(uintptr_t after, uintptr_t parent, struct mcloc_image *img,
+			  void *args)
+{
+	(void)args;
+	dispatch(after, parent, img, NULL);
+}
+
+void mcr_regs_dispatch(uintptr_t after, uintptr_t parent, struct mcloc_image *img,
+			  void *regs)
+{
+	dispatch(after, parent, img, regs);
+}
+

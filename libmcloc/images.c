@@ -1,0 +1,619 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * libmcloc's images: each registered image's records (its sites, sorted,
+ * 8 bytes each), the names of their functions (from .symtab, from the
+ * .mcloc_names of a stripped image, or from .dynsym), registering and
+ * unloading images, and the name lookups of the public API.
+ */
+#include <mcloc/mcloc.h>
+#include <mcloc/abi.h>
+#include "core.h"
+#include "patch.h"
+
+/* The inline read-side fast paths (this library is LGPL as liburcu is);
+ * not in a sanitized build (MCLOC_URCU_OUT_OF_LINE, from meson).
+ * liburcu-bp's reader arena gives its readers less than the 128-byte
+ * alignment their type declares, and UBSan instruments the inlined
+ * accesses wherever they are inlined, whatever the caller's attributes:
+ * there the library's own functions, which are not instrumented, do the
+ * same work out of line. */
+#ifndef MCLOC_URCU_OUT_OF_LINE
+#define _LGPL_SOURCE
+#endif
+#include <urcu-bp.h>
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+/* ---- records ------------------------------------------------------------ */
+
+const struct image *mcr_image_of(uintptr_t addr)
+{
+	size_t n = __atomic_load_n(&mcr_nimages, __ATOMIC_ACQUIRE);
+
+	for (size_t i = 0; i < n; i++) {
+		const struct image *im = mcr_image_at(i);
+
+		if (im && addr >= im->lo && addr <= im->hi + 16)
+			return im;
+	}
+	return NULL;
+}
+
+/*
+ * The first record of IM at or after ADDR.  Sites are spread over the text
+ * about evenly (one per function), so the search first guesses where ADDR
+ * falls between the first and the last site and narrows from there: two
+ * or three probes instead of a binary search's log2(n), which showed in
+ * every dispatch.  The guess only sets the start; the answer is exact.
+ */
+size_t mcr_rec_lower(const struct image *im, uintptr_t addr)
+{
+	size_t lo = 0, hi = im->nrecs;
+	uint64_t off = addr - im->base;
+
+	if (hi > 8) {
+		uint64_t first = im->recs[0].off, last = im->recs[hi - 1].off;
+
+		if (off <= first)
+			return 0;
+		if (off > last)
+			return hi;
+		/* (A multiply, not a division: offsets are 32-bit and sites
+		 * are at least a byte apart, so scale fits 32 bits too.) */
+		size_t g = (size_t)(((off - first) * im->scale) >> 32);
+		if (g >= hi)
+			g = hi - 1;
+		/* Gallop from the guess to a bracket [lo, hi). */
+		size_t step = 1;
+		if (im->recs[g].off < off) {
+			lo = g + 1;
+			while (lo + step < hi && im->recs[lo + step - 1].off < off) {
+				lo += step;
+				step *= 2;
+			}
+			hi = lo + step < hi ? lo + step : hi;
+		} else {
+			hi = g;
+			while (hi > step && im->recs[hi - step].off >= off) {
+				hi -= step;
+				step *= 2;
+			}
+			lo = hi > step ? hi - step : 0;
+		}
+	}
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (im->recs[mid].off < off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* The record of the site that starts at SITE, or -1. */
+long mcr_rec_at(const struct image *im, uintptr_t site)
+{
+	size_t k = mcr_rec_lower(im, site);
+
+	return k < im->nrecs && im->base + im->recs[k].off == site ? (long)k : -1;
+}
+
+/* The record whose site ends at AFTER (the trampolines' return address). */
+long mcr_rec_before(const struct image *im, uintptr_t after)
+{
+	size_t k = mcr_rec_lower(im, after);
+
+	if (!k)
+		return -1;
+	const struct mcloc_rec *r = &im->recs[k - 1];
+	return im->base + r->off + mcr_rec_len(r) == after ? (long)k - 1 : -1;
+}
+
+bool mcr_is_site(uintptr_t addr)
+{
+	const struct image *im = mcr_image_of(addr);
+
+	return im && mcr_rec_at(im, addr) >= 0;
+}
+
+/* ---- function names from the image's symbol table ---------------------------- */
+
+static int cmp_fsym(const void *a, const void *b)
+{
+	const struct fsym *x = a, *y = b;
+
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+void *mcr_read_at(int fd, off_t off, size_t len)
+{
+	void *p = malloc(len + 1);
+
+	if (p && pread(fd, p, len, off) != (ssize_t)len) {
+		free(p);
+		return NULL;
+	}
+	return p;
+}
+
+/*
+ * The .mcloc_names section objpatch link --runtime adds (see add_names()
+ * in objpatch/fix.c): functions with their link-time start and size, and
+ * their names, which strip(1) leaves in place.  Returns the functions (and
+ * the names in *STR), or NULL when there is no valid such section.
+ */
+static struct fsym *own_names(int fd, const Elf64_Ehdr *eh, const Elf64_Shdr *sh,
+			      uintptr_t bias, char **str, size_t *nf)
+{
+	const Elf64_Shdr *shs = eh->e_shstrndx < eh->e_shnum ? &sh[eh->e_shstrndx] : NULL;
+	char *names = shs ? mcr_read_at(fd, (off_t)shs->sh_offset, shs->sh_size) : NULL;
+	const Elf64_Shdr *ns = NULL;
+	uint8_t *b = NULL;
+	struct fsym *fs = NULL;
+
+	if (!names)
+		return NULL;
+	names[shs->sh_size] = 0;
+	for (unsigned i = 0; i < eh->e_shnum && !ns; i++)
+		if (sh[i].sh_name < shs->sh_size && !strcmp(names + sh[i].sh_name, ".mcloc_names"))
+			ns = &sh[i];
+	free(names);
+	if (!ns || ns->sh_size < 16 || !(b = mcr_read_at(fd, (off_t)ns->sh_offset, ns->sh_size)))
+		return NULL;
+	uint64_t n;
+	memcpy(&n, b + 8, 8);
+	if (memcmp(b, "MCLNAME1", 8) || n > (ns->sh_size - 16) / 24)
+		goto bad;
+	size_t sbytes = ns->sh_size - 16 - n * 24;
+	fs = malloc((n + 1) * sizeof(*fs));
+	*str = malloc(sbytes + 1);
+	if (!fs || !*str)
+		goto bad;
+	memcpy(*str, b + 16 + n * 24, sbytes);
+	(*str)[sbytes] = 0;
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t start, size;
+		uint32_t name;
+
+		memcpy(&start, b + 16 + i * 24, 8);
+		memcpy(&size, b + 16 + i * 24 + 8, 8);
+		memcpy(&name, b + 16 + i * 24 + 16, 4);
+		if (name >= sbytes)
+			goto bad;
+		fs[i] = (struct fsym){ start + bias, start + bias + (size ? size : 1), name };
+	}
+	*nf = (size_t)n;
+	free(b);
+	return fs;
+bad:
+	free(b);
+	free(fs);
+	free(*str);
+	*str = NULL;
+	return NULL;
+}
+
+/*
+ * Function names outlive their image: a profile still prints the calls of
+ * a library that has been dlclose()d, and a name handed out by
+ * mcloc_site_name() stays valid.  So the names of traced functions are
+ * interned here, once each however often a library is loaded again, and
+ * never freed.  Only under the lock.
+ */
+static struct {
+	const char **slot;	/* open addressing, a power of two */
+	size_t cap, n;
+	char *chunk;		/* where the next string goes */
+	size_t left;
+} pool;
+
+static uint64_t name_hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;	/* FNV-1a */
+
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 1099511628211ull;
+	return h;
+}
+
+static const char *intern(const char *name)
+{
+	uint64_t h = name_hash(name);
+	size_t len = strlen(name);
+	if (2 * (pool.n + 1) > pool.cap) {
+		size_t cap = pool.cap ? 2 * pool.cap : 4096;
+		const char **slot = calloc(cap, sizeof(*slot));
+
+		if (!slot)
+			return NULL;
+		for (size_t i = 0; i < pool.cap; i++)
+			if (pool.slot[i]) {
+				size_t j = name_hash(pool.slot[i]) & (cap - 1);
+				while (slot[j])
+					j = (j + 1) & (cap - 1);
+				slot[j] = pool.slot[i];
+			}
+		free(pool.slot);
+		pool.slot = slot;
+		pool.cap = cap;
+	}
+	size_t j = h & (pool.cap - 1);
+	for (; pool.slot[j]; j = (j + 1) & (pool.cap - 1))
+		if (!strcmp(pool.slot[j], name))
+			return pool.slot[j];
+	if (pool.left < len + 1) {
+		size_t sz = len + 1 > 65536 ? len + 1 : 65536;
+
+		if (!(pool.chunk = malloc(sz)))
+			return NULL;
+		pool.left = sz;
+	}
+	char *copy = memcpy(pool.chunk, name, len + 1);
+	pool.chunk += len + 1;
+	pool.left -= len + 1;
+	pool.n++;
+	return pool.slot[j] = copy;
+}
+
+/*
+ * Name every record of IM from PATH's .symtab, or in a stripped image from
+ * .mcloc_names (own_names()) and failing that .dynsym: the FUNC symbol that
+ * contains it.  A record no name covers is still traced by address.
+ */
+static void name_records(struct image *im, const char *path, uintptr_t bias)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	Elf64_Ehdr eh;
+	Elf64_Shdr *sh = NULL;
+	Elf64_Sym *syms = NULL;
+	struct fsym *fs = NULL;
+	char *str = NULL;
+
+	if (fd < 0 || pread(fd, &eh, sizeof(eh), 0) != sizeof(eh) ||
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh.e_shentsize != sizeof(Elf64_Shdr) || !eh.e_shnum)
+		goto out;
+	sh = mcr_read_at(fd, (off_t)eh.e_shoff, (size_t)eh.e_shnum * sizeof(*sh));
+	if (!sh)
+		goto out;
+	const Elf64_Shdr *st = NULL;
+	size_t nf = 0;
+	for (unsigned i = 0; i < eh.e_shnum; i++)
+		if (sh[i].sh_type == SHT_SYMTAB && sh[i].sh_link < eh.e_shnum &&
+		    sh[i].sh_entsize == sizeof(Elf64_Sym)) {
+			st = &sh[i];
+			break;
+		}
+	/* Stripped: the names objpatch link --runtime kept, else the
+	 * dynamic symbols (exported functions only). */
+	if (!st && (fs = own_names(fd, &eh, sh, bias, &str, &nf)))
+		goto merge;
+	for (unsigned i = 0; !st && i < eh.e_shnum; i++)
+		if (sh[i].sh_type == SHT_DYNSYM && sh[i].sh_link < eh.e_shnum &&
+		    sh[i].sh_entsize == sizeof(Elf64_Sym))
+			st = &sh[i];
+	if (!st)
+		goto out;
+	size_t n = st->sh_size / sizeof(Elf64_Sym);
+	const Elf64_Shdr *ss = &sh[st->sh_link];
+	syms = mcr_read_at(fd, (off_t)st->sh_offset, st->sh_size);
+	str = mcr_read_at(fd, (off_t)ss->sh_offset, ss->sh_size);
+	fs = malloc((n + 1) * sizeof(*fs));
+	if (!syms || !str || !fs)
+		goto out;
+	str[ss->sh_size] = 0;
+	for (size_t i = 0; i < n; i++)
+		if (ELF64_ST_TYPE(syms[i].st_info) == STT_FUNC && syms[i].st_shndx != SHN_UNDEF &&
+		    syms[i].st_name < ss->sh_size)
+			fs[nf++] = (struct fsym){ syms[i].st_value + bias,
+						  syms[i].st_value + bias + (syms[i].st_size ?
+									      syms[i].st_size : 1),
+						  syms[i].st_name };
+merge:
+	qsort(fs, nf, sizeof(*fs), cmp_fsym);
+	im->names = calloc(im->nrecs + 1, sizeof(*im->names));
+	if (!im->names)
+		goto out;
+	/* Records and functions are both sorted: one merge. */
+	size_t k = 0;
+	for (size_t r = 0; r < im->nrecs; r++) {
+		uintptr_t a = im->base + im->recs[r].off;
+
+		while (k + 1 < nf && fs[k + 1].lo <= a)
+			k++;
+		if (nf && fs[k].lo <= a && a < fs[k].hi)
+			im->names[r] = intern(str + fs[k].name);
+		else if (nf && k + 1 < nf && fs[k + 1].lo > a && fs[k + 1].lo - a < 16)
+			im->names[r] = intern(str + fs[k + 1].name);	/* patchable NOPs before the entry */
+	}
+	im->strtab = str;
+	im->funcs = fs;
+	im->nfuncs = nf;
+	str = NULL;
+	fs = NULL;
+out:
+	if (fd >= 0)
+		close(fd);
+	free(sh);
+	free(syms);
+	free(fs);
+	free(str);
+}
+
+struct find_ctx {
+	uintptr_t addr;
+	char path[4096];
+	uintptr_t bias;
+	bool found;
+};
+
+static int find_object(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct find_ctx *c = data;
+
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + p->p_vaddr;
+
+		if (p->p_type == PT_LOAD && c->addr >= lo && c->addr < lo + p->p_memsz) {
+			snprintf(c->path, sizeof(c->path), "%s",
+				 info->dlpi_name && info->dlpi_name[0] ? info->dlpi_name
+								       : "/proc/self/exe");
+			c->bias = info->dlpi_addr;
+			c->found = true;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+
+/* ---- images ----------------------------------------------------------------- */
+
+uint8_t *mcr_near_page(uintptr_t lo, uintptr_t hi)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+
+	for (uintptr_t step = 0; step < (1ul << 30); step += 2ul << 20)
+		for (int side = 0; side < 2; side++) {
+			uintptr_t at = side ? ((lo - step - (uintptr_t)pg) & ~(uintptr_t)(pg - 1))
+					    : ((hi + step + (uintptr_t)pg - 1) & ~(uintptr_t)(pg - 1));
+			void *p = mmap((void *)at, (size_t)pg, PROT_READ | PROT_WRITE,
+				       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+
+			if (p == MAP_FAILED)
+				continue;
+			if ((uintptr_t)p == at)
+				return p;
+			munmap(p, (size_t)pg);
+		}
+	return NULL;
+}
+
+/* IM's page of direct stubs, all written now and never again; NULL (its
+ * sites then go through the args trampoline) when no page is in reach. */
+static uint8_t *direct_page(const struct image *im)
+{
+	uint8_t *pg = im->nrecs ? mcr_near_page(im->lo, im->hi + MCR_MAX_SITE) : NULL;
+
+	if (!pg)
+		return NULL;
+	for (size_t i = 0; i < MCR_DIRECT_PAGE / MCR_DIRECT_STUB; i++)
+		mcr_direct_stub(pg + i * MCR_DIRECT_STUB, (uintptr_t)mcr_direct_tramp);
+	if (mprotect(pg, MCR_DIRECT_PAGE, PROT_READ | PROT_EXEC)) {
+		munmap(pg, MCR_DIRECT_PAGE);
+		return NULL;
+	}
+	return pg;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+int mcloc_register_image(struct mcloc_image *desc)
+{
+	/* The object the sites are in (the descriptor may be on the heap,
+	 * for a program linked without objpatch). */
+	struct find_ctx fc = { .addr = desc->mcount_stop > desc->mcount_start ?
+				       *(const uintptr_t *)desc->mcount_start : (uintptr_t)desc };
+	struct image im = { .desc = desc, .base = desc->base };
+	int ret = 0;
+
+	if (desc->magic != MCLOC_IMAGE_MAGIC || desc->version != MCLOC_IMAGE_VERSION)
+		return -EINVAL;
+	pthread_mutex_lock(&mcr_lock);
+	size_t n = desc->mcount_stop > desc->mcount_start ?
+		(desc->mcount_stop - desc->mcount_start) / sizeof(uintptr_t) : 0;
+	const uintptr_t *tab = (const uintptr_t *)desc->mcount_start;
+	uint32_t *offs = malloc((n + 1) * sizeof(*offs));
+	struct image *slot = calloc(1, sizeof(*slot));
+
+	size_t at = 0;
+	while (at < mcr_nimages && mcr_images[at])
+		at++;
+	if (!offs || !slot || at == MCR_MAX_IMAGES) {
+		free(offs);
+		free(slot);
+		ret = offs && slot ? -ENOSPC : -ENOMEM;
+		goto out;
+	}
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		/* A zero entry becomes the load address after relocation:
+		 * objpatch sort leaves those behind its __stop_ symbol. */
+		if (tab[i] && tab[i] != im.base && tab[i] - im.base < UINT32_MAX)
+			offs[k++] = (uint32_t)(tab[i] - im.base);
+	qsort(offs, k, sizeof(*offs), cmp_u32);
+	im.recs = calloc(k + 1, sizeof(*im.recs));
+	if (!im.recs) {
+		free(offs);
+		free(slot);
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < k; i++) {
+		const uint8_t *p = (const uint8_t *)(im.base + offs[i]);
+		uint8_t nop[MCR_MAX_SITE];
+		unsigned len = 0;
+
+		/* The site is the NOP objpatch link --nop wrote; its length
+		 * says which form it was compiled as. */
+		for (unsigned l = 5; l <= 6 && !len; l++)
+			if (mcr_encode(im.base + offs[i], l, 0, nop) == 0 && !memcmp(p, nop, l))
+				len = l;
+		im.recs[im.nrecs].off = offs[i];
+		im.recs[im.nrecs].state = len << REC_LEN_SHIFT | (len ? 0 : REC_REFUSED);
+		if (!len)
+			mcr_nrefused++;
+		im.nrecs++;
+	}
+	free(offs);
+	if (im.nrecs) {
+		im.lo = im.base + im.recs[0].off;
+		im.hi = im.base + im.recs[im.nrecs - 1].off;
+		uint64_t span = im.recs[im.nrecs - 1].off - im.recs[0].off;
+		im.scale = span ? ((uint64_t)(im.nrecs - 1) << 32) / span : 0;
+	}
+	im.first = mcr_nrecords;
+	im.stubs = direct_page(&im);
+	if (im.nrecs && !im.stubs)
+		mcr_say(1, "no page for direct stubs within reach; single ops go through the list");
+	dl_iterate_phdr(find_object, &fc);
+	if (fc.found)
+		name_records(&im, fc.path, fc.bias);
+	*slot = im;
+	__atomic_store_n(&mcr_images[at], slot, __ATOMIC_RELEASE);
+	if (at == mcr_nimages)
+		__atomic_store_n(&mcr_nimages, mcr_nimages + 1, __ATOMIC_RELEASE);
+	mcr_nrecords += im.nrecs;
+	/* Before the handlers: a dispatcher finds the image through it. */
+	__atomic_store_n(&desc->lib, slot, __ATOMIC_RELEASE);
+	desc->args_handler = mcr_args_dispatch;
+	desc->regs_handler = mcr_regs_dispatch;
+	mcr_say(2, "image %s: %zu sites", fc.found ? fc.path : "?", im.nrecs);
+	if (im.nrecs)
+		mcr_cover_new_image(slot);
+out:
+	pthread_mutex_unlock(&mcr_lock);
+	if (!ret && mcr_hooks.image_added)
+		mcr_hooks.image_added();
+	return ret;
+}
+
+/* Its code is going away (dlclose): out of the table now, its memory
+ * once nobody can be reading it.  Its names stay (intern()). */
+void mcloc_unregister_image(struct mcloc_image *desc)
+{
+	struct image *gone = NULL;
+
+	pthread_mutex_lock(&mcr_lock);
+	for (size_t i = 0; i < mcr_nimages && !gone; i++)
+		if (mcr_images[i] && mcr_images[i]->desc == desc) {
+			gone = mcr_images[i];
+			__atomic_store_n(&mcr_images[i], NULL, __ATOMIC_RELEASE);
+		}
+	if (gone) {
+		__atomic_store_n(&desc->lib, NULL, __ATOMIC_RELEASE);
+		synchronize_rcu_bp();
+		mcr_wait_handlers();
+		if (gone->stubs)
+			munmap(gone->stubs, MCR_DIRECT_PAGE);
+		free(gone->recs);
+		free(gone->names);
+		free(gone->funcs);
+		free(gone->strtab);
+		free(gone);
+	}
+	pthread_mutex_unlock(&mcr_lock);
+}
+
+
+/* (The lookups below run in callbacks, so they take no lock: a
+ * read-side section keeps an image being unloaded alive meanwhile.) */
+const char *mcloc_addr_name(uintptr_t addr, uintptr_t *off)
+{
+	const char *name = NULL;
+	size_t n = __atomic_load_n(&mcr_nimages, __ATOMIC_ACQUIRE);
+
+	rcu_read_lock_bp();
+	for (size_t i = 0; i < n && !name; i++) {
+		const struct image *im = mcr_image_at(i);
+		size_t lo = 0, hi = im ? im->nfuncs : 0;
+
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (im->funcs[mid].lo <= addr)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo && addr < im->funcs[lo - 1].hi) {
+			if (off)
+				*off = addr - im->funcs[lo - 1].lo;
+			name = im->strtab + im->funcs[lo - 1].name;
+		}
+	}
+	rcu_read_unlock_bp();
+	return name;
+}
+
+const char *mcloc_site_name(uintptr_t ip)
+{
+	const char *name = NULL;
+
+	rcu_read_lock_bp();
+	const struct image *im = mcr_image_of(ip);
+	long r = im ? mcr_rec_at(im, ip) : -1;
+	if (r >= 0 && im->names)
+		name = im->names[r];
+	rcu_read_unlock_bp();
+	return name;
+}
+
+void mcr_each_site_name(void (*fn)(const char *name, void *arg), void *arg)
+{
+	pthread_mutex_lock(&mcr_lock);
+	for (size_t i = 0; i < mcr_nimages; i++)
+		for (size_t r = 0; mcr_images[i] && mcr_images[i]->names && r < mcr_images[i]->nrecs; r++)
+			if (mcr_images[i]->names[r])
+				fn(mcr_images[i]->names[r], arg);
+	pthread_mutex_unlock(&mcr_lock);
+}
+
+uintptr_t mcloc_site_of(const char *name)
+{
+	uintptr_t site = 0;
+	size_t n = __atomic_load_n(&mcr_nimages, __ATOMIC_ACQUIRE);
+
+	rcu_read_lock_bp();
+	for (size_t i = 0; i < n && !site; i++) {
+		const struct image *im = mcr_image_at(i);
+
+		for (size_t r = 0; im && im->names && r < im->nrecs && !site; r++)
+			if (im->names[r] && !strcmp(im->names[r], name))
+				site = im->base + im->recs[r].off;
+	}
+	rcu_read_unlock_bp();
+	return site;
+}
+

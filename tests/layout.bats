@@ -1,0 +1,68 @@
+#!/usr/bin/env bats
+# The tree's own contracts: what installs, which layer may include which,
+# and that the image layout has one source.
+load helpers
+
+@test "meson install puts the tools, library, headers, pkg-config file and man pages in place" {
+	[ -n "${MCLOC_BUILD:-}" ] || skip "run from meson test (MCLOC_BUILD names the build)"
+	[ -z "${MCLOC_SANITIZED:-}" ] || skip "the sanitized build is not installed"
+	run meson install -C "$MCLOC_BUILD" --no-rebuild --destdir "$T/dest"
+	assert_success
+	cd "$T/dest"
+	for f in bin/recordmcount bin/objpatch include/mcloc/mcloc.h include/mcloc/abi.h \
+		share/man/man1/recordmcount.1 share/man/man1/objpatch.1 share/man/man3/libmcloc.3; do
+		[ -e "$(find . -path "*/$f" | head -1)" ] || { echo "missing: $f"; false; }
+	done
+	pc=$(find . -name mcloc.pc | head -1)
+	[ -n "$pc" ]
+	lib=$(find . -name 'libmcloc.so.0' | head -1)
+	[ -n "$lib" ]
+	run readelf -d "$lib"
+	assert_output --partial "Library soname: [libmcloc.so.0]"
+	# Every export is versioned, and nothing but the API is exported.
+	run sh -c "objdump -T '$lib' | awk '\$2 == \"g\" && \$4 == \".text\" { print \$6, \$7 }'"
+	refute_output --regexp '(^| )mcr_'
+	refute_output --regexp '^[^M]'
+	# A program builds from pkg-config's answer alone.
+	cat > "$T/tiny.c" <<-'C'
+		#include <mcloc/mcloc.h>
+		int main(void)
+		{
+			struct mcloc_stats st = { .sz = sizeof(st) };
+			return mcloc_get_stats(&st) != 0;
+		}
+	C
+	export PKG_CONFIG_SYSROOT_DIR=$T/dest PKG_CONFIG_PATH=$T/dest/$(dirname "${pc#./}")
+	flags=$(pkg-config --cflags --libs mcloc)
+	cc "$T/tiny.c" $flags -o "$T/tiny"
+	LD_LIBRARY_PATH=$T/dest/$(dirname "${lib#./}") "$T/tiny"
+}
+
+@test "layers: arch/ and common/ include neither each other; the runtime's includes form no cycle" {
+	cd "$SRC"
+	run grep -l '#include ".*common/' arch -r
+	assert_output ""
+	run grep -l '#include ".*arch/' common -r
+	assert_output ""
+	# libmcloc: who includes whom, as edges "a b"; tsort fails on a cycle.
+	for f in libmcloc/*.c libmcloc/*.h; do
+		for h in $(sed -n 's/^#include "\([a-z]*\)\.h"/\1/p' "$f"); do
+			echo "$(basename "${f%.*}") $h"
+		done
+	done > "$T/edges"
+	run tsort "$T/edges"
+	assert_success
+	refute_output --partial "loop"
+}
+
+@test "the image descriptor's layout is spelled only in <mcloc/abi.h>" {
+	cd "$SRC"
+	# The trampolines reach the handlers through the header's offsets...
+	run grep -nE '(#|[^0-9])(64|72)(\]|\()' arch/x86/tramp.c arch/arm64/tramp.c arch/riscv/tramp.c
+	refute_output --regexp '(rdx|x2|a2)'
+	run grep -c 'MCLOC_IMAGE_OFF_' arch/x86/tramp.c arch/arm64/tramp.c arch/riscv/tramp.c objpatch/fix.c
+	refute_output --regexp ':0$'
+	# ...and the header ties every offset to the struct.
+	[ "$(grep -c '^MCLOC_ABI_AT_(' libmcloc/include/mcloc/abi.h)" -eq \
+	  "$(grep -c '^#define MCLOC_IMAGE_OFF_' libmcloc/include/mcloc/abi.h)" ]
+}
