@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /* The list of backends and the helpers they share. */
 #include "arch.h"
+#include "../base/byteorder.h"
 
 #include <elf.h>
 #include <string.h>
@@ -81,28 +82,20 @@ bool mc_reloc_in(const uint32_t *list, uint32_t type)
 
 uint32_t mc_load32(const struct mc_text *t, uint64_t off)
 {
-	const uint8_t *b = t->buf + off;
-
-	if (t->msb)
-		return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
-	return (uint32_t)b[3] << 24 | (uint32_t)b[2] << 16 | (uint32_t)b[1] << 8 | b[0];
+	return mc_get32(t->buf + off, t->msb);
 }
 
 uint16_t mc_load16(const struct mc_text *t, uint64_t off)
 {
-	const uint8_t *b = t->buf + off;
-
-	return t->msb ? (uint16_t)(b[0] << 8 | b[1]) : (uint16_t)(b[1] << 8 | b[0]);
+	return mc_get16(t->buf + off, t->msb);
 }
 
 void mc_store32(const struct mc_text *t, uint8_t *out, uint32_t v)
 {
-	for (int i = 0; i < 4; i++)
-		out[t->msb ? 3 - i : i] = (uint8_t)(v >> (8 * i));
+	mc_put32(out, t->msb, v);
 }
 
 void mc_store16(const struct mc_text *t, uint8_t *out, uint16_t v)
 {
-	out[t->msb ? 1 : 0] = (uint8_t)v;
-	out[t->msb ? 0 : 1] = (uint8_t)(v >> 8);
+	mc_put16(out, t->msb, v);
 }

@@ -69,6 +69,16 @@ void mc_ccargs_read(int argc, char *const *argv, struct mc_ccargs *c)
 		c->objects = false;
 }
 
+int mc_linker_prefix(const char *argv0)
+{
+	size_t l = strlen(argv0);
+	const char *dot = strstr(argv0, "ld.");
+
+	if (l >= 2 && !strcmp(argv0 + l - 2, "ld"))
+		return (int)(l - 2);
+	return dot ? (int)(dot - argv0) : -1;
+}
+
 int mc_run(char *const *argv, const char *what)
 {
 	pid_t pid;

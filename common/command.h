@@ -29,6 +29,14 @@ bool mc_ccargs_takes_value(const char *arg);
 bool mc_ccargs_is_source(const char *arg);
 
 /*
+ * Whether the command ARGV0 is the linker itself (ld, x86_64-linux-gnu-ld,
+ * ld.bfd, ld.gold...) rather than a compiler driver, which takes linker
+ * options through -Wl.  Returns the length of its name before "ld" (so
+ * that the as beside it is ARGV0[0..n) + "as"), or -1.
+ */
+int mc_linker_prefix(const char *argv0);
+
+/*
  * Run ARGV (NULL-terminated; ARGV[0] found in PATH) and wait for it.
  * Returns its exit status, as a shell reports one: 127 when it cannot be
  * run and 128 + the signal when one ended it, each said in one line

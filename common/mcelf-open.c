@@ -13,6 +13,7 @@
 #include "mcelf-priv.h"
 #include "mcsort.h"
 #include "diag.h"
+#include "../base/byteorder.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -48,60 +49,30 @@ bool mce_add_overflows(uint64_t a, uint64_t b, uint64_t limit)
 
 uint32_t mce_get32(const struct mce_file *f, const void *p)
 {
-	const uint8_t *b = p;
-
-	if (f->msb)
-		return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 |
-		       (uint32_t)b[2] << 8 | b[3];
-	return (uint32_t)b[3] << 24 | (uint32_t)b[2] << 16 |
-	       (uint32_t)b[1] << 8 | b[0];
+	return mc_get32(p, f->msb);
 }
 
 uint16_t mce_get16(const struct mce_file *f, const void *p)
 {
-	const uint8_t *b = p;
-
-	return f->msb ? (uint16_t)(b[0] << 8 | b[1]) : (uint16_t)(b[1] << 8 | b[0]);
+	return mc_get16(p, f->msb);
 }
 
 void mce_put32(const struct mce_file *f, void *p, uint32_t v)
 {
-	uint8_t *b = p;
-
-	for (int i = 0; i < 4; i++)
-		b[f->msb ? 3 - i : i] = (uint8_t)(v >> (8 * i));
+	mc_put32(p, f->msb, v);
 }
-
-/* (memcpy and a byte swap: the compiler makes one load or store of each.) */
-#define HOST_MSB (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__)
 
 uint64_t mce_get_addr(const struct mce_file *f, const void *p)
 {
-	if (f->addrsize == 8) {
-		uint64_t v;
-
-		memcpy(&v, p, 8);
-		return f->msb == HOST_MSB ? v : __builtin_bswap64(v);
-	}
-	uint32_t v;
-
-	memcpy(&v, p, 4);
-	return f->msb == HOST_MSB ? v : __builtin_bswap32(v);
+	return f->addrsize == 8 ? mc_get64(p, f->msb) : mc_get32(p, f->msb);
 }
 
 void mce_put_addr(const struct mce_file *f, void *p, uint64_t v)
 {
-	if (f->addrsize == 8) {
-		if (f->msb != HOST_MSB)
-			v = __builtin_bswap64(v);
-		memcpy(p, &v, 8);
-		return;
-	}
-	uint32_t w = (uint32_t)v;
-
-	if (f->msb != HOST_MSB)
-		w = __builtin_bswap32(w);
-	memcpy(p, &w, 4);
+	if (f->addrsize == 8)
+		mc_put64(p, f->msb, v);
+	else
+		mc_put32(p, f->msb, (uint32_t)v);
 }
 
 /* ---- opening ------------------------------------------------------------ */

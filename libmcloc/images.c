@@ -169,32 +169,36 @@ static struct fsym *own_names(int fd, const Elf64_Ehdr *eh, const Elf64_Shdr *sh
 		return NULL;
 	names[shs->sh_size] = 0;
 	for (unsigned i = 0; i < eh->e_shnum && !ns; i++)
-		if (sh[i].sh_name < shs->sh_size && !strcmp(names + sh[i].sh_name, ".mcloc_names"))
+		if (sh[i].sh_name < shs->sh_size &&
+		    !strcmp(names + sh[i].sh_name, MCLOC_NAMES_SECTION))
 			ns = &sh[i];
 	free(names);
-	if (!ns || ns->sh_size < 16 || !(b = mcr_read_at(fd, (off_t)ns->sh_offset, ns->sh_size)))
+
+	/* The image is the runtime's own byte order, so the entries are read
+	 * as the structs they are (unaligned: through memcpy). */
+	const size_t hsz = sizeof(struct mcloc_names_hdr), esz = sizeof(struct mcloc_name_ent);
+	struct mcloc_names_hdr h;
+
+	if (!ns || ns->sh_size < hsz || !(b = mcr_read_at(fd, (off_t)ns->sh_offset, ns->sh_size)))
 		return NULL;
-	uint64_t n;
-	memcpy(&n, b + 8, 8);
-	if (memcmp(b, "MCLNAME1", 8) || n > (ns->sh_size - 16) / 24)
+	memcpy(&h, b, hsz);
+	if (memcmp(h.magic, MCLOC_NAMES_MAGIC, sizeof(h.magic)) || h.count > (ns->sh_size - hsz) / esz)
 		goto bad;
-	size_t sbytes = ns->sh_size - 16 - n * 24;
+	uint64_t n = h.count;
+	size_t sbytes = ns->sh_size - hsz - n * esz;
 	fs = malloc((n + 1) * sizeof(*fs));
 	*str = malloc(sbytes + 1);
 	if (!fs || !*str)
 		goto bad;
-	memcpy(*str, b + 16 + n * 24, sbytes);
+	memcpy(*str, b + hsz + n * esz, sbytes);
 	(*str)[sbytes] = 0;
 	for (uint64_t i = 0; i < n; i++) {
-		uint64_t start, size;
-		uint32_t name;
+		struct mcloc_name_ent e;
 
-		memcpy(&start, b + 16 + i * 24, 8);
-		memcpy(&size, b + 16 + i * 24 + 8, 8);
-		memcpy(&name, b + 16 + i * 24 + 16, 4);
-		if (name >= sbytes)
+		memcpy(&e, b + hsz + i * esz, esz);
+		if (e.name >= sbytes)
 			goto bad;
-		fs[i] = (struct fsym){ start + bias, start + bias + (size ? size : 1), name };
+		fs[i] = (struct fsym){ e.start + bias, e.start + bias + (e.size ? e.size : 1), e.name };
 	}
 	*nf = (size_t)n;
 	free(b);
@@ -471,15 +475,13 @@ int mcloc_register_image(struct mcloc_image *desc)
 		goto out;
 	}
 	for (size_t i = 0; i < k; i++) {
-		const uint8_t *p = (const uint8_t *)(im.base + offs[i]);
-		uint8_t nop[MCR_MAX_SITE];
-		unsigned len = 0;
+		bool call;
+		/* The site is the NOP objpatch link --nop wrote; the
+		 * architecture says which form, so how long, it is. */
+		unsigned len = mcr_site_len(im.base + offs[i], 0, &call);
 
-		/* The site is the NOP objpatch link --nop wrote; its length
-		 * says which form it was compiled as. */
-		for (unsigned l = 5; l <= 6 && !len; l++)
-			if (mcr_encode(im.base + offs[i], l, 0, nop) == 0 && !memcmp(p, nop, l))
-				len = l;
+		if (call)
+			len = 0;
 		im.recs[im.nrecs].off = offs[i];
 		im.recs[im.nrecs].state = len << REC_LEN_SHIFT | (len ? 0 : REC_REFUSED);
 		if (!len)

@@ -116,16 +116,6 @@ static void check_placement(struct checker *k, const struct op_entry *e)
 			(unsigned long long)(e->off - start));
 }
 
-static int cmp_place(const void *a, const void *b)
-{
-	const struct op_entry *x = a, *y = b;
-	int c = op_cmp_place(x, y);
-
-	if (c)
-		return c;
-	return x->idx < y->idx ? -1 : x->idx > y->idx;
-}
-
 static bool in_table(const struct op_entry *sorted, size_t n, uint32_t shndx, uint64_t off)
 {
 	size_t lo = 0, hi = n;
@@ -238,8 +228,7 @@ static int check_one(const char *path, const struct op_common *c, struct json *j
 					(unsigned long long)e->addr);
 			continue;
 		}
-		if (mce_linked(&f) && i && s.v[i - 1].table == e->table &&
-		    s.v[i - 1].addr > e->addr)
+		if (mce_linked(&f) && op_out_of_order(&s, i))
 			problem(&k, e->shndx, e->off, true, "%s entry %u is out of order "
 				"(0x%llx after 0x%llx): the table is not sorted", e->table,
 				e->idx, (unsigned long long)e->addr,
@@ -260,22 +249,15 @@ static int check_one(const char *path, const struct op_common *c, struct json *j
 			problem(&k, e->shndx, e->off, true, "not aligned to %u bytes, which "
 				"atomic patching needs", k.a->site_align);
 	}
-	sorted = malloc((s.n + 1) * sizeof(*sorted));
+	size_t n;
+
+	sorted = op_sites_by_place(&s, &n);
 	if (!sorted) {
 		mc_error(path, "out of memory");
 		goto out;
 	}
-	size_t n = 0;
-	for (size_t i = 0; i < s.n; i++)
-		if (s.v[i].resolved)
-			sorted[n++] = s.v[i];
-	/* in_table() searches by section and offset. */
-	if (mce_linked(&f))
-		for (size_t i = 0; i < n; i++)
-			sorted[i].addr = 0;
-	qsort(sorted, n, sizeof(*sorted), cmp_place);
 	for (size_t i = 1; i < n; i++)
-		if (sorted[i].shndx == sorted[i - 1].shndx && sorted[i].off == sorted[i - 1].off)
+		if (op_same_place(&sorted[i - 1], &sorted[i]))
 			problem(&k, sorted[i].shndx, sorted[i].off, true,
 				"%s entry %u duplicates entry %u", sorted[i].table,
 				sorted[i].idx, sorted[i - 1].idx);

@@ -103,10 +103,9 @@ static const char *link_output(int argc, char **argv)
  */
 static int keep_mcloc(int argc, char **argv, char **cmd)
 {
-	size_t l = strlen(argv[0]);
 	/* The linker itself takes the options bare; a compiler driver
 	 * passes them on through -Wl. */
-	bool ld = (l >= 2 && !strcmp(argv[0] + l - 2, "ld")) || strstr(argv[0], "ld.");
+	bool ld = mc_linker_prefix(argv[0]) >= 0;
 	int n = 0;
 
 	for (int i = 0; i < argc; i++) {

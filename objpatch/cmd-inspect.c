@@ -22,36 +22,20 @@ struct summary {
 	size_t duplicates;
 };
 
-static int cmp_place(const void *a, const void *b)
-{
-	const struct op_entry *x = *(const struct op_entry *const *)a;
-	const struct op_entry *y = *(const struct op_entry *const *)b;
-
-	if (x->shndx != y->shndx)
-		return x->shndx < y->shndx ? -1 : 1;
-	return x->off < y->off ? -1 : x->off > y->off;
-}
-
 static void summarize(const struct op_sites *s, struct summary *sum)
 {
-	const struct op_entry **p = malloc((s->n + 1) * sizeof(*p));
+	size_t n;
+	struct op_entry *p = op_sites_by_place(s, &n);
 
 	memset(sum, 0, sizeof(*sum));
 	sum->sorted = true;
 	for (size_t i = 0; i < s->n; i++) {
 		sum->states[s->v[i].state]++;
-		if (i && s->v[i].table == s->v[i - 1].table &&
-		    cmp_place(&(const struct op_entry *){ &s->v[i - 1] },
-			      &(const struct op_entry *){ &s->v[i] }) > 0)
+		if (op_out_of_order(s, i))
 			sum->sorted = false;
-		if (p)
-			p[i] = &s->v[i];
 	}
-	if (!p)
-		return;
-	qsort(p, s->n, sizeof(*p), cmp_place);
-	for (size_t i = 1; i < s->n; i++)
-		if (p[i]->resolved && !cmp_place(&p[i - 1], &p[i]))
+	for (size_t i = 1; p && i < n; i++)
+		if (op_same_place(&p[i - 1], &p[i]))
 			sum->duplicates++;
 	free(p);
 }

@@ -192,7 +192,7 @@ int op_tramp_for_link(const char *cc, int argc, char **argv, const char *out)
 {
 	const struct mc_arch *a = link_arch(argc, argv);
 	char buf[256];
-	size_t l = strlen(cc);
+	int ld = mc_linker_prefix(cc);
 
 	if (!a) {
 		mc_error(out, "--runtime: no object among the link's inputs says which "
@@ -204,11 +204,8 @@ int op_tramp_for_link(const char *cc, int argc, char **argv, const char *out)
 		return -1;
 	}
 	/* Linking with ld itself: assemble with the as beside it. */
-	if (l >= 2 && !strcmp(cc + l - 2, "ld")) {
-		snprintf(buf, sizeof(buf), "%.*sas", (int)(l - 2), cc);
-		cc = buf;
-	} else if (strstr(cc, "ld.")) {
-		snprintf(buf, sizeof(buf), "%.*sas", (int)(strstr(cc, "ld.") - cc), cc);
+	if (ld >= 0) {
+		snprintf(buf, sizeof(buf), "%.*sas", ld, cc);
 		cc = buf;
 	}
 	/* The table bounds are filled in after the link (op_fix()). */

@@ -462,30 +462,15 @@ static int nop_sites(struct mce_file *f, const struct mc_arch *a, const struct o
 	return 0;
 }
 
-/*
- * .mcloc_names: the names of the functions that hold call sites, for
- * libmcloc when the image is stripped (kallsyms' job in a kernel).  A
- * non-allocated section, which strip(1) keeps while it drops .symtab:
- *
- *   "MCLNAME1", u64 count,
- *   count x { u64 start (link-time address), u64 size, u32 name, u32 0 },
- *   then the NUL-terminated names (name: offset from the first),
- *
- * in the image's byte order, sorted by start.  Read by name_records() in
- * libmcloc/core.c.
- */
-struct name_ent {
-	uint64_t start, size;
-	uint32_t name, zero;
-};
+/* .mcloc_names (its format: <mcloc/abi.h>), read by libmcloc's images.c. */
 
 static int add_names(struct mce_file *f, const struct mc_arch *a, const struct op_sites *s,
 		     struct fix_stats *st)
 {
-	if (f->addrsize != 8 || mce_sec_by_name(f, ".mcloc_names"))
+	if (f->addrsize != 8 || mce_sec_by_name(f, MCLOC_NAMES_SECTION))
 		return 0;	/* (64-bit images only, as libmcloc; once) */
 	size_t cap = 0, n = 0, slen = 0, scap = 0;
-	struct name_ent *v = NULL;
+	struct mcloc_name_ent *v = NULL;
 	char *str = NULL;
 	int ret = -1;
 
@@ -513,7 +498,7 @@ static int add_names(struct mce_file *f, const struct mc_arch *a, const struct o
 			if (n == cap || slen + len > scap) {
 				cap = cap ? 2 * cap : 1024;
 				scap = (scap ? 2 * scap : 16384) + len;
-				struct name_ent *nv = realloc(v, cap * sizeof(*v));
+				struct mcloc_name_ent *nv = realloc(v, cap * sizeof(*v));
 				char *ns = nv ? realloc(str, scap) : NULL;
 
 				if (nv)
@@ -525,7 +510,8 @@ static int add_names(struct mce_file *f, const struct mc_arch *a, const struct o
 				}
 				str = ns;
 			}
-			v[n++] = (struct name_ent){ m->value, m->size, (uint32_t)slen, 0 };
+			v[n++] = (struct mcloc_name_ent){ .start = m->value, .size = m->size,
+							 .name = (uint32_t)slen };
 			memcpy(str + slen, m->name, len);
 			slen += len;
 		}
@@ -536,23 +522,24 @@ static int add_names(struct mce_file *f, const struct mc_arch *a, const struct o
 		goto out;
 	}
 	/* Bytes in the image's order, built whole. */
-	size_t size = 16 + n * sizeof(*v) + slen;
-	uint8_t *b = malloc(size);
+	const size_t hsz = sizeof(struct mcloc_names_hdr), esz = sizeof(*v);
+	size_t size = hsz + n * esz + slen;
+	uint8_t *b = calloc(1, size);
 	if (!b) {
 		mce_fail(f, "out of memory");
 		goto out;
 	}
-	memcpy(b, "MCLNAME1", 8);
-	mce_put_addr(f, b + 8, n);
+	memcpy(b + offsetof(struct mcloc_names_hdr, magic), MCLOC_NAMES_MAGIC, 8);
+	mce_put_addr(f, b + offsetof(struct mcloc_names_hdr, count), n);
 	for (size_t i = 0; i < n; i++) {
-		uint8_t *p = b + 16 + i * sizeof(*v);
+		uint8_t *p = b + hsz + i * esz;
 
-		mce_put_addr(f, p, v[i].start);
-		mce_put_addr(f, p + 8, v[i].size);
-		mce_put_addr(f, p + 16, v[i].name);	/* (u32 name, u32 0 as one word) */
+		mce_put_addr(f, p + offsetof(struct mcloc_name_ent, start), v[i].start);
+		mce_put_addr(f, p + offsetof(struct mcloc_name_ent, size), v[i].size);
+		mce_put32(f, p + offsetof(struct mcloc_name_ent, name), v[i].name);
 	}
-	memcpy(b + 16 + n * sizeof(*v), str, slen);
-	if (mce_add_section(f, ".mcloc_names", SHT_PROGBITS, 0, 8, 0, 0, 0, ELF_T_BYTE, b,
+	memcpy(b + hsz + n * esz, str, slen);
+	if (mce_add_section(f, MCLOC_NAMES_SECTION, SHT_PROGBITS, 0, 8, 0, 0, 0, ELF_T_BYTE, b,
 			    size) < 0) {
 		free(b);
 		goto out;

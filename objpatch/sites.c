@@ -68,6 +68,38 @@ int op_cmp_place(const struct op_entry *x, const struct op_entry *y)
 	return x->off < y->off ? -1 : x->off > y->off;
 }
 
+bool op_out_of_order(const struct op_sites *s, size_t i)
+{
+	return i && s->v[i - 1].table == s->v[i].table &&
+	       op_cmp_place(&s->v[i - 1], &s->v[i]) > 0;
+}
+
+static int cmp_place_idx(const void *a, const void *b)
+{
+	const struct op_entry *x = a, *y = b;
+	int c = op_cmp_place(x, y);
+
+	if (c)
+		return c;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+struct op_entry *op_sites_by_place(const struct op_sites *s, size_t *n)
+{
+	struct op_entry *v = malloc((s->n + 1) * sizeof(*v));
+
+	*n = 0;
+	if (!v)
+		return NULL;
+	for (size_t i = 0; i < s->n; i++)
+		if (s->v[i].resolved) {
+			v[*n] = s->v[i];
+			v[(*n)++].addr = 0;
+		}
+	qsort(v, *n, sizeof(*v), cmp_place_idx);
+	return v;
+}
+
 const char *op_callee(struct mce_file *f, const struct mc_arch *a,
 		      const struct mc_insn *in, struct op_callee_memo *m)
 {

@@ -52,6 +52,22 @@ struct op_sites {
 /* Place order: by address in a linked image, else by section and offset. */
 int op_cmp_place(const struct op_entry *x, const struct op_entry *y);
 
+/* Entry I of S comes before the entry ahead of it in the same table: a
+ * table out of order (a linked image's must be sorted). */
+bool op_out_of_order(const struct op_sites *s, size_t i);
+
+/*
+ * The entries of S that name a place, by section and offset (ties in
+ * table order), with their addresses cleared: the order that finding a
+ * place and spotting duplicates use.  Malloc'ed, *N of them; NULL when out
+ * of memory.  op_same_place() says whether two of them are duplicates.
+ */
+struct op_entry *op_sites_by_place(const struct op_sites *s, size_t *n);
+static inline bool op_same_place(const struct op_entry *x, const struct op_entry *y)
+{
+	return x->shndx == y->shndx && x->off == y->off;
+}
+
 /*
  * The last answer of op_callee() for one file.  The caller owns it, one
  * per open file and zeroed at the start: a memo kept in function-static

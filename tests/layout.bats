@@ -66,3 +66,17 @@ load helpers
 	[ "$(grep -c '^MCLOC_ABI_AT_(' libmcloc/include/mcloc/abi.h)" -eq \
 	  "$(grep -c '^#define MCLOC_IMAGE_OFF_' libmcloc/include/mcloc/abi.h)" ]
 }
+
+@test "man pages: every option entry says something, and every tool option has an entry" {
+	cd "$SRC/man"
+	# An entry is .TP, the option line, then text; an empty one runs
+	# straight into the next .TP, .SH or .SS.
+	run awk 'prev2 == ".TP" && /^\.(TP|SH|SS)/ { print FILENAME ": empty entry " prev1 }
+		{ prev2 = prev1; prev1 = $0 }' recordmcount.1 objpatch.1
+	assert_output ""
+	for opt in kernel nop section gc-sections symbol force output in-place dry-run print \
+		warn-untraced verbose quiet help version; do
+		lit="\\-\\-${opt//-/\\-}"	# as groff spells it: \-\-in\-place
+		grep -qF -- "$lit" recordmcount.1 || { echo "recordmcount.1 lacks --$opt"; false; }
+	done
+}

@@ -152,3 +152,10 @@ matrix() {
 	run "$T/prog"
 	assert_output "sum=143 max=55 mean=14.30"
 }
+
+@test "link warns about -pg on the link line, and still links" {
+	demo_objs "$T/o" record
+	run "$OBJPATCH" link --nop -- cc -pg "$T"/o/*.o -o "$T/prog"
+	assert_success
+	assert_output --partial "-pg on the link line links gcrt1.o"
+}

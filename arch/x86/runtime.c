@@ -10,13 +10,14 @@
  */
 #include "../runtime.h"
 #include "args-frame.h"
+#include "nops.h"
 
 #include <string.h>
 
 const uint8_t mcr_breakpoint = 0xcc;
 
-static const uint8_t nop5[5] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
-static const uint8_t nop6[6] = { 0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00 };
+static const uint8_t nop5[5] = { MC_X86_NOP5 };
+static const uint8_t nop6[6] = { MC_X86_NOP6 };
 
 int mcr_encode(uintptr_t site, unsigned len, uintptr_t target, uint8_t *out)
 {

@@ -16,6 +16,8 @@
 
 extern const char mc_tramp_x86_64[];
 
+#include "nops.h"
+
 #include <Zydis/Zydis.h>
 #include <stdio.h>
 #include <string.h>
@@ -169,9 +171,9 @@ static uint64_t x86_plt_slot(const struct mc_text *t, uint64_t off, uint64_t pc)
 /* One instruction per site: the long NOPs the kernel's ftrace uses on
  * x86_64 (P6 NOPL forms), by length. */
 static const struct mc_nop nops64[] = {
-	{ .len = 5, .bytes = { 0x0f, 0x1f, 0x44, 0x00, 0x00 } },
-	{ .len = 6, .bytes = { 0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00 } },
-	{ .len = 7, .bytes = { 0x0f, 0x1f, 0x80, 0x00, 0x00, 0x00, 0x00 } },
+	{ .len = 5, .bytes = { MC_X86_NOP5 } },
+	{ .len = 6, .bytes = { MC_X86_NOP6 } },
+	{ .len = 7, .bytes = { MC_X86_NOP7 } },
 	{ 0 }
 };
 /* i386 kernels may run on CPUs without NOPL, so 32-bit sites get the

@@ -91,6 +91,32 @@ _Static_assert(sizeof(struct mcloc_image) == MCLOC_IMAGE_SIZE,
 #undef MCLOC_ABI_AT_
 #endif
 
+/*
+ * .mcloc_names: the names of the functions that hold call sites, which
+ * objpatch link --runtime adds so that libmcloc can name the functions of
+ * a stripped image (kallsyms' job in a kernel).  A non-allocated section,
+ * which strip(1) keeps while it drops .symtab, in the image's byte order:
+ * a header, COUNT entries sorted by start, then the NUL-terminated names
+ * (each entry's NAME is an offset from the first).
+ */
+#define MCLOC_NAMES_SECTION	".mcloc_names"
+#define MCLOC_NAMES_MAGIC	"MCLNAME1"	/* 8 bytes, no NUL */
+
+struct mcloc_names_hdr {
+	char magic[8];
+	uint64_t count;
+};
+
+struct mcloc_name_ent {
+	uint64_t start;		/* link-time address */
+	uint64_t size;
+	uint32_t name;
+	uint32_t reserved;	/* 0 */
+};
+
+_Static_assert(sizeof(struct mcloc_names_hdr) == 16, "the .mcloc_names header is 16 bytes");
+_Static_assert(sizeof(struct mcloc_name_ent) == 24, "a .mcloc_names entry is 24 bytes");
+
 #define MCLOC_STR_(x) #x
 #define MCLOC_STR(x) MCLOC_STR_(x)
 
