@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * libmcloc's core: the shared state, ops, and what every site should be
- * (images.c holds the images and records, dispatch.c what a call runs).
+ * libmcloc's core: registering images and ops, and what every site should
+ * be (state.c holds the shared state, images.c the records and names,
+ * dispatch.c what a call runs).
  *
  * Records.  Each image keeps its sites sorted, one 8-byte record each: the
  * offset from the image's load address and 32 bits of state, a reference
@@ -27,7 +28,7 @@
  */
 #include <mcloc/mcloc.h>
 #include <mcloc/abi.h>
-#include "core.h"
+#include "mcr.h"
 #include "patch.h"
 
 /* The inline read-side fast paths (this library is LGPL as liburcu is);
@@ -56,37 +57,122 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-pthread_mutex_t mcr_lock = PTHREAD_MUTEX_INITIALIZER;
-struct image *mcr_images[MCR_MAX_IMAGES];
-size_t mcr_nimages, mcr_nrecords;
-struct ops_set *mcr_cur_set;
-struct direct mcr_direct[MCR_DIRECT_SLOTS];
-size_t mcr_nrefused;
-__thread int mcr_in_tracer __attribute__((tls_model("initial-exec")));
-struct mcr_hooks mcr_hooks;
-
-static void (*log_fn)(int, const char *);
 static bool inited;
 static int init_status;
 
-void mcr_say(int level, const char *fmt, ...)
-{
-	char msg[512];
-	va_list ap;
 
-	if (!log_fn)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	log_fn(level, msg);
+
+static void cover_new_image(struct image *im);
+
+/* ---- registering images ---------------------------------------------------- */
+
+uint8_t *mcr_near_page(uintptr_t lo, uintptr_t hi)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+
+	for (uintptr_t step = 0; step < (1ul << 30); step += 2ul << 20)
+		for (int side = 0; side < 2; side++) {
+			uintptr_t at = side ? ((lo - step - (uintptr_t)pg) & ~(uintptr_t)(pg - 1))
+					    : ((hi + step + (uintptr_t)pg - 1) & ~(uintptr_t)(pg - 1));
+			void *p = mmap((void *)at, (size_t)pg, PROT_READ | PROT_WRITE,
+				       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+
+			if (p == MAP_FAILED)
+				continue;
+			if ((uintptr_t)p == at)
+				return p;
+			munmap(p, (size_t)pg);
+		}
+	return NULL;
 }
 
-void mcloc_set_log(void (*log)(int level, const char *msg))
+/* IM's page of direct stubs, all written now and never again; NULL (its
+ * sites then go through the args trampoline) when no page is in reach. */
+static uint8_t *direct_page(const struct image *im)
 {
-	log_fn = log;
+	uint8_t *pg = im->nrecs ? mcr_near_page(im->lo, im->hi + MCR_MAX_SITE) : NULL;
+
+	if (!pg)
+		return NULL;
+	for (size_t i = 0; i < MCR_DIRECT_PAGE / MCR_DIRECT_STUB; i++)
+		mcr_direct_stub(pg + i * MCR_DIRECT_STUB, (uintptr_t)mcr_direct_tramp);
+	if (mprotect(pg, MCR_DIRECT_PAGE, PROT_READ | PROT_EXEC)) {
+		munmap(pg, MCR_DIRECT_PAGE);
+		return NULL;
+	}
+	return pg;
 }
 
+int mcloc_register_image(struct mcloc_image *desc)
+{
+	struct image im = { .desc = desc, .base = desc->base };
+	int ret = 0;
+
+	if (desc->magic != MCLOC_IMAGE_MAGIC || desc->version != MCLOC_IMAGE_VERSION)
+		return -EINVAL;
+	pthread_mutex_lock(&mcr_lock);
+	struct image *slot = calloc(1, sizeof(*slot));
+	size_t at = 0;
+
+	while (at < mcr_nimages && mcr_images[at])
+		at++;
+	if (!slot || at == MCR_MAX_IMAGES) {
+		free(slot);
+		ret = slot ? -ENOSPC : -ENOMEM;
+		goto out;
+	}
+	ret = mcr_image_records(&im, desc);
+	if (ret) {
+		free(slot);
+		goto out;
+	}
+	im.first = mcr_nrecords;
+	im.stubs = direct_page(&im);
+	if (im.nrecs && !im.stubs)
+		mcr_say(1, "no page for direct stubs within reach; single ops go through the list");
+	const char *path = mcr_image_name(&im, desc);
+
+	*slot = im;
+	__atomic_store_n(&mcr_images[at], slot, __ATOMIC_RELEASE);
+	if (at == mcr_nimages)
+		__atomic_store_n(&mcr_nimages, mcr_nimages + 1, __ATOMIC_RELEASE);
+	mcr_nrecords += im.nrecs;
+	/* Before the handlers: a dispatcher finds the image through it. */
+	__atomic_store_n(&desc->lib, slot, __ATOMIC_RELEASE);
+	desc->args_handler = mcr_args_dispatch;
+	desc->regs_handler = mcr_regs_dispatch;
+	mcr_say(2, "image %s: %zu sites", path ? path : "?", im.nrecs);
+	if (im.nrecs)
+		cover_new_image(slot);
+out:
+	pthread_mutex_unlock(&mcr_lock);
+	if (!ret && mcr_hooks.image_added)
+		mcr_hooks.image_added();
+	return ret;
+}
+
+/* Its code is going away (dlclose): out of the table now, its memory
+ * once nobody can be reading it.  Its names stay (intern()). */
+void mcloc_unregister_image(struct mcloc_image *desc)
+{
+	struct image *gone = NULL;
+
+	pthread_mutex_lock(&mcr_lock);
+	for (size_t i = 0; i < mcr_nimages && !gone; i++)
+		if (mcr_images[i] && mcr_images[i]->desc == desc) {
+			gone = mcr_images[i];
+			__atomic_store_n(&mcr_images[i], NULL, __ATOMIC_RELEASE);
+		}
+	if (gone) {
+		__atomic_store_n(&desc->lib, NULL, __ATOMIC_RELEASE);
+		synchronize_rcu_bp();
+		mcr_wait_handlers();
+		if (gone->stubs)
+			munmap(gone->stubs, MCR_DIRECT_PAGE);
+		mcr_image_free(gone);
+	}
+	pthread_mutex_unlock(&mcr_lock);
+}
 
 /* ---- ops ------------------------------------------------------------------------ */
 
@@ -626,7 +712,7 @@ static size_t nretired;
  * later.  Then the sites change in one batch.  On failure the image is
  * simply not covered, as before an ops registers again.
  */
-void mcr_cover_new_image(struct image *im)
+static void cover_new_image(struct image *im)
 {
 	const struct ops_set *old = mcr_cur_set;
 	size_t n = old ? old->n : 0, w = words(), grown = 0;
@@ -761,7 +847,7 @@ int mcloc_register_ops(struct mcloc_ops *ops)
 		goto out;
 	}
 	/* The records that exist now; an image loaded later is covered
-	 * only if the filter is empty (mcr_cover_new_image()), or once the ops
+	 * only if the filter is empty (cover_new_image()), or once the ops
 	 * registers again. */
 	p->ncovered = mcr_nrecords;
 	for (size_t w = 0; w < p->nfilter; w++)

@@ -9,7 +9,7 @@
  * become NOPs in one batch, and from then on it is an image like any
  * other.
  */
-#include "core.h"
+#include "mcr.h"
 #include <mcloc/abi.h>
 #include "patch.h"
 

@@ -7,7 +7,7 @@
  */
 #include <mcloc/mcloc.h>
 #include <mcloc/abi.h>
-#include "core.h"
+#include "mcr.h"
 #include "patch.h"
 
 /* The inline read-side fast paths (this library is LGPL as liburcu is);

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * libmcloc's images: each registered image's records (its sites, sorted,
- * 8 bytes each), the names of their functions (from .symtab, from the
- * .mcloc_names of a stripped image, or from .dynsym), registering and
- * unloading images, and the name lookups of the public API.
+ * libmcloc's images: each image's records (its sites, sorted, 8 bytes
+ * each) and finding them, the names of their functions (from .symtab, from
+ * the .mcloc_names of a stripped image, or from .dynsym), and the name
+ * lookups of the public API.  Registering an image is core.c's.
  */
 #include <mcloc/mcloc.h>
 #include <mcloc/abi.h>
-#include "core.h"
+#include "mcr.h"
 #include "patch.h"
 
 /* The inline read-side fast paths (this library is LGPL as liburcu is);
@@ -387,44 +387,7 @@ static int find_object(struct dl_phdr_info *info, size_t size, void *data)
 }
 
 
-/* ---- images ----------------------------------------------------------------- */
-
-uint8_t *mcr_near_page(uintptr_t lo, uintptr_t hi)
-{
-	long pg = sysconf(_SC_PAGESIZE);
-
-	for (uintptr_t step = 0; step < (1ul << 30); step += 2ul << 20)
-		for (int side = 0; side < 2; side++) {
-			uintptr_t at = side ? ((lo - step - (uintptr_t)pg) & ~(uintptr_t)(pg - 1))
-					    : ((hi + step + (uintptr_t)pg - 1) & ~(uintptr_t)(pg - 1));
-			void *p = mmap((void *)at, (size_t)pg, PROT_READ | PROT_WRITE,
-				       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-
-			if (p == MAP_FAILED)
-				continue;
-			if ((uintptr_t)p == at)
-				return p;
-			munmap(p, (size_t)pg);
-		}
-	return NULL;
-}
-
-/* IM's page of direct stubs, all written now and never again; NULL (its
- * sites then go through the args trampoline) when no page is in reach. */
-static uint8_t *direct_page(const struct image *im)
-{
-	uint8_t *pg = im->nrecs ? mcr_near_page(im->lo, im->hi + MCR_MAX_SITE) : NULL;
-
-	if (!pg)
-		return NULL;
-	for (size_t i = 0; i < MCR_DIRECT_PAGE / MCR_DIRECT_STUB; i++)
-		mcr_direct_stub(pg + i * MCR_DIRECT_STUB, (uintptr_t)mcr_direct_tramp);
-	if (mprotect(pg, MCR_DIRECT_PAGE, PROT_READ | PROT_EXEC)) {
-		munmap(pg, MCR_DIRECT_PAGE);
-		return NULL;
-	}
-	return pg;
-}
+/* ---- building an image's records ------------------------------------------- */
 
 static int cmp_u32(const void *a, const void *b)
 {
@@ -433,121 +396,73 @@ static int cmp_u32(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-int mcloc_register_image(struct mcloc_image *desc)
+int mcr_image_records(struct image *im, const struct mcloc_image *desc)
 {
-	/* The object the sites are in (the descriptor may be on the heap,
-	 * for a program linked without objpatch). */
-	struct find_ctx fc = { .addr = desc->mcount_stop > desc->mcount_start ?
-				       *(const uintptr_t *)desc->mcount_start : (uintptr_t)desc };
-	struct image im = { .desc = desc, .base = desc->base };
-	int ret = 0;
-
-	if (desc->magic != MCLOC_IMAGE_MAGIC || desc->version != MCLOC_IMAGE_VERSION)
-		return -EINVAL;
-	pthread_mutex_lock(&mcr_lock);
 	size_t n = desc->mcount_stop > desc->mcount_start ?
 		(desc->mcount_stop - desc->mcount_start) / sizeof(uintptr_t) : 0;
 	const uintptr_t *tab = (const uintptr_t *)desc->mcount_start;
 	uint32_t *offs = malloc((n + 1) * sizeof(*offs));
-	struct image *slot = calloc(1, sizeof(*slot));
-
-	size_t at = 0;
-	while (at < mcr_nimages && mcr_images[at])
-		at++;
-	if (!offs || !slot || at == MCR_MAX_IMAGES) {
-		free(offs);
-		free(slot);
-		ret = offs && slot ? -ENOSPC : -ENOMEM;
-		goto out;
-	}
 	size_t k = 0;
+
+	if (!offs)
+		return -ENOMEM;
 	for (size_t i = 0; i < n; i++)
 		/* A zero entry becomes the load address after relocation:
 		 * objpatch sort leaves those behind its __stop_ symbol. */
-		if (tab[i] && tab[i] != im.base && tab[i] - im.base < UINT32_MAX)
-			offs[k++] = (uint32_t)(tab[i] - im.base);
+		if (tab[i] && tab[i] != im->base && tab[i] - im->base < UINT32_MAX)
+			offs[k++] = (uint32_t)(tab[i] - im->base);
 	qsort(offs, k, sizeof(*offs), cmp_u32);
-	im.recs = calloc(k + 1, sizeof(*im.recs));
-	if (!im.recs) {
+	im->recs = calloc(k + 1, sizeof(*im->recs));
+	if (!im->recs) {
 		free(offs);
-		free(slot);
-		ret = -ENOMEM;
-		goto out;
+		return -ENOMEM;
 	}
 	for (size_t i = 0; i < k; i++) {
 		bool call;
 		/* The site is the NOP objpatch link --nop wrote; the
 		 * architecture says which form, so how long, it is. */
-		unsigned len = mcr_site_len(im.base + offs[i], 0, &call);
+		unsigned len = mcr_site_len(im->base + offs[i], 0, &call);
 
 		if (call)
 			len = 0;
-		im.recs[im.nrecs].off = offs[i];
-		im.recs[im.nrecs].state = len << REC_LEN_SHIFT | (len ? 0 : REC_REFUSED);
+		im->recs[im->nrecs].off = offs[i];
+		im->recs[im->nrecs].state = len << REC_LEN_SHIFT | (len ? 0 : REC_REFUSED);
 		if (!len)
 			mcr_nrefused++;
-		im.nrecs++;
+		im->nrecs++;
 	}
 	free(offs);
-	if (im.nrecs) {
-		im.lo = im.base + im.recs[0].off;
-		im.hi = im.base + im.recs[im.nrecs - 1].off;
-		uint64_t span = im.recs[im.nrecs - 1].off - im.recs[0].off;
-		im.scale = span ? ((uint64_t)(im.nrecs - 1) << 32) / span : 0;
+	if (im->nrecs) {
+		im->lo = im->base + im->recs[0].off;
+		im->hi = im->base + im->recs[im->nrecs - 1].off;
+		uint64_t span = im->recs[im->nrecs - 1].off - im->recs[0].off;
+		im->scale = span ? ((uint64_t)(im->nrecs - 1) << 32) / span : 0;
 	}
-	im.first = mcr_nrecords;
-	im.stubs = direct_page(&im);
-	if (im.nrecs && !im.stubs)
-		mcr_say(1, "no page for direct stubs within reach; single ops go through the list");
-	dl_iterate_phdr(find_object, &fc);
-	if (fc.found)
-		name_records(&im, fc.path, fc.bias);
-	*slot = im;
-	__atomic_store_n(&mcr_images[at], slot, __ATOMIC_RELEASE);
-	if (at == mcr_nimages)
-		__atomic_store_n(&mcr_nimages, mcr_nimages + 1, __ATOMIC_RELEASE);
-	mcr_nrecords += im.nrecs;
-	/* Before the handlers: a dispatcher finds the image through it. */
-	__atomic_store_n(&desc->lib, slot, __ATOMIC_RELEASE);
-	desc->args_handler = mcr_args_dispatch;
-	desc->regs_handler = mcr_regs_dispatch;
-	mcr_say(2, "image %s: %zu sites", fc.found ? fc.path : "?", im.nrecs);
-	if (im.nrecs)
-		mcr_cover_new_image(slot);
-out:
-	pthread_mutex_unlock(&mcr_lock);
-	if (!ret && mcr_hooks.image_added)
-		mcr_hooks.image_added();
-	return ret;
+	return 0;
 }
 
-/* Its code is going away (dlclose): out of the table now, its memory
- * once nobody can be reading it.  Its names stay (intern()). */
-void mcloc_unregister_image(struct mcloc_image *desc)
+const char *mcr_image_name(struct image *im, const struct mcloc_image *desc)
 {
-	struct image *gone = NULL;
+	/* The object the sites are in (the descriptor may be on the heap,
+	 * for a program linked without objpatch). */
+	struct find_ctx fc = { .addr = desc->mcount_stop > desc->mcount_start ?
+				       *(const uintptr_t *)desc->mcount_start : (uintptr_t)desc };
 
-	pthread_mutex_lock(&mcr_lock);
-	for (size_t i = 0; i < mcr_nimages && !gone; i++)
-		if (mcr_images[i] && mcr_images[i]->desc == desc) {
-			gone = mcr_images[i];
-			__atomic_store_n(&mcr_images[i], NULL, __ATOMIC_RELEASE);
-		}
-	if (gone) {
-		__atomic_store_n(&desc->lib, NULL, __ATOMIC_RELEASE);
-		synchronize_rcu_bp();
-		mcr_wait_handlers();
-		if (gone->stubs)
-			munmap(gone->stubs, MCR_DIRECT_PAGE);
-		free(gone->recs);
-		free(gone->names);
-		free(gone->funcs);
-		free(gone->strtab);
-		free(gone);
-	}
-	pthread_mutex_unlock(&mcr_lock);
+	dl_iterate_phdr(find_object, &fc);
+	if (!fc.found)
+		return NULL;
+	name_records(im, fc.path, fc.bias);
+	return intern(fc.path);
 }
 
+void mcr_image_free(struct image *im)
+{
+	free(im->recs);
+	free(im->names);
+	free(im->funcs);
+	free(im->strtab);
+	free(im);
+}
 
 /* (The lookups below run in callbacks, so they take no lock: a
  * read-side section keeps an image being unloaded alive meanwhile.) */

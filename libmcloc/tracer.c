@@ -28,7 +28,7 @@
  */
 #include <mcloc/mcloc.h>
 #include <mcloc/abi.h>
-#include "core.h"
+#include "mcr.h"
 #include "../arch/runtime.h"
 
 #include <dlfcn.h>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * objpatch tramp: the static trampolines and the registration object of
- * one image (libmcloc/include/mcloc/abi.h is the contract).  The instruction text
+ * one image (include/mcloc/abi.h is the contract).  The instruction text
  * is the architecture's (arch/<arch>/tramp.c); what is written here is
  * the same on every 64-bit target: the __mcloc_image descriptor and the
  * constructor and destructor entries (MCLOC_IMAGE_ASM in the ABI header).

@@ -63,8 +63,8 @@ load helpers
 	run grep -c 'MCLOC_IMAGE_OFF_' arch/x86/tramp.c arch/arm64/tramp.c arch/riscv/tramp.c objpatch/fix.c
 	refute_output --regexp ':0$'
 	# ...and the header ties every offset to the struct.
-	[ "$(grep -c '^MCLOC_ABI_AT_(' libmcloc/include/mcloc/abi.h)" -eq \
-	  "$(grep -c '^#define MCLOC_IMAGE_OFF_' libmcloc/include/mcloc/abi.h)" ]
+	[ "$(grep -c '^MCLOC_ABI_AT_(' include/mcloc/abi.h)" -eq \
+	  "$(grep -c '^#define MCLOC_IMAGE_OFF_' include/mcloc/abi.h)" ]
 }
 
 @test "man pages: every option entry says something, and every tool option has an entry" {

@@ -31,7 +31,7 @@ build_traced() {
 	$PY "$RT/gen.py" "$T/gen.c" "$2"
 	cc -O1 -pg -mfentry -c "$T/gen.c" -o "$T/gen.o"
 	"$RECORDMCOUNT" "$T/gen.o"
-	cc -O1 "${san[@]}" -I"$SRC/libmcloc/include" -c "$RT/$1.c" -o "$T/$1.o"
+	cc -O1 "${san[@]}" -I"$SRC/include" -c "$RT/$1.c" -o "$T/$1.o"
 	"$OBJPATCH" link --nop --runtime --check -- cc "${san[@]}" "$T/$1.o" "$T/gen.o" \
 		-o "$T/$1" -L"$LIBDIR" -lmcloc -lpthread
 }
@@ -172,7 +172,7 @@ build_rt() {
 		local ld=-pie
 		[ $pie = -fpie ] || ld=-no-pie
 		cc -O1 $pie -pg -mfentry -mrecord-mcount -c "$T/gen.c" -o "$T/gen.o"
-		cc -O1 $pie "${san[@]}" -I"$SRC/libmcloc/include" -c "$RT/rt_test.c" -o "$T/rt_test.o"
+		cc -O1 $pie "${san[@]}" -I"$SRC/include" -c "$RT/rt_test.c" -o "$T/rt_test.o"
 		cc $ld "${san[@]}" "$T/rt_test.o" "$T/gen.o" -o "$T/rt" -L"$LIBDIR" -lmcloc -lpthread \
 			2>/dev/null	# (ld warns of DT_TEXTREL: GCC's table is read-only)
 		run env LD_LIBRARY_PATH="$LIBDIR" timeout 120 "$T/rt"
@@ -255,7 +255,7 @@ build_rt() {
 	local san=()
 	[ -z "${MCLOC_SANITIZED:-}" ] || san=(-fsanitize=address,undefined)
 	build_shlib
-	cc -O2 "${san[@]}" -pg -mfentry -I"$SRC/libmcloc/include" -c "$RT/multi.c" -o "$T/multi.o"
+	cc -O2 "${san[@]}" -pg -mfentry -I"$SRC/include" -c "$RT/multi.c" -o "$T/multi.o"
 	"$RECORDMCOUNT" "$T/multi.o"
 	"$OBJPATCH" link --nop --runtime --check -- cc "${san[@]}" "$T/multi.o" -o "$T/multi" \
 		-L"$T" -ltraced -L"$LIBDIR" -lmcloc
@@ -271,7 +271,7 @@ build_rt() {
 	local san=()
 	[ -z "${MCLOC_SANITIZED:-}" ] || san=(-fsanitize=address,undefined)
 	build_shlib
-	cc -O2 "${san[@]}" -I"$SRC/libmcloc/include" -c "$RT/dlloop.c" -o "$T/dlloop.o"
+	cc -O2 "${san[@]}" -I"$SRC/include" -c "$RT/dlloop.c" -o "$T/dlloop.o"
 	cc "${san[@]}" "$T/dlloop.o" -o "$T/dlloop" -Wl,--no-as-needed -L"$LIBDIR" -lmcloc -ldl
 	run env LD_LIBRARY_PATH="$LIBDIR" "$T/dlloop" "$T/libtraced.so"
 	echo "$output"

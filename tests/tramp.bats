@@ -18,7 +18,7 @@ through() {
 	grep -q mcloc_tramp_regs "$T/tramp.S"
 	CC=$cc run "$OBJPATCH" tramp --arch "$arch" -o "$T/tramp.o"
 	assert_success
-	"$cc" -O2 -Wall -Werror -I"$SRC/libmcloc/include" "$PROG" "$T/tramp.o" -o "$T/prog"
+	"$cc" -O2 -Wall -Werror -I"$SRC/include" "$PROG" "$T/tramp.o" -o "$T/prog"
 	run $run "$T/prog"
 	assert_success
 	assert_line "args: result 116 (want 116), callee-saved intact"
@@ -45,7 +45,7 @@ through() {
 	# Drop the args trampoline's restore of %rsi.
 	sed -i '0,/movq	8(%rsp), %rsi/{/movq	8(%rsp), %rsi/d}' "$T/tramp.S"
 	cc -c "$T/tramp.S" -o "$T/broken.o"
-	cc -O2 -I"$SRC/libmcloc/include" "$PROG" "$T/broken.o" -o "$T/prog"
+	cc -O2 -I"$SRC/include" "$PROG" "$T/broken.o" -o "$T/prog"
 	run "$T/prog"
 	assert_failure
 	assert_output --partial "FAIL: arguments reach the function intact"

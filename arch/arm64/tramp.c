@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * aarch64 static trampolines (see libmcloc/include/mcloc/abi.h).  The site is
+ * aarch64 static trampolines (see include/mcloc/abi.h).  The site is
  * "mov x9, x30; bl tramp": on entry x30 is the return into the function
  * and x9 the caller's return address.  AAPCS64 lets the handler clobber
  * x0-x18 and all of v0-v7 but the low halves of v8-v15, so the args trampoline

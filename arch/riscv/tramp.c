@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * riscv64 static trampolines (see libmcloc/include/mcloc/abi.h).  The site links
+ * riscv64 static trampolines (see include/mcloc/abi.h).  The site links
  * through t0 ("auipc t0, hi; jalr t0, lo(t0)"), so ra still holds the
  * caller's return address.  The LP64D ABI lets the handler clobber a0-a7,
  * t0-t6 and fa0-fa7 (ft*), so the args trampoline saves a0-a7, fa0-fa7,

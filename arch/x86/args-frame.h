@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The x86_64 struct mcloc_args frame (libmcloc/include/mcloc/abi.h), as assembler
+ * The x86_64 struct mcloc_args frame (include/mcloc/abi.h), as assembler
  * text: what a trampoline that calls C from a function's entry saves
  * around the call, at 0(%rsp) of a 16-byte aligned area of
  * MC_X86_ARGS_FRAME bytes.  The integer argument registers, %rax (vector

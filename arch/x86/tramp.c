@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * x86_64 static trampolines (see libmcloc/include/mcloc/abi.h for the contract).
+ * x86_64 static trampolines (see include/mcloc/abi.h for the contract).
  *
  * Sites call them from a function's entry, where the stack holds the
  * return address into the function and, above it, the caller's.  Both

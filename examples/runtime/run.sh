@@ -11,7 +11,7 @@ trap 'rm -rf "$out"' EXIT
 echo "\$ cc -O2 -pg -mfentry -c app.c && recordmcount app.o"
 cc -O2 -pg -mfentry -c "$here/app.c" -o "$out/app.o"
 "$build/recordmcount/recordmcount" "$out/app.o"
-cc -O2 -I"$here/../../libmcloc/include" -c "$here/main.c" -o "$out/main.o"
+cc -O2 -I"$here/../../include" -c "$here/main.c" -o "$out/main.o"
 echo "\$ objpatch link --nop --runtime -- cc main.o app.o -lmcloc -o app"
 "$build/objpatch/objpatch" link --nop --runtime -- cc "$out/main.o" "$out/app.o" \
 	-L"$build/libmcloc" -lmcloc -lpthread -o "$out/app"

@@ -29,13 +29,13 @@ cc "$w/main_plain.o" "$w/loop.o" "$w/hot_plain.o" -o "$w/plain"
 
 cc -O2 -pg -mfentry -c "$x/hot.c" -o "$w/hot_mc.o"
 "$build/recordmcount/recordmcount" "$w/hot_mc.o"
-cc -O2 -DWITH_MCLOC -I"$here/libmcloc/include" -c "$x/call_main.c" -o "$w/main_mc.o"
+cc -O2 -DWITH_MCLOC -I"$here/include" -c "$x/call_main.c" -o "$w/main_mc.o"
 "$build/objpatch/objpatch" link --nop --runtime -- cc "$w/main_mc.o" "$w/loop.o" "$w/hot_mc.o" \
 	-L"$build/libmcloc" -lmcloc -o "$w/mcloc"
 
 cc -O2 -Dhot=hot_plain -c "$x/hot.c" -o "$w/hot_pp.o"
 cc -O2 -Dhot=hot_plain -Dcall_hot=call_hot_plain -c "$x/loop.c" -o "$w/loop_pp.o"
-cc -O2 -I"$here/libmcloc/include" -c "$x/pair_main.c" -o "$w/pair_main.o"
+cc -O2 -I"$here/include" -c "$x/pair_main.c" -o "$w/pair_main.o"
 "$build/objpatch/objpatch" link --nop --runtime -- cc "$w/pair_main.o" "$w/loop.o" "$w/loop_pp.o" \
 	"$w/hot_mc.o" "$w/hot_pp.o" -L"$build/libmcloc" -lmcloc -o "$w/pair"
 

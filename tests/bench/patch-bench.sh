@@ -18,7 +18,7 @@ cc -O1 -pg -mfentry -c "$w/gen.c" -o "$w/gen.o" &
 clang -O1 -fxray-instrument -fxray-instruction-threshold=1 -c "$w/gen.c" -o "$w/xgen.o" &
 wait
 "$build/recordmcount/recordmcount" "$w/gen.o"
-cc -O1 -I"$here/libmcloc/include" -c "$here/tests/bench/xray/mcloc_main.c" -o "$w/main.o"
+cc -O1 -I"$here/include" -c "$here/tests/bench/xray/mcloc_main.c" -o "$w/main.o"
 "$build/objpatch/objpatch" link --nop --runtime -- cc "$w/main.o" "$w/gen.o" \
 	-L"$build/libmcloc" -lmcloc -o "$w/ours"
 clang++ -O1 -fxray-instrument "$here/tests/bench/xray/xray_main.cpp" "$w/xgen.o" -o "$w/xray"

@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * libmcloc's private header: the records, images and ops that images.c,
- * core.c and dispatch.c share, and what the modules above them (discover,
- * tracer) call.
+ * libmcloc's private header, from the bottom up: state.c (the shared state
+ * and the log), images.c (records, names, lookups), dispatch.c (what a
+ * trampoline's call runs), core.c (registering images and ops, and what
+ * each site should be), then discover.c and tracer.c, which hook into
+ * core.  Each calls only those before it; patch.c, the batch patcher,
+ * knows none of them.
  */
-#ifndef MCLOC_CORE_H
-#define MCLOC_CORE_H
+#ifndef MCLOC_MCR_H
+#define MCLOC_MCR_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -17,7 +20,7 @@
 #include <mcloc/abi.h>
 #include "../arch/runtime.h"
 
-/* ---- records, images, ops (images.c, core.c, dispatch.c) ------------- */
+/* ---- records, images, ops ------------------------------------------ */
 
 struct mcloc_rec {
 	uint32_t off;		/* from the image's load address */
@@ -133,8 +136,11 @@ long mcr_rec_at(const struct image *im, uintptr_t site);
 long mcr_rec_before(const struct image *im, uintptr_t after);
 bool mcr_is_site(uintptr_t addr);
 
-/* core.c: a new image's records, into every ops that traces everything. */
-void mcr_cover_new_image(struct image *im);
+/* images.c: IM's records from DESC's table; the names of its functions
+ * (and the path of its object, or NULL); freeing an unloaded one. */
+int mcr_image_records(struct image *im, const struct mcloc_image *desc);
+const char *mcr_image_name(struct image *im, const struct mcloc_image *desc);
+void mcr_image_free(struct image *im);
 /* dispatch.c: what the trampolines call. */
 void mcr_args_dispatch(uintptr_t after, uintptr_t parent, struct mcloc_image *img, void *args);
 void mcr_regs_dispatch(uintptr_t after, uintptr_t parent, struct mcloc_image *img, void *regs);

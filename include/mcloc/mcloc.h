@@ -25,7 +25,7 @@ extern "C" {
 #define MCLOC_API __attribute__((visibility("default")))
 
 struct mcloc_ops;
-struct mcloc_regs;	/* libmcloc/include/mcloc/abi.h: every register, and pc */
+struct mcloc_regs;	/* include/mcloc/abi.h: every register, and pc */
 
 /*
  * IP is the traced function's call site (its entry), PARENT_IP the return
