@@ -68,8 +68,19 @@ bool mc_is_mcount_name(const char *name)
 {
 	if (name[0] == '.')
 		name++;
-	return !strcmp(name, "mcount") || !strcmp(name, "_mcount") ||
-	       !strcmp(name, "__fentry__") || !strcmp(name, "__gnu_mcount_nc");
+	/* Every symbol of every object comes through here: the first
+	 * characters turn nearly all of them away without a strcmp. */
+	if (name[0] == 'm')
+		return !strcmp(name, "mcount");
+	if (name[0] != '_')
+		return false;
+	if (name[1] == 'm')
+		return !strcmp(name, "_mcount");
+	if (name[1] != '_')
+		return false;
+	if (name[2] == 'f')
+		return !strcmp(name, "__fentry__");
+	return name[2] == 'g' && !strcmp(name, "__gnu_mcount_nc");
 }
 
 bool mc_reloc_in(const uint32_t *list, uint32_t type)
