@@ -31,7 +31,7 @@ regenerate_and_check() {
 
 check_extra() {
 	local a=$1 state=$2
-	[ -d "$CACHE/extra/$a/x" ] || skip "no $a kernel image under $CACHE/extra (tests/lib/fetch-extra-corpora.sh)"
+	[ -d "$CACHE/extra/$a/x" ] || skip "no $a kernel image under $CACHE/extra (tests/corpus/fetch-extra.sh)"
 	find "$CACHE/extra/$a/x" -name '*.ko' | sort > "$T/list"
 	run xargs -a "$T/list" "$OBJPATCH" check
 	assert_success
