@@ -9,7 +9,8 @@ for a in arm64 s390x; do
 	[ -d "$cache/$a/x" ] && continue
 	dpkg --print-foreign-architectures | grep -qx "$a" || $sudo_ dpkg --add-architecture "$a"
 done
-$sudo_ apt-get update -q >/dev/null
+# (A failed index of some other architecture must not stop us.)
+$sudo_ apt-get update -q >/dev/null || echo "fetch-extra.sh: apt-get update had errors; going on with the lists there are" >&2
 for a in arm64 s390x; do
 	[ -d "$cache/$a/x" ] && continue
 	flavour=$a; [ "$a" = arm64 ] && flavour=arm64-unsigned

@@ -40,7 +40,7 @@ for a; do
 	fi
 	pkg=$(latest "$fl")
 	if [ -z "$pkg" ] && [ $updated = no ]; then
-		$sudo_ apt-get update -q >/dev/null
+		$sudo_ apt-get update -q >/dev/null || echo "fetch.sh: apt-get update had errors; going on with the lists there are" >&2
 		updated=yes
 		pkg=$(latest "$fl")
 	fi
