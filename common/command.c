@@ -55,8 +55,10 @@ void mc_ccargs_read(int argc, char *const *argv, struct mc_ccargs *c)
 		else if (!strcmp(a, "-S") || !strcmp(a, "-E") || !strcmp(a, "-M") ||
 			 !strcmp(a, "-MM") || !strcmp(a, "-fsyntax-only"))
 			other = true;
-		else if (!strcmp(a, "-o") && i + 1 < argc)
+		else if ((!strcmp(a, "-o") || !strcmp(a, "--output")) && i + 1 < argc)
 			c->output = argv[++i];
+		else if (!strncmp(a, "--output=", 9))
+			c->output = a + 9;
 		else if (!strncmp(a, "-o", 2) && a[2])
 			c->output = a + 2;
 		else if (mc_ccargs_takes_value(a) && i + 1 < argc)

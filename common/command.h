@@ -16,7 +16,7 @@ struct mc_ccargs {
 	bool compile_only;	/* -c, -S, -E, -M, -MM or -fsyntax-only */
 	bool objects;		/* -c alone: it writes objects */
 	int nsources;		/* source files among the arguments */
-	const char *output;	/* the last -o, or NULL */
+	const char *output;	/* the last -o (or ld's --output), or NULL */
 };
 
 /* Read the command ARGV[0..ARGC) (ARGV[0] is the driver itself). */

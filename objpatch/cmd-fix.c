@@ -78,30 +78,15 @@ int cmd_nop(int argc, char **argv, const struct op_common *c)
 	return run_fix(argc, argv, "nop", &(struct fix_opts){ .nop = true });
 }
 
-/* The link's output: the last -o, as the linker reads it. */
-static const char *link_output(int argc, char **argv)
-{
-	const char *out = "a.out";
-
-	for (int i = 0; i < argc; i++) {
-		if ((!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output")) && i + 1 < argc)
-			out = argv[++i];
-		else if (!strncmp(argv[i], "--output=", 9))
-			out = argv[i] + 9;
-		else if (!strncmp(argv[i], "-o", 2) && argv[i][2])
-			out = argv[i] + 2;
-	}
-	return out;
-}
-
 /*
- * Copy the link command ARGV into CMD, with every -lmcloc made to stick:
+ * Copy the link command ARGV into CMD; with KEEP, every -lmcloc made to
+ * stick:
  * an image reaches libmcloc only through weak references (it must run
  * without it too), which --as-needed, the default of some distributions'
  * compilers, takes as no need, and the tracer would silently do nothing.
  * Returns the new count.
  */
-static int keep_mcloc(int argc, char **argv, char **cmd)
+static int copy_command(int argc, char **argv, bool keep, char **cmd)
 {
 	/* The linker itself takes the options bare; a compiler driver
 	 * passes them on through -Wl. */
@@ -109,7 +94,7 @@ static int keep_mcloc(int argc, char **argv, char **cmd)
 	int n = 0;
 
 	for (int i = 0; i < argc; i++) {
-		bool lib = i > 0 && !strcmp(argv[i], "-lmcloc");
+		bool lib = keep && i > 0 && !strcmp(argv[i], "-lmcloc");
 
 		if (lib)
 			cmd[n++] = ld ? "--push-state" : "-Wl,--push-state,--no-as-needed";
@@ -154,21 +139,22 @@ int cmd_link(int argc, char **argv, const struct op_common *c)
 	}
 	argc -= optind;
 	argv += optind;
-	const char *out = link_output(argc, argv);
-	struct mc_ccargs cc;
+	struct mc_ccargs args;
+
+	mc_ccargs_read(argc, argv, &args);
+	const char *out = args.output ? args.output : "a.out";
 
 	/*
 	 * objpatch link may stand inside CC (libtool links shared libraries
 	 * with $CC): a compile runs as it is, and so does a compile and link
 	 * in one step, configure's probe, whose objects were never recorded.
 	 */
-	mc_ccargs_read(argc, argv, &cc);
-	if (cc.compile_only)
+	if (args.compile_only)
 		return mc_run(argv, "the link command");
-	if (cc.nsources) {
+	if (args.nsources) {
 		mc_warn(out, "the link compiles %d source file%s itself, which recordmcount "
-			"never saw: linked as it is, with no table work", cc.nsources,
-			cc.nsources == 1 ? "" : "s");
+			"never saw: linked as it is, with no table work", args.nsources,
+			args.nsources == 1 ? "" : "s");
 		return mc_run(argv, "the link command");
 	}
 
@@ -183,10 +169,8 @@ int cmd_link(int argc, char **argv, const struct op_common *c)
 		mc_error(out, "out of memory");
 		return 1;
 	}
-	int ncmd = runtime ? keep_mcloc(argc, argv, cmd) : argc;
+	int ncmd = copy_command(argc, argv, runtime, cmd);
 
-	if (!runtime)
-		memcpy(cmd, argv, (size_t)argc * sizeof(*cmd));
 	if (runtime) {
 		/* The trampolines and the registration constructor go into the
 		 * link itself, so they sit within branch range of every site. */
