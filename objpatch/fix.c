@@ -609,19 +609,21 @@ static int set_image_bounds(struct mce_file *f, const struct op_sites *s, bool f
 		return -1;
 	for (size_t k = 0; k < s->ntables; k++) {
 		const struct op_table *t = &s->tables[k];
-		uint64_t at = img.value + (strcmp(t->name, "__mcount_loc") ?
-					   MCLOC_IMAGE_OFF_PATCHABLE_START :
-					   MCLOC_IMAGE_OFF_MCOUNT_START);
+		bool mcount = !strcmp(t->name, "__mcount_loc");
+		uint64_t start = img.value + (mcount ? MCLOC_IMAGE_OFF_MCOUNT_START :
+						       MCLOC_IMAGE_OFF_PATCHABLE_START);
+		uint64_t stop = img.value + (mcount ? MCLOC_IMAGE_OFF_MCOUNT_STOP :
+						      MCLOC_IMAGE_OFF_PATCHABLE_STOP);
 		uint64_t have[2];
 
-		if (mce_word_read(f, at, &have[0]) < 0 || mce_word_read(f, at + 8, &have[1]) < 0)
+		if (mce_word_read(f, start, &have[0]) < 0 || mce_word_read(f, stop, &have[1]) < 0)
 			return -1;
 		if (!fill && have[0] != t->start)
 			continue;
 		if (have[0] == t->start && have[1] == t->end)
 			continue;
 		st->changed = true;
-		if (mce_word_write(f, at, t->start) < 0 || mce_word_write(f, at + 8, t->end) < 0)
+		if (mce_word_write(f, start, t->start) < 0 || mce_word_write(f, stop, t->end) < 0)
 			return -1;
 	}
 	return 0;
