@@ -22,7 +22,6 @@ int mc_nop_site(struct mce_file *f, const struct mc_arch *a, struct mce_sec *tx,
 
 	if (!t.buf)
 		return mce_fail(f, "section %s: no data", tx->name);
-
 	if (total > sizeof(buf) || site->off < site->pre ||
 	    mc_make_nop(a, &t, site, buf) < 0)
 		return 1;
