@@ -375,15 +375,18 @@ static int build_image(struct mce_file *f, struct out *o)
 	mc_sort_nearly(order + 1, f->shnum - 1, sizeof(*order), cmp_off, f);
 
 	/*
-	 * The output is never much larger than the input plus what was
-	 * added: an input's own padding is already in the input (gas pads
-	 * the file to a section's alignment), so an alignment that would
-	 * pad the output past this bound is a corrupt header, and writing
-	 * it would fill the disk with zeros (2^31, 2^40 and 2^63 were seen).
+	 * The output is never much larger than the input plus what is
+	 * written anew: every section at most once more (a linked image's
+	 * grown sections move past its end, a relocatable object is laid
+	 * out afresh), with at most 4 KiB of padding each.  An input's own
+	 * larger padding is already in the input (gas pads the file to a
+	 * section's alignment), so an alignment that would pad the output
+	 * past this bound is a corrupt header, and writing it would fill
+	 * the disk with zeros (2^31, 2^40 and 2^63 were seen).
 	 */
 	uint64_t limit = f->size + (uint64_t)f->shnum * 4096 + 65536;
 	for (size_t i = 1; i < f->shnum; i++)
-		if ((f->secs[i].is_new || f->secs[i].dirty) && f->secs[i].sh.sh_type != SHT_NOBITS)
+		if (f->secs[i].sh.sh_type != SHT_NOBITS)
 			limit += f->secs[i].sh.sh_size;
 
 	size_t bad;

@@ -159,3 +159,31 @@ matrix() {
 	assert_success
 	assert_output --partial "-pg on the link line links gcrt1.o"
 }
+
+@test "link of 40,000 functions in 20 objects: the grown symbol table moves, within bounds" {
+	# Sorting adds __start_/__stop_ symbols, so .symtab and .strtab grow
+	# and move past the image's end; a bound on the output's size once
+	# left them out and refused this link.
+	$PY - "$T" <<-'PY'
+		import sys
+		d, n, files = sys.argv[1], 40000, 20
+		per = n // files
+		for k in range(files):
+		    with open(f"{d}/f{k}.c", "w") as f:
+		        f.write("extern int sink;\n")
+		        for i in range(k * per, (k + 1) * per):
+		            f.write(f"void fn{i}(int x) {{ sink += x + {i}; }}\n")
+		with open(f"{d}/main.c", "w") as f:
+		    f.write("int sink;\nvoid fn0(int);\nint main(void) { fn0(1); return sink != 1; }\n")
+	PY
+	for c in "$T"/*.c; do
+		cc -O1 -pg -mfentry -c "$c" -o "${c%.c}.o"
+		"$RECORDMCOUNT" "${c%.c}.o"
+	done
+	# (Without --nop: NOPing dirties .text, which hid the bug.)
+	run "$OBJPATCH" link -- cc "$T"/*.o -o "$T/big"
+	assert_success
+	run "$OBJPATCH" check "$T/big"
+	assert_success
+	"$T/big"
+}
