@@ -164,18 +164,7 @@ matrix() {
 	# Sorting adds __start_/__stop_ symbols, so .symtab and .strtab grow
 	# and move past the image's end; a bound on the output's size once
 	# left them out and refused this link.
-	$PY - "$T" <<-'PY'
-		import sys
-		d, n, files = sys.argv[1], 40000, 20
-		per = n // files
-		for k in range(files):
-		    with open(f"{d}/f{k}.c", "w") as f:
-		        f.write("extern int sink;\n")
-		        for i in range(k * per, (k + 1) * per):
-		            f.write(f"void fn{i}(int x) {{ sink += x + {i}; }}\n")
-		with open(f"{d}/main.c", "w") as f:
-		    f.write("int sink;\nvoid fn0(int);\nint main(void) { fn0(1); return sink != 1; }\n")
-	PY
+	$PY "$SRC/tests/lib/gen-funcs.py" "$T" 40000 20
 	for c in "$T"/*.c; do
 		cc -O1 -pg -mfentry -c "$c" -o "${c%.c}.o"
 		"$RECORDMCOUNT" "${c%.c}.o"

@@ -11,18 +11,7 @@ rm_=${RECORDMCOUNT:-$here/build/recordmcount/recordmcount}
 n=${1:-100000} rounds=${2:-5} files=20
 w=$(mktemp -d); trap 'rm -rf "$w"' EXIT
 echo "generating and compiling $n functions in $files files..."
-/usr/bin/python3 - "$w" "$n" "$files" <<'PY'
-import sys
-w, n, files = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-per = n // files
-for k in range(files):
-    with open(f"{w}/f{k}.c", "w") as f:
-        f.write("extern int sink;\n")
-        for i in range(k * per, (k + 1) * per):
-            f.write(f"void fn{i}(int x) {{ sink += x + {i}; }}\n")
-with open(f"{w}/main.c", "w") as f:
-    f.write("int sink;\nvoid fn0(int);\nint main(void) { fn0(1); return sink != 1; }\n")
-PY
+/usr/bin/python3 "$here/tests/lib/gen-funcs.py" "$w" "$n" "$files"
 ls "$w"/*.c | xargs -P"$(nproc)" -I{} sh -c 'cc -O1 -pg -mfentry -c "$1" -o "${1%.c}.o" && "$2" "${1%.c}.o"' _ {} "$rm_"
 TIMEFORMAT='%R'
 wall() { { time "$@" >/dev/null 2>&1; } 2>&1; }
