@@ -11,7 +11,7 @@ MESON_OPTS ?=
 # Build and test dependencies.  gcc-multilib is deliberately absent: it
 # conflicts with Debian's cross compilers, so i386 uses gcc-i686-linux-gnu.
 DEBS := gcc make meson ninja-build pkg-config cmake autoconf automake libtool \
-	libelf-dev libdw-dev libbz2-dev liblzma-dev libzydis-dev libcapstone-dev liburcu-dev \
+	libelf-dev libdw-dev libbz2-dev liblzma-dev libzydis-dev libcapstone-dev \
 	bats bats-assert bats-support python3 python3-pyelftools \
 	binutils-multiarch qemu-user linux-kbuild-6.1 clang strace \
 	gcc-aarch64-linux-gnu gcc-riscv64-linux-gnu gcc-arm-linux-gnueabihf \
@@ -21,7 +21,7 @@ DEBS := gcc make meson ninja-build pkg-config cmake autoconf automake libtool \
 
 # What the build itself needs, as a non-Debian host can check it.
 BUILD_TOOLS := cc meson ninja pkg-config
-BUILD_PCS   := libelf libdw capstone liburcu-bp
+BUILD_PCS   := libelf libdw capstone
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 

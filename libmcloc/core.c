@@ -13,8 +13,8 @@
  * record whose wanted state differs from its enabled one is patched, in
  * one batch, and nothing else is touched.
  *
- * Ops.  The registered set is an array published with RCU (liburcu's
- * urcu-bp flavour, which needs no per-thread registration: any thread may
+ * Ops.  The registered set is an array published with RCU (rcu.h, which
+ * needs no per-thread registration call: any thread may
  * run a traced function).  The trampolines call a dispatcher that walks
  * the set inside a read-side critical section; unregister removes the ops,
  * waits for a grace period, and only then returns, so the caller may free
@@ -31,17 +31,7 @@
 #include "mcr.h"
 #include "patch.h"
 
-/* The inline read-side fast paths (this library is LGPL as liburcu is);
- * not in a sanitized build (MCLOC_URCU_OUT_OF_LINE, from meson).
- * liburcu-bp's reader arena gives its readers less than the 128-byte
- * alignment their type declares, and UBSan instruments the inlined
- * accesses wherever they are inlined, whatever the caller's attributes:
- * there the library's own functions, which are not instrumented, do the
- * same work out of line. */
-#ifndef MCLOC_URCU_OUT_OF_LINE
-#define _LGPL_SOURCE
-#endif
-#include <urcu-bp.h>
+#include "rcu.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -165,7 +155,7 @@ void mcloc_unregister_image(struct mcloc_image *desc)
 		}
 	if (gone) {
 		__atomic_store_n(&desc->lib, NULL, __ATOMIC_RELEASE);
-		synchronize_rcu_bp();
+		mcr_synchronize_rcu();
 		mcr_wait_handlers();
 		if (gone->stubs)
 			munmap(gone->stubs, MCR_DIRECT_PAGE);
@@ -742,11 +732,11 @@ static void cover_new_image(struct image *im)
 	}
 	if (!grown)
 		goto out;
-	rcu_set_pointer(&mcr_cur_set, set);
+	mcr_rcu_assign(mcr_cur_set, set);
 	set = NULL;
 	if (update_sites())
 		mcr_say(1, "a new image's sites stay off: the batch was refused");
-	synchronize_rcu_bp();
+	mcr_synchronize_rcu();
 	free((void *)old);
 	for (size_t i = 0; i < grown; i++)
 		free(gone[i]);
@@ -770,7 +760,7 @@ static int publish(struct mcloc_ops *add, struct mcloc_ops *remove)
 	if (add)
 		set->v[set->n++] = (struct set_ent){ add, add->func, add->priv->covers,
 						     add->flags & MCLOC_OPS_SAVE_REGS };
-	rcu_set_pointer(&mcr_cur_set, set);
+	mcr_rcu_assign(mcr_cur_set, set);
 	/* An addition needs no grace period before returning: only the
 	 * old array must outlive its readers, so it waits for the next
 	 * removal's (or for a full list).  A removal must wait: after it,
@@ -779,7 +769,7 @@ static int publish(struct mcloc_ops *add, struct mcloc_ops *remove)
 		retired[nretired++] = old;
 		return 0;
 	}
-	synchronize_rcu_bp();
+	mcr_synchronize_rcu();
 	free(old);
 	for (size_t i = 0; i < nretired; i++)
 		free(retired[i]);
@@ -946,34 +936,23 @@ int mcloc_get_stats(struct mcloc_stats *out)
 
 /*
  * No patching across fork(): the child gets a consistent text and a lock
- * nobody holds.  liburcu-bp must be told too, or a child that runs a
- * traced function can block on a registry lock some other thread held at
- * the fork (seen in the stress test).
- *
- * Its fork hooks do not cover the lock it takes when a thread registers
- * (its first read-side section) and when a registered thread exits.  So
- * the forking thread registers first, here: the child's only thread then
- * never needs that lock for a traced call (tests/fixtures/runtime/
- * forkreg.c hung one child in 9,000 forks without this).  A child that
- * creates threads which run traced functions can still meet it held; see
- * BUGS in libmcloc(3).
+ * nobody holds, and an RCU that knows only the thread it has (rcu.c).
  */
 static void atfork_prepare(void)
 {
-	urcu_bp_register_thread();
 	pthread_mutex_lock(&mcr_lock);
-	urcu_bp_before_fork();
+	mcr_rcu_before_fork();
 }
 
 static void atfork_parent(void)
 {
-	urcu_bp_after_fork_parent();
+	mcr_rcu_after_fork_parent();
 	pthread_mutex_unlock(&mcr_lock);
 }
 
 static void atfork_child(void)
 {
-	urcu_bp_after_fork_child();
+	mcr_rcu_after_fork_child();
 	pthread_mutex_unlock(&mcr_lock);
 }
 

@@ -10,17 +10,7 @@
 #include "mcr.h"
 #include "patch.h"
 
-/* The inline read-side fast paths (this library is LGPL as liburcu is);
- * not in a sanitized build (MCLOC_URCU_OUT_OF_LINE, from meson).
- * liburcu-bp's reader arena gives its readers less than the 128-byte
- * alignment their type declares, and UBSan instruments the inlined
- * accesses wherever they are inlined, whatever the caller's attributes:
- * there the library's own functions, which are not instrumented, do the
- * same work out of line. */
-#ifndef MCLOC_URCU_OUT_OF_LINE
-#define _LGPL_SOURCE
-#endif
-#include <urcu-bp.h>
+#include "rcu.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -45,7 +35,7 @@ static void walk(uintptr_t after, uintptr_t parent, struct mcloc_image *img, voi
 	const struct image *im = NULL;
 	long r;
 
-	rcu_read_lock_bp();
+	mcr_read_lock();
 	/* The image of the descriptor the trampoline passed, else by
 	 * address: the library's own trampolines serve images without any.
 	 * (An image's record is freed a grace period after it is unloaded.) */
@@ -57,7 +47,7 @@ static void walk(uintptr_t after, uintptr_t parent, struct mcloc_image *img, voi
 	if (r >= 0) {
 		uintptr_t ip = im->base + im->recs[r].off;
 		size_t g = im->first + (size_t)r;
-		struct ops_set *set = rcu_dereference(mcr_cur_set);
+		struct ops_set *set = mcr_rcu_deref(mcr_cur_set);
 
 		for (size_t i = 0; set && i < set->n; i++) {
 			const struct set_ent *e = &set->v[i];
@@ -66,7 +56,7 @@ static void walk(uintptr_t after, uintptr_t parent, struct mcloc_image *img, voi
 				e->func(ip, parent, e->ops, e->regs ? regs : NULL);
 		}
 	}
-	rcu_read_unlock_bp();
+	mcr_read_unlock();
 }
 
 static void dispatch(uintptr_t after, uintptr_t parent, struct mcloc_image *img,
@@ -96,7 +86,7 @@ __attribute__((used)) void mcr_direct_hook(uintptr_t after, uintptr_t parent, ui
 	if (mcr_in_tracer)
 		return;
 	mcr_in_tracer = 1;
-	rcu_read_lock_bp();
+	mcr_read_lock();
 	if (mcr_call_dest(after, len) == stub) {
 		const struct direct *d = &mcr_direct[i % MCR_DIRECT_SLOTS];
 
@@ -105,7 +95,7 @@ __attribute__((used)) void mcr_direct_hook(uintptr_t after, uintptr_t parent, ui
 	} else {
 		walk(after, parent, NULL, NULL);
 	}
-	rcu_read_unlock_bp();
+	mcr_read_unlock();
 	mcr_in_tracer = 0;
 }
 

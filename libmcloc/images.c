@@ -10,17 +10,7 @@
 #include "mcr.h"
 #include "patch.h"
 
-/* The inline read-side fast paths (this library is LGPL as liburcu is);
- * not in a sanitized build (MCLOC_URCU_OUT_OF_LINE, from meson).
- * liburcu-bp's reader arena gives its readers less than the 128-byte
- * alignment their type declares, and UBSan instruments the inlined
- * accesses wherever they are inlined, whatever the caller's attributes:
- * there the library's own functions, which are not instrumented, do the
- * same work out of line. */
-#ifndef MCLOC_URCU_OUT_OF_LINE
-#define _LGPL_SOURCE
-#endif
-#include <urcu-bp.h>
+#include "rcu.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -471,7 +461,7 @@ const char *mcloc_addr_name(uintptr_t addr, uintptr_t *off)
 	const char *name = NULL;
 	size_t n = __atomic_load_n(&mcr_nimages, __ATOMIC_ACQUIRE);
 
-	rcu_read_lock_bp();
+	mcr_read_lock();
 	for (size_t i = 0; i < n && !name; i++) {
 		const struct image *im = mcr_image_at(i);
 		size_t lo = 0, hi = im ? im->nfuncs : 0;
@@ -490,7 +480,7 @@ const char *mcloc_addr_name(uintptr_t addr, uintptr_t *off)
 			name = im->strtab + im->funcs[lo - 1].name;
 		}
 	}
-	rcu_read_unlock_bp();
+	mcr_read_unlock();
 	return name;
 }
 
@@ -498,12 +488,12 @@ const char *mcloc_site_name(uintptr_t ip)
 {
 	const char *name = NULL;
 
-	rcu_read_lock_bp();
+	mcr_read_lock();
 	const struct image *im = mcr_image_of(ip);
 	long r = im ? mcr_rec_at(im, ip) : -1;
 	if (r >= 0 && im->names)
 		name = im->names[r];
-	rcu_read_unlock_bp();
+	mcr_read_unlock();
 	return name;
 }
 
@@ -522,7 +512,7 @@ uintptr_t mcloc_site_of(const char *name)
 	uintptr_t site = 0;
 	size_t n = __atomic_load_n(&mcr_nimages, __ATOMIC_ACQUIRE);
 
-	rcu_read_lock_bp();
+	mcr_read_lock();
 	for (size_t i = 0; i < n && !site; i++) {
 		const struct image *im = mcr_image_at(i);
 
@@ -530,7 +520,7 @@ uintptr_t mcloc_site_of(const char *name)
 			if (im->names[r] && !strcmp(im->names[r], name))
 				site = im->base + im->recs[r].off;
 	}
-	rcu_read_unlock_bp();
+	mcr_read_unlock();
 	return site;
 }
 

@@ -60,7 +60,7 @@ build_rt() {
 			"$T/rt" oneshot
 		assert_success
 		assert_output "oneshot: $n sites enabled, 1 batch(es), 3 syncs"
-		# The core syncs themselves (liburcu-bp registers for its own
+		# The core syncs themselves (the RCU registers for its own
 		# PRIVATE_EXPEDITED barriers as well; those are not syncs).
 		run grep -c 'membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE,' "$T/trace"
 		assert_output 3
@@ -82,7 +82,7 @@ build_rt() {
 	assert_line --partial "mismatches: 0, api errors: 0, enabled at end: 0"
 }
 
-@test "fork from a thread liburcu-bp does not know yet, while registered threads exit: no child hangs" {
+@test "fork while threads come, go and trace: each child traces, spawns and waits a grace period; none hangs" {
 	build_traced forkreg 200
 	run env LD_LIBRARY_PATH="$LIBDIR" timeout -s KILL 300 "$T/forkreg" 10
 	echo "# $output" >&3
