@@ -19,6 +19,25 @@
 #define MCR_MAX_SITE 7
 
 /*
+ * How a site changes.  x86_64: a call is 5 or 6 bytes, more than one
+ * store can change atomically, hence the breakpoint protocol of patch.c.
+ * aarch64 and riscv64: the site is one naturally aligned 4-byte
+ * instruction after one that never changes (mov x9, x30; auipc t0), and
+ * one store changes it: the architectures allow another core to execute
+ * it while it changes, seeing the old or the new instruction (patch.c
+ * cites the rules).
+ */
+#if defined(__x86_64__)
+#define MCR_ONE_STORE 0
+#else
+#define MCR_ONE_STORE 1
+/* The ops slot of a site that has one: 8 bytes, 8-aligned, this far
+ * before the changing instruction (two instructions' worth of slot, then
+ * the fixed first instruction). */
+#define MCR_SLOT_BACK 12
+#endif
+
+/*
  * The instruction for a site of LEN bytes at SITE: a call to TARGET, or
  * (TARGET 0) the NOP.  Always a single instruction, so that a return
  * address never lands inside one.  Returns 0, or -1 when this length has
@@ -26,6 +45,27 @@
  */
 int mcr_encode(uintptr_t site, unsigned len, uintptr_t target, uint8_t *out);
 
+/*
+ * What a table entry ENTRY (the address the compiler recorded) holds, for
+ * images linked with or without objpatch: the site that changes, its
+ * length, whether it has an ops slot, and whether it is still the
+ * compiler's call to FENTRY (directly, through a PLT entry or a GOT slot)
+ * rather than a NOP.  Returns 0, or -1 when it is no site the runtime
+ * can patch.
+ */
+struct mcr_site {
+	uintptr_t at;
+	unsigned len;
+	bool is_call;
+	bool slot;
+};
+int mcr_site_find(uintptr_t entry, uintptr_t fentry, struct mcr_site *s);
+
+#if MCR_ONE_STORE
+/* After the stores of a batch and before its sync: make the instruction
+ * caches of every core see [LO, HI). */
+void mcr_flush_icache(uintptr_t lo, uintptr_t hi);
+#else
 /* The breakpoint written over a site's first byte while it changes. */
 extern const uint8_t mcr_breakpoint;
 
@@ -38,14 +78,7 @@ void mcr_emulate(ucontext_t *uc, uintptr_t site, const uint8_t *insn, unsigned l
 
 /* Resume the thread of UC at SITE (to run what is now there). */
 void mcr_rewind(ucontext_t *uc, uintptr_t site);
-
-/*
- * For images linked without objpatch: the length of the site at SITE if it
- * is a NOP of a site (*IS_CALL false) or the compiler's call to FENTRY,
- * directly, through a PLT entry or through a GOT slot (*IS_CALL true);
- * 0 if it is neither.
- */
-unsigned mcr_site_len(uintptr_t site, uintptr_t fentry, bool *is_call);
+#endif
 
 /* A jump to TARGET from anywhere, in MCR_STUB_SIZE bytes at BUF: what a
  * page placed near such an image holds, so that its sites' rel32 calls
@@ -87,12 +120,16 @@ uintptr_t mcr_call_dest(uintptr_t after, unsigned len);
  * stack pointer as the caller will see it, and goes on to the address the
  * hook returns (the real one, which the library kept).
  *
- * mcr_return_slot() finds the return address of a function whose site ran
- * with the stack pointer SP and whose caller is PARENT: NULL when it is
- * not where an entry site (fentry, patchable entry) leaves it, for example
- * at an mcount site after the prologue; such calls are not timed.
+ * mcr_return_slot() finds where the return address of a function lies
+ * whose site ran with the registers REGS and whose caller is PARENT: on
+ * the stack (x86_64), or in REGS, which the regs trampoline restores
+ * (aarch64's x30, riscv64's ra).  NULL when it is not where an entry site
+ * (fentry, patchable entry) leaves it, for example at an mcount site
+ * after the prologue; such calls are not timed.  *KEY is the stack
+ * pointer mcr_return_hook() will be given when the function returns.
  */
-uintptr_t *mcr_return_slot(uintptr_t sp, uintptr_t parent);
+struct mcloc_regs;
+uintptr_t *mcr_return_slot(struct mcloc_regs *regs, uintptr_t parent, uintptr_t *key);
 void mcr_return_tramp(void);
 /* Defined by the library. */
 uintptr_t mcr_return_hook(uintptr_t sp);

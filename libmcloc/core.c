@@ -80,6 +80,10 @@ uint8_t *mcr_near_page(uintptr_t lo, uintptr_t hi)
  * sites then go through the args trampoline) when no page is in reach. */
 static uint8_t *direct_page(const struct image *im)
 {
+#if MCR_ONE_STORE
+	(void)im;
+	return NULL;	/* (the sites' ops slots do this job) */
+#else
 	uint8_t *pg = im->nrecs ? mcr_near_page(im->lo, im->hi + MCR_MAX_SITE) : NULL;
 
 	if (!pg)
@@ -91,6 +95,7 @@ static uint8_t *direct_page(const struct image *im)
 		return NULL;
 	}
 	return pg;
+#endif
 }
 
 int mcloc_register_image(struct mcloc_image *desc)
@@ -118,7 +123,7 @@ int mcloc_register_image(struct mcloc_image *desc)
 	}
 	im.first = mcr_nrecords;
 	im.stubs = direct_page(&im);
-	if (im.nrecs && !im.stubs)
+	if (im.nrecs && !im.stubs && !MCR_ONE_STORE)
 		mcr_say(1, "no page for direct stubs within reach; single ops go through the list");
 	const char *path = mcr_image_name(&im, desc);
 
@@ -484,11 +489,13 @@ int mcloc_set_filter_ip(struct mcloc_ops *ops, uintptr_t ip, int remove)
 
 #define REC_ENABLED_ALL (REC_ENABLED | REC_ENABLED_REGS | REC_ENABLED_DIRECT)
 
-/* The registered ops that own a direct slot, for one update_sites(): an
- * ops that is leaving has given up its counts already. */
+/* The registered ops a site may call alone, for one update_sites(): those
+ * that own a direct slot (x86_64), or all that need no registers (ops
+ * slots).  An ops that is leaving has given up its counts already.  Past
+ * MCR_DIRECT_SLOTS of them, the others' lone sites go through the list. */
 struct owners {
 	size_t n;
-	struct { const uint64_t *covers; int slot; } v[MCR_DIRECT_SLOTS];
+	struct { const uint64_t *covers; int slot; struct mcloc_ops *ops; } v[MCR_DIRECT_SLOTS];
 };
 
 static void owners_now(struct owners *o)
@@ -499,8 +506,10 @@ static void owners_now(struct owners *o)
 	for (size_t i = 0; set && i < set->n; i++) {
 		const struct mcloc_ops_priv *p = set->v[i].ops->priv;
 
-		if (!p->leaving && p->slot && o->n < MCR_DIRECT_SLOTS) {
+		if (!p->leaving && (MCR_ONE_STORE ? !set->v[i].regs : p->slot) &&
+		    o->n < MCR_DIRECT_SLOTS) {
 			o->v[o->n].covers = set->v[i].covers;
+			o->v[o->n].ops = set->v[i].ops;
 			o->v[o->n++].slot = p->slot - 1;
 		}
 	}
@@ -526,11 +535,13 @@ static void stub_offs_init(struct stub_offs *so)
 /*
  * Where the site of record R of IM should call, from its state S (0:
  * nowhere, the NOP), and in *FLAGS the REC_ENABLED* bits that will say so:
- * the regs trampoline if any ops needs registers, the one ops's stub if
- * one alone covers it and has a slot, else the list (args trampoline).
+ * the regs trampoline if any ops needs registers; else, where sites have
+ * ops slots, the args trampoline with *SLOT the one ops that covers it or
+ * the list ops; else the one ops's stub if one alone covers it and has a
+ * direct slot, else the list (args trampoline).
  */
 static uintptr_t wanted(const struct image *im, size_t r, uint32_t s, const struct owners *o,
-			const struct stub_offs *so, uint32_t *flags)
+			const struct stub_offs *so, uint32_t *flags, uintptr_t *slot)
 {
 	*flags = 0;
 	if (!(s & REC_REF_MASK))
@@ -539,6 +550,18 @@ static uintptr_t wanted(const struct image *im, size_t r, uint32_t s, const stru
 	if (s & REC_REGS_MASK) {
 		*flags |= REC_ENABLED_REGS;
 		return im->desc->tramp_regs;
+	}
+	if (im->slots) {
+		size_t g = im->first + r;
+
+		*slot = (uintptr_t)&mcr_list_ops;
+		for (size_t i = 0; (s & REC_REF_MASK) == 1 && i < o->n; i++)
+			if (mcr_bit_of(o->v[i].covers, g)) {
+				*flags |= REC_ENABLED_DIRECT;
+				*slot = (uintptr_t)o->v[i].ops;
+				break;
+			}
+		return im->desc->tramp_args;
 	}
 	if ((s & REC_REF_MASK) == 1 && im->stubs) {
 		size_t g = im->first + r;
@@ -563,8 +586,12 @@ static uintptr_t current(const struct image *im, size_t r, uint32_t s)
 		return 0;
 	if (s & REC_ENABLED_REGS)
 		return im->desc->tramp_regs;
+#if !MCR_ONE_STORE
 	if (s & REC_ENABLED_DIRECT)
 		return mcr_call_dest(im->base + im->recs[r].off + len, len);
+#else
+	(void)r, (void)len;
+#endif
 	return im->desc->tramp_args;
 }
 
@@ -575,10 +602,11 @@ static int update_sites(void)
 	/* Kept from batch to batch (under the lock): a fresh 100,000-site
 	 * buffer costs more in page faults than the batch's own writes. */
 	static struct mcr_poke *v;
+	static struct mcr_slot_write *sv;
 	static size_t vcap;
 	struct owners own;
 	struct stub_offs so;
-	size_t cap = 1, n = 0;
+	size_t cap = 1, n = 0, ns = 0;
 	char err[256];
 	int ret = 0;
 
@@ -586,10 +614,14 @@ static int update_sites(void)
 		cap += mcr_images[i] ? mcr_images[i]->nrecs : 0;
 	if (cap > vcap) {
 		struct mcr_poke *nv = realloc(v, cap * sizeof(*v));
+		struct mcr_slot_write *nsv = nv && MCR_ONE_STORE ?
+					     realloc(sv, cap * sizeof(*sv)) : sv;
 
-		if (!nv)
+		if (nv)
+			v = nv;
+		if (!nv || (MCR_ONE_STORE && !nsv))
 			return -ENOMEM;
-		v = nv;
+		sv = nsv;
 		vcap = cap;
 	}
 	owners_now(&own);
@@ -604,11 +636,19 @@ static int update_sites(void)
 
 			if (!(s & (REC_REF_MASK | REC_ENABLED)) || (s & REC_REFUSED))
 				continue;
-			uintptr_t to = wanted(im, r, s, &own, &so, &f);
+			uintptr_t slot = 0;
+			uintptr_t to = wanted(im, r, s, &own, &so, &f, &slot);
+			uintptr_t site = im->base + im->recs[r].off;
+#if MCR_ONE_STORE
+			/* The slot before the call that reads it; a site that
+			 * stops calling keeps its stale slot, which the
+			 * dispatcher reads only behind the call. */
+			if (slot && *(const uintptr_t *)(site - MCR_SLOT_BACK) != slot)
+				sv[ns++] = (struct mcr_slot_write){ site - MCR_SLOT_BACK, slot };
+#endif
 			if (f == (s & REC_ENABLED_ALL))
 				continue;
 			unsigned len = s >> REC_LEN_SHIFT;
-			uintptr_t site = im->base + im->recs[r].off;
 			struct mcr_poke *p = &v[n];
 
 			p->addr = site;
@@ -630,7 +670,7 @@ static int update_sites(void)
 			n++;
 		}
 	}
-	ret = mcr_patch(v, n, err, sizeof(err));
+	ret = mcr_patch(v, n, sv, ns, err, sizeof(err));
 	if (ret) {
 		mcr_say(0, "%s", err);
 		for (size_t k = 0; k < n; k++) {
@@ -781,7 +821,7 @@ static int publish(struct mcloc_ops *add, struct mcloc_ops *remove)
  * go through the list).  Set before any site can call the slot's stubs. */
 static int take_slot(struct mcloc_ops *ops)
 {
-	if (ops->flags & MCLOC_OPS_SAVE_REGS)
+	if ((ops->flags & MCLOC_OPS_SAVE_REGS) || MCR_ONE_STORE)
 		return 0;
 	for (int k = 0; k < MCR_DIRECT_SLOTS; k++)
 		if (!mcr_direct[k].func) {
@@ -926,6 +966,8 @@ int mcloc_get_stats(struct mcloc_stats *out)
 	st->sites_patched = mcr_stats.sites;
 	st->syncs = mcr_stats.syncs;
 	st->last_batch_ms = mcr_stats.last_batch_ms;
+	st->insn_stores = mcr_stats.insn_stores;
+	st->slot_stores = mcr_stats.slot_stores;
 	pthread_mutex_unlock(&mcr_lock);
 	size_t sz = out->sz < sizeof(all) ? out->sz : sizeof(all);
 

@@ -69,6 +69,38 @@ static void dispatch(uintptr_t after, uintptr_t parent, struct mcloc_image *img,
 	mcr_in_tracer = 0;
 }
 
+struct mcloc_ops mcr_list_ops;
+
+#if MCR_ONE_STORE
+/*
+ * A site with an ops slot, through the args trampoline: the slot names the
+ * one ops that covers it, so the call needs no lookup, no list and no
+ * per-function trampoline (the kernel's DYNAMIC_FTRACE_WITH_CALL_OPS).
+ * A site that stopped calling keeps its old slot (core.c), so the slot is
+ * trusted only if, inside the read-side section, the site still calls the
+ * args trampoline: the slot was written before that call was, and the ops
+ * it names cannot go before the section ends.  Otherwise the site
+ * changed under the call, and the set decides, as for any call in flight.
+ */
+static bool slot_call(const struct image *im, uintptr_t after, uintptr_t parent)
+{
+	uintptr_t site = after - 4;
+	uint8_t call[4];
+	uint32_t have;
+
+	memcpy(&have, (const void *)site, 4);
+	if (mcr_encode(site, 4, im->desc->tramp_args, call) || memcmp(&have, call, 4))
+		return false;
+	struct mcloc_ops *ops = __atomic_load_n((struct mcloc_ops **)(site - MCR_SLOT_BACK),
+						__ATOMIC_ACQUIRE);
+	if (!ops || ops == &mcr_list_ops)
+		return false;
+	ops->func(site, parent, ops, NULL);
+	return true;
+}
+#endif
+
+#if !MCR_ONE_STORE
 /*
  * A site alone in one ops's hands, through its stub.  The stub says which
  * slot, but a thread may have been stopped between the site and here for
@@ -98,12 +130,25 @@ __attribute__((used)) void mcr_direct_hook(uintptr_t after, uintptr_t parent, ui
 	mcr_read_unlock();
 	mcr_in_tracer = 0;
 }
+#endif
 
 void mcr_args_dispatch(uintptr_t after, uintptr_t parent, struct mcloc_image *img,
 			  void *args)
 {
 	(void)args;
+#if MCR_ONE_STORE
+	if (mcr_in_tracer)
+		return;
+	mcr_in_tracer = 1;
+	mcr_read_lock();
+	const struct image *im = __atomic_load_n((struct image **)&img->lib, __ATOMIC_ACQUIRE);
+	if (!im || !im->slots || !slot_call(im, after, parent))
+		walk(after, parent, img, NULL);
+	mcr_read_unlock();
+	mcr_in_tracer = 0;
+#else
 	dispatch(after, parent, img, NULL);
+#endif
 }
 
 void mcr_regs_dispatch(uintptr_t after, uintptr_t parent, struct mcloc_image *img,

@@ -379,49 +379,70 @@ static int find_object(struct dl_phdr_info *info, size_t size, void *data)
 
 /* ---- building an image's records ------------------------------------------- */
 
-static int cmp_u32(const void *a, const void *b)
+/* The entries of both tables of DESC, in one array (the caller frees). */
+static uintptr_t *table_entries(const struct mcloc_image *desc, size_t *n)
 {
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	size_t nm = desc->mcount_stop > desc->mcount_start ?
+		    (desc->mcount_stop - desc->mcount_start) / sizeof(uintptr_t) : 0;
+	size_t np = desc->patchable_stop > desc->patchable_start ?
+		    (desc->patchable_stop - desc->patchable_start) / sizeof(uintptr_t) : 0;
+	uintptr_t *v = malloc((nm + np + 1) * sizeof(*v));
 
-	return x < y ? -1 : x > y;
+	if (v) {
+		/* (GCC's patchable table is only byte-aligned in an object;
+		 * linked, it is a table of words like the other.) */
+		memcpy(v, (const void *)desc->mcount_start, nm * sizeof(*v));
+		memcpy(v + nm, (const void *)desc->patchable_start, np * sizeof(*v));
+	}
+	*n = nm + np;
+	return v;
+}
+
+static int cmp_rec(const void *a, const void *b)
+{
+	const struct mcloc_rec *x = a, *y = b;
+
+	return x->off < y->off ? -1 : x->off > y->off;
 }
 
 int mcr_image_records(struct image *im, const struct mcloc_image *desc)
 {
-	size_t n = desc->mcount_stop > desc->mcount_start ?
-		(desc->mcount_stop - desc->mcount_start) / sizeof(uintptr_t) : 0;
-	const uintptr_t *tab = (const uintptr_t *)desc->mcount_start;
-	uint32_t *offs = malloc((n + 1) * sizeof(*offs));
-	size_t k = 0;
+	size_t n, nslots = 0;
+	uintptr_t *tab = table_entries(desc, &n);
 
-	if (!offs)
+	if (!tab)
 		return -ENOMEM;
-	for (size_t i = 0; i < n; i++)
+	im->recs = calloc(n + 1, sizeof(*im->recs));
+	if (!im->recs) {
+		free(tab);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct mcr_site st;
+
 		/* A zero entry becomes the load address after relocation:
 		 * objpatch sort leaves those behind its __stop_ symbol. */
-		if (tab[i] && tab[i] != im->base && tab[i] - im->base < UINT32_MAX)
-			offs[k++] = (uint32_t)(tab[i] - im->base);
-	qsort(offs, k, sizeof(*offs), cmp_u32);
-	im->recs = calloc(k + 1, sizeof(*im->recs));
-	if (!im->recs) {
-		free(offs);
-		return -ENOMEM;
-	}
-	for (size_t i = 0; i < k; i++) {
-		bool call;
+		if (!tab[i] || tab[i] == im->base || tab[i] - im->base >= UINT32_MAX)
+			continue;
 		/* The site is the NOP objpatch link --nop wrote; the
-		 * architecture says which form, so how long, it is. */
-		unsigned len = mcr_site_len(im->base + offs[i], 0, &call);
+		 * architecture says which form, so how long, it is, and
+		 * where it begins (aarch64 and riscv64 record the first of
+		 * the NOPs, which may be an ops slot). */
+		bool ok = !mcr_site_find(tab[i], 0, &st) && !st.is_call &&
+			  st.at - im->base < UINT32_MAX;
+		struct mcloc_rec *r = &im->recs[im->nrecs++];
 
-		if (call)
-			len = 0;
-		im->recs[im->nrecs].off = offs[i];
-		im->recs[im->nrecs].state = len << REC_LEN_SHIFT | (len ? 0 : REC_REFUSED);
-		if (!len)
+		r->off = (uint32_t)((ok ? st.at : tab[i]) - im->base);
+		r->state = ok ? st.len << REC_LEN_SHIFT : REC_REFUSED;
+		if (!ok)
 			mcr_nrefused++;
-		im->nrecs++;
+		nslots += ok && st.slot;
 	}
-	free(offs);
+	free(tab);
+	qsort(im->recs, im->nrecs, sizeof(*im->recs), cmp_rec);
+	/* Sites reach their ops through the slot only if every one has a
+	 * slot: the dispatcher then needs no lookup to know. */
+	im->slots = MCR_ONE_STORE && im->nrecs && nslots == im->nrecs;
 	if (im->nrecs) {
 		im->lo = im->base + im->recs[0].off;
 		im->hi = im->base + im->recs[im->nrecs - 1].off;
@@ -436,7 +457,9 @@ const char *mcr_image_name(struct image *im, const struct mcloc_image *desc)
 	/* The object the sites are in (the descriptor may be on the heap,
 	 * for a program linked without objpatch). */
 	struct find_ctx fc = { .addr = desc->mcount_stop > desc->mcount_start ?
-				       *(const uintptr_t *)desc->mcount_start : (uintptr_t)desc };
+				       *(const uintptr_t *)desc->mcount_start :
+				       desc->patchable_stop > desc->patchable_start ?
+				       *(const uintptr_t *)desc->patchable_start : (uintptr_t)desc };
 
 	dl_iterate_phdr(find_object, &fc);
 	if (!fc.found)

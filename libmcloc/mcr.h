@@ -54,6 +54,7 @@ struct image {
 	uintptr_t lo, hi;	/* first and last site */
 	uint64_t scale;		/* (nrecs - 1) / (last - first offset), 32.32 */
 	uint8_t *stubs;		/* its direct page (NULL: none within reach) */
+	bool slots;		/* every site has an ops slot (MCR_SLOT_BACK) */
 };
 
 struct mcloc_ops_priv {
@@ -73,6 +74,10 @@ struct direct {
 	struct mcloc_ops *ops;
 };
 extern struct direct mcr_direct[MCR_DIRECT_SLOTS];
+
+/* What a site's ops slot holds when more than one ops covers the site
+ * (ftrace's list ops): its dispatcher walks the set.  Never called. */
+extern struct mcloc_ops mcr_list_ops;
 
 /* What the dispatcher needs of each registered ops, copied into the set
  * so that a traced call follows one pointer less per ops (its callback,

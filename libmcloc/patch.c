@@ -17,6 +17,35 @@
  * handler does.  Traps that are not ours go to the handler that was there
  * before, so debuggers and other tools keep working.
  *
+ * Where a site is one aligned 4-byte instruction (aarch64, riscv64: see
+ * arch/runtime.h), none of that is needed, and a batch is:
+ *   1. every ops slot that changes, one aligned 8-byte store each, then a
+ *      sync, so that a thread that runs a site's new call reads the new
+ *      slot (only batches that change slots pay it);
+ *   2. every site, checked to hold what the core believes it does and
+ *      changed with one aligned 4-byte store;
+ *   3. instruction-cache maintenance over the changed text, then a sync.
+ * Two architecture rules make step 2 safe while other threads run the
+ * code.  Arm ARM (DDI 0487), B2.2.5 "Concurrent modification and execution
+ * of instructions": a B, BL or NOP may be changed into another of them
+ * while another PE executes it, which then executes either the old or the
+ * new one, never a mix; our sites only toggle between NOP and BL.  RISC-V
+ * profiles, extension Ziccif (mandatory in RVA20 and later): fetches of
+ * naturally aligned instructions up to 32 bits from main memory are
+ * atomic, so a hart fetches the whole old jalr/NOP or the whole new one.
+ * Step 3: neither architecture keeps instruction fetch coherent with data
+ * stores.  aarch64: __builtin___clear_cache cleans the data cache and
+ * invalidates the instruction cache to the point of unification, by
+ * broadcast to the inner-shareable domain; riscv64: __riscv_flush_icache()
+ * with flags 0 makes the kernel fence.i every hart that runs this process.
+ * What neither does is discard instructions another core has fetched
+ * already: membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE) makes
+ * every running thread execute a context-synchronising event (aarch64: an
+ * exception return, ISB-equivalent; riscv64: fence.i) before it returns.
+ * Without that command (older kernels) step 3 is the maintenance alone:
+ * a thread may run a site's old instruction for a moment after the batch,
+ * both forms being valid, so only that promptness is lost.
+ *
  * Text is writable only during a batch: the pages' exact protections are
  * read from /proc/self/maps and restored.  Where the kernel refuses a
  * writable mapping of text, writes go through /proc/self/mem instead.
@@ -38,10 +67,12 @@
 #include <time.h>
 #include <unistd.h>
 
-static struct sigaction prev_trap;
-static bool (*site_known)(uintptr_t addr);	/* set once, by mcr_init() */
 static bool have_membarrier;
 static long page_size;
+static bool (*site_known)(uintptr_t addr);	/* set once, by mcr_init() */
+
+#if !MCR_ONE_STORE
+static struct sigaction prev_trap;
 
 /* The batch the SIGTRAP handler consults; published before the first
  * breakpoint is written, withdrawn after the last sync. */
@@ -56,6 +87,9 @@ static int in_handlers;
 
 struct mcr_stats mcr_stats;
 
+
+#endif
+
 static int membarrier(int cmd)
 {
 	return (int)syscall(__NR_membarrier, cmd, 0, 0);
@@ -65,10 +99,11 @@ static int sync_cores(void)
 {
 	mcr_stats.syncs++;
 	if (have_membarrier)
-		return membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE);
-	return -ENOSYS;
+		return membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE) ? -errno : 0;
+	return MCR_ONE_STORE ? 0 : -ENOSYS;
 }
 
+#if !MCR_ONE_STORE
 static const struct mcr_poke *find_poke(uintptr_t site)
 {
 	struct mcr_poke *v = active_v;
@@ -92,6 +127,12 @@ void mcr_wait_handlers(void)
 	while (__atomic_load_n(&in_handlers, __ATOMIC_SEQ_CST))
 		sched_yield();
 }
+#else
+void mcr_wait_handlers(void)
+{
+	/* No handlers: nothing traps. */
+}
+#endif
 
 static void on_trap(int sig, siginfo_t *si, void *ctx)
 {
@@ -127,19 +168,24 @@ static void on_trap(int sig, siginfo_t *si, void *ctx)
 
 int mcr_init(bool (*is_site)(uintptr_t addr), char *err, size_t errlen)
 {
-	struct sigaction sa;
-
 	site_known = is_site;
 	page_size = sysconf(_SC_PAGESIZE);
 	int cmds = membarrier(MEMBARRIER_CMD_QUERY);
 	if (cmds >= 0 && (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE) &&
 	    membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE) == 0) {
 		have_membarrier = true;
+	} else if (MCR_ONE_STORE) {
+		/* Patching stays correct (see the top of this file). */
+		(void)err, (void)errlen;
+		return 0;
 	} else {
 		snprintf(err, errlen, "membarrier(PRIVATE_EXPEDITED_SYNC_CORE) is not "
 			 "available: live patching is refused");
 		return -ENOSYS;
 	}
+#if !MCR_ONE_STORE
+	struct sigaction sa;
+
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = on_trap;
 	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK | SA_NODEFER;
@@ -148,6 +194,7 @@ int mcr_init(bool (*is_site)(uintptr_t addr), char *err, size_t errlen)
 		snprintf(err, errlen, "cannot install the SIGTRAP handler: %s", strerror(errno));
 		return -errno;
 	}
+#endif
 	return 0;
 }
 
@@ -231,13 +278,52 @@ struct writer {
 	int memfd;		/* /proc/self/mem, when mprotect was refused */
 };
 
-static int open_text(struct writer *w, const struct mcr_poke *v, size_t n,
-		     char *err, size_t errlen)
+/* Add the pages of [A, A + LEN) to W's spans, with MAPS' protections:
+ * one more span, or the last one grown. */
+static int add_range(struct writer *w, size_t *cap, const struct mapping *maps, size_t nm,
+		     uintptr_t at, size_t len, char *err, size_t errlen)
 {
-	size_t nm;
-	struct mapping *maps = read_maps(&nm);
+	for (uintptr_t a = at; a < at + len;) {
+		uintptr_t pg = a & ~(uintptr_t)(page_size - 1);
+		struct span *s = w->nspans ? &w->spans[w->nspans - 1] : NULL;
 
-	size_t cap = 64;
+		if (s && pg >= s->lo && pg < s->hi) {
+			a = s->hi;
+			continue;
+		}
+		const struct mapping *m = mapping_of(maps, nm, pg);
+		if (!m) {
+			snprintf(err, errlen, "site %#lx is not mapped", (unsigned long)at);
+			return -EFAULT;
+		}
+		if (s && s->hi == pg && s->prot == m->prot) {
+			s->hi = pg + (uintptr_t)page_size;
+		} else {
+			if (w->nspans == *cap) {
+				struct span *ns = realloc(w->spans, 2 * *cap * sizeof(*ns));
+
+				if (!ns) {
+					snprintf(err, errlen, "out of memory");
+					return -ENOMEM;
+				}
+				w->spans = ns;
+				*cap *= 2;
+			}
+			w->spans[w->nspans++] = (struct span){ pg, pg + (uintptr_t)page_size, m->prot };
+		}
+		a = pg + (uintptr_t)page_size;
+	}
+	return 0;
+}
+
+/* Make writable the text of the N sites of V (sorted) and the NS slots of
+ * S, or open /proc/self/mem when the kernel refuses. */
+static int open_text(struct writer *w, const struct mcr_poke *v, size_t n,
+		     const struct mcr_slot_write *sl, size_t ns, char *err, size_t errlen)
+{
+	size_t nm, cap = 64;
+	struct mapping *maps = read_maps(&nm);
+	int ret = 0;
 
 	w->spans = malloc(cap * sizeof(*w->spans));
 	w->nspans = 0;
@@ -247,55 +333,34 @@ static int open_text(struct writer *w, const struct mcr_poke *v, size_t n,
 		snprintf(err, errlen, "cannot read /proc/self/maps");
 		return -EIO;
 	}
-	/* Sites are sorted.  When the first and the last lie in one mapping,
-	 * so does every site between, and one span covers them all (the
-	 * usual case: one image's text); otherwise spans grow page by page
-	 * within each mapping. */
-	const struct mapping *first = mapping_of(maps, nm, v[0].addr);
-	uintptr_t end = v[n - 1].addr + v[n - 1].len;
-	if (first && end <= first->hi) {
+	/* When the lowest and the highest address to write lie in one
+	 * mapping, so does everything between, and one span covers it all
+	 * (the usual case: one image's text); otherwise spans grow page by
+	 * page within each mapping. */
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	if (n) {
+		lo = v[0].addr;
+		hi = v[n - 1].addr + v[n - 1].len;
+	}
+	for (size_t i = 0; i < ns; i++) {
+		lo = sl[i].at < lo ? sl[i].at : lo;
+		hi = sl[i].at + 8 > hi ? sl[i].at + 8 : hi;
+	}
+	const struct mapping *first = mapping_of(maps, nm, lo);
+	if (first && hi <= first->hi) {
 		uintptr_t pg = (uintptr_t)page_size;
 
-		w->spans[w->nspans++] = (struct span){ v[0].addr & ~(pg - 1),
-						       (end + pg - 1) & ~(pg - 1), first->prot };
-		n = 0;	/* (nothing left for the walk below) */
+		w->spans[w->nspans++] = (struct span){ lo & ~(pg - 1), (hi + pg - 1) & ~(pg - 1),
+						       first->prot };
+		n = ns = 0;	/* (nothing left for the walks below) */
 	}
-	for (size_t i = 0; i < n; i++)
-		for (uintptr_t a = v[i].addr; a < v[i].addr + v[i].len;) {
-			uintptr_t pg = a & ~(uintptr_t)(page_size - 1);
-			struct span *s = w->nspans ? &w->spans[w->nspans - 1] : NULL;
-
-			if (s && pg >= s->lo && pg < s->hi) {
-				a = s->hi;
-				continue;
-			}
-			const struct mapping *m = mapping_of(maps, nm, pg);
-			if (!m) {
-				free(maps);
-				snprintf(err, errlen, "site %#lx is not mapped",
-					 (unsigned long)v[i].addr);
-				return -EFAULT;
-			}
-			if (s && s->hi == pg && s->prot == m->prot) {
-				s->hi = pg + (uintptr_t)page_size;
-			} else {
-				if (w->nspans == cap) {
-					struct span *ns = realloc(w->spans, 2 * cap * sizeof(*ns));
-
-					if (!ns) {
-						free(maps);
-						snprintf(err, errlen, "out of memory");
-						return -ENOMEM;
-					}
-					w->spans = ns;
-					cap *= 2;
-				}
-				w->spans[w->nspans++] = (struct span){ pg, pg + (uintptr_t)page_size,
-								       m->prot };
-			}
-			a = pg + (uintptr_t)page_size;
-		}
+	for (size_t i = 0; i < n && !ret; i++)
+		ret = add_range(w, &cap, maps, nm, v[i].addr, v[i].len, err, errlen);
+	for (size_t i = 0; i < ns && !ret; i++)
+		ret = add_range(w, &cap, maps, nm, sl[i].at, 8, err, errlen);
 	free(maps);
+	if (ret)
+		return ret;
 	for (size_t i = 0; i < w->nspans; i++) {
 		struct span *s = &w->spans[i];
 
@@ -334,6 +399,7 @@ static int close_text(struct writer *w)
 	return ret;
 }
 
+#if !MCR_ONE_STORE
 /* LEN bytes at P and Q equal?  Constant sizes, so that a hundred thousand
  * sites cost a load each, not a library call each. */
 static bool same_bytes(const void *p, const void *q, size_t len)
@@ -347,12 +413,15 @@ static bool same_bytes(const void *p, const void *q, size_t len)
 	}
 }
 
+#endif
+
 /* One write through /proc/self/mem. */
 static int poke(struct writer *w, uintptr_t addr, const uint8_t *bytes, size_t len)
 {
 	return pwrite(w->memfd, bytes, len, (off_t)addr) == (ssize_t)len ? 0 : -errno;
 }
 
+#if !MCR_ONE_STORE
 /* What a step writes over every site: the breakpoint on the first byte,
  * or the new (or, undoing, the old) instruction's tail or first byte. */
 enum step { BREAKPOINT, NEW_TAIL, NEW_FIRST, OLD_TAIL, OLD_FIRST };
@@ -431,6 +500,8 @@ static size_t arm_step(struct writer *w, const struct mcr_poke *v, size_t n, int
 	return n;
 }
 
+#endif
+
 static double now_ms(void)
 {
 	struct timespec ts;
@@ -446,23 +517,14 @@ static int cmp_poke(const void *a, const void *b)
 	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
-int mcr_patch(struct mcr_poke *v, size_t n, char *err, size_t errlen)
+#if !MCR_ONE_STORE
+/* The breakpoint protocol (top of the file), over text W has opened. */
+static int patch_breakpoints(struct writer *w_, struct mcr_poke *v, size_t n,
+			     char *err, size_t errlen)
 {
-	struct writer w;
-	double t0 = now_ms();
+	struct writer w = *w_;
 	int ret;
 
-	if (!n)
-		return 0;
-	/* The core hands sites over in record order, sorted per image. */
-	for (size_t i = 1; i < n; i++)
-		if (v[i - 1].addr > v[i].addr) {
-			qsort(v, n, sizeof(*v), cmp_poke);
-			break;
-		}
-	ret = open_text(&w, v, n, err, errlen);
-	if (ret < 0)
-		return ret;
 	active_undo = false;
 	active_n = n;
 	__atomic_store_n(&active_v, v, __ATOMIC_SEQ_CST);
@@ -513,6 +575,116 @@ withdraw:
 	 * be reading it. */
 	mcr_wait_handlers();
 	active_n = 0;
+	mcr_stats.insn_stores += ret ? 0 : n;
+	return ret;
+}
+#else
+/* Store the 4-byte instruction INSN at A, or the slot value V at A. */
+static int store_insn(struct writer *w, uintptr_t a, const uint8_t *insn)
+{
+	uint32_t x;
+
+	memcpy(&x, insn, 4);
+	if (w->memfd >= 0)
+		return poke(w, a, insn, 4);
+	__atomic_store_n((uint32_t *)a, x, __ATOMIC_RELAXED);
+	return 0;
+}
+
+static int store_slot(struct writer *w, uintptr_t a, uintptr_t v)
+{
+	if (w->memfd >= 0)
+		return poke(w, a, (const uint8_t *)&v, 8);
+	__atomic_store_n((uintptr_t *)a, v, __ATOMIC_RELAXED);
+	return 0;
+}
+
+/* Instruction-cache maintenance over the written text: per span of
+ * pages, or (through /proc/self/mem, no spans) from the first site to
+ * the last. */
+static void flush_written(const struct writer *w, const struct mcr_poke *v, size_t n)
+{
+	if (!w->nspans) {
+		mcr_flush_icache(v[0].addr, v[n - 1].addr + 4);
+		return;
+	}
+	for (size_t i = 0; i < w->nspans; i++)
+		mcr_flush_icache(w->spans[i].lo, w->spans[i].hi);
+}
+
+/* One store per site (top of the file), over text W has opened. */
+static int patch_one_store(struct writer *w, struct mcr_poke *v, size_t n,
+			   const struct mcr_slot_write *sl, size_t ns, char *err, size_t errlen)
+{
+	int ret = 0;
+	size_t done = 0;
+
+	for (size_t i = 0; i < ns && !ret; i++) {
+		ret = store_slot(w, sl[i].at, sl[i].val);
+		mcr_stats.slot_stores += !ret;
+	}
+	if (!ret && ns)
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (!ret && ns && n)
+		ret = sync_cores();
+	/* Each site is checked just before its store: a site that holds
+	 * something else stops the batch, and those already written go
+	 * back. */
+	for (; !ret && done < n; done++) {
+		uint32_t have;
+
+		memcpy(&have, (const void *)v[done].addr, 4);
+		if (memcmp(&have, v[done].old_bytes, 4)) {
+			snprintf(err, errlen, "site %#lx does not hold the expected "
+				 "instruction; refused", (unsigned long)v[done].addr);
+			ret = -EILSEQ;
+			break;
+		}
+		ret = store_insn(w, v[done].addr, v[done].new_bytes);
+	}
+	if (ret) {
+		for (size_t i = 0; i < done; i++)
+			store_insn(w, v[i].addr, v[i].old_bytes);
+		if (ret != -EILSEQ)
+			snprintf(err, errlen, "writing text failed: %s", strerror(-ret));
+	}
+	if (n) {
+		flush_written(w, v, n);
+		int r = sync_cores();
+		if (!ret && r) {
+			snprintf(err, errlen, "membarrier: %s", strerror(-r));
+			ret = r;
+		}
+	}
+	mcr_stats.insn_stores += ret ? 0 : n;
+	return ret;
+}
+#endif
+
+int mcr_patch(struct mcr_poke *v, size_t n, const struct mcr_slot_write *sl, size_t ns,
+	      char *err, size_t errlen)
+{
+	struct writer w;
+	double t0 = now_ms();
+	int ret;
+
+	if (!n && !ns)
+		return 0;
+	/* The core hands sites over in record order, sorted per image. */
+	for (size_t i = 1; i < n; i++)
+		if (v[i - 1].addr > v[i].addr) {
+			qsort(v, n, sizeof(*v), cmp_poke);
+			break;
+		}
+	ret = open_text(&w, v, n, sl, ns, err, errlen);
+	if (ret < 0)
+		return ret;
+#if MCR_ONE_STORE
+	ret = patch_one_store(&w, v, n, sl, ns, err, errlen);
+#else
+	(void)sl;
+	ret = patch_breakpoints(&w, v, n, err, errlen);
+#endif
 	int r2 = close_text(&w);
 	if (!ret && r2) {
 		snprintf(err, errlen, "cannot restore the text's protection: %s", strerror(-r2));

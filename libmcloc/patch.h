@@ -21,26 +21,34 @@ struct mcr_poke {
 };
 _Static_assert(sizeof(struct mcr_poke) <= 24, "a poke is at most 24 bytes");
 
+/* An ops slot to set (aarch64, riscv64): 8 bytes at AT, 8-aligned. */
+struct mcr_slot_write {
+	uintptr_t at;
+	uintptr_t val;
+};
+
 struct mcr_stats {
 	size_t batches, sites, syncs;
 	double last_batch_ms;
+	size_t insn_stores, slot_stores;	/* every store into text */
 };
 extern struct mcr_stats mcr_stats;
 
-/* Install the SIGTRAP handler and register for membarrier. */
-/* Set the patcher up.  IS_SITE tells the trap handler whether an address
+/* Set the patcher up: register for membarrier, and (where sites change
+ * under a breakpoint) install the SIGTRAP handler.  IS_SITE tells the trap handler whether an address
  * is a site of a registered image (a trap that raced the end of its
  * batch); the patcher knows no images itself. */
 int mcr_init(bool (*is_site)(uintptr_t addr), char *err, size_t errlen);
 
-/* Change every site of V (sorted here) from old_bytes to new_bytes with
- * the breakpoint protocol.  All or nothing: on failure no site changes. */
-int mcr_patch(struct mcr_poke *v, size_t n, char *err, size_t errlen);
+/* Change every site of V (sorted here) from old_bytes to new_bytes, with
+ * the breakpoint protocol or, where one store changes a site, with one
+ * store each; first set the ops slots of S (of sites that stay or become
+ * calls).  All or nothing: on failure no site changes. */
+int mcr_patch(struct mcr_poke *v, size_t n, const struct mcr_slot_write *s, size_t ns,
+	      char *err, size_t errlen);
 
 /* Wait until no SIGTRAP handler is running: one that started before
  * what it reads was withdrawn is done with it. */
 void mcr_wait_handlers(void);
-
-/* From the core: is ADDR one of the sites we manage?  Async-signal-safe. */
 
 #endif

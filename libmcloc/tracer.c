@@ -87,8 +87,8 @@ static atomic_uint hits_gen;
 /* The shadow stack of a thread's timed calls. */
 #define SHADOW_DEPTH 128
 struct frame {
-	uintptr_t *slot;	/* where the return address was */
-	uintptr_t ret;		/* what it was */
+	uintptr_t key;		/* the stack pointer after its return */
+	uintptr_t ret;		/* its return address */
 	struct hit *hit;
 	unsigned gen;
 	uint64_t t0;
@@ -242,10 +242,11 @@ static void profile_cb(uintptr_t ip, uintptr_t parent, struct mcloc_ops *ops,
 	atomic_fetch_add_explicit(&h->n, 1, memory_order_relaxed);
 
 	struct shadow *sh = get_shadow();
-	uintptr_t *slot = regs ? mcr_return_slot((uintptr_t)regs->sp, parent) : NULL;
+	uintptr_t sp = 0;
+	uintptr_t *slot = regs ? mcr_return_slot(regs, parent, &sp) : NULL;
 	if (!sh || !slot || sh->depth == SHADOW_DEPTH)
 		return;		/* counted, not timed */
-	sh->f[sh->depth] = (struct frame){ slot, *slot, h,
+	sh->f[sh->depth] = (struct frame){ sp, *slot, h,
 					   atomic_load_explicit(&hits_gen, memory_order_relaxed),
 					   now_ns() };
 	/* The entry first: a signal arriving between the two finds it. */
@@ -259,12 +260,12 @@ __attribute__((used)) uintptr_t mcr_return_hook(uintptr_t sp)
 	struct shadow *sh = myshadow;
 	uint64_t t = now_ns();
 
-	/* The returning call's entry is the newest whose slot lies just
-	 * below SP; newer ones were left by a longjmp past them. */
+	/* The returning call's entry is the newest that returns to SP;
+	 * newer ones were left by a longjmp past them. */
 	for (unsigned k = sh ? sh->depth : 0; k-- > 0;) {
 		struct frame *f = &sh->f[k];
 
-		if ((uintptr_t)f->slot != sp - sizeof(uintptr_t))
+		if (f->key != sp)
 			continue;
 		uintptr_t ret = f->ret;
 		if (f->gen == atomic_load_explicit(&hits_gen, memory_order_relaxed)) {

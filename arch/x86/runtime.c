@@ -12,6 +12,8 @@
 #include "args-frame.h"
 #include "nops.h"
 
+#include <mcloc/abi.h>
+
 #include <string.h>
 
 const uint8_t mcr_breakpoint = 0xcc;
@@ -97,7 +99,7 @@ static uintptr_t plt_slot(uintptr_t p)
 	return (uintptr_t)(b + 6) + (intptr_t)d;
 }
 
-unsigned mcr_site_len(uintptr_t site, uintptr_t fentry, bool *is_call)
+static unsigned site_len(uintptr_t site, uintptr_t fentry, bool *is_call)
 {
 	const uint8_t *b = (const uint8_t *)site;
 	int32_t d;
@@ -125,6 +127,14 @@ unsigned mcr_site_len(uintptr_t site, uintptr_t fentry, bool *is_call)
 			return len;
 	}
 	return 0;
+}
+
+/* x86_64 sites are where the compiler recorded them, and have no slot. */
+int mcr_site_find(uintptr_t entry, uintptr_t fentry, struct mcr_site *s)
+{
+	*s = (struct mcr_site){ .at = entry };
+	s->len = site_len(entry, fentry, &s->is_call);
+	return s->len ? 0 : -1;
 }
 
 void mcr_jump_stub(uint8_t *buf, uintptr_t target)
@@ -184,13 +194,15 @@ MC_X86_LEAVE
 "	.size	mcr_direct_tramp, .-mcr_direct_tramp\n"
 );
 
-uintptr_t *mcr_return_slot(uintptr_t sp, uintptr_t parent)
+uintptr_t *mcr_return_slot(struct mcloc_regs *regs, uintptr_t parent, uintptr_t *key)
 {
 	/* At an entry site, the call into the function has just pushed its
-	 * return address: the stack pointer points at it. */
-	uintptr_t *slot = (uintptr_t *)sp;
+	 * return address: the stack pointer points at it, and its ret will
+	 * pop it. */
+	uintptr_t *slot = (uintptr_t *)regs->sp;
 
-	return sp && *slot == parent ? slot : NULL;
+	*key = regs->sp + sizeof(uintptr_t);
+	return regs->sp && *slot == parent ? slot : NULL;
 }
 
 /*

@@ -21,8 +21,16 @@
  * Site forms, at the function's entry:
  *   x86_64   call mcloc_tramp_*              (5 bytes; __fentry__ sites)
  *   aarch64  mov x9, x30; bl mcloc_tramp_*   (-fpatchable-function-entry=2)
- *   riscv64  auipc t0, hi; jalr t0, lo(t0)   (the auipc is written at build
- *            time; only the jalr toggles with a NOP at run time)
+ *   riscv64  auipc t0, hi; jalr t0, lo(t0)   (-fpatchable-function-entry=4
+ *            with compressed NOPs, =2 without)
+ * On aarch64 and riscv64, objpatch link --runtime writes the first
+ * instruction (mov, auipc), and only the second toggles with a NOP at run
+ * time, with one aligned 4-byte store.  With twice the NOPs, half of them
+ * before the entry (=4,2 on aarch64; =8,4 or =4,2 on riscv64) and
+ * functions aligned to 8 bytes, the 8 bytes before the entry are the
+ * site's ops slot (the kernel's DYNAMIC_FTRACE_WITH_CALL_OPS): the
+ * runtime stores there the one ops that covers the site, or its list ops,
+ * and the args trampoline's handler calls it without a lookup.
  */
 #ifndef MCLOC_ABI_H
 #define MCLOC_ABI_H
@@ -207,7 +215,10 @@ struct mcloc_args {
 	uint64_t fa[8];
 };
 struct mcloc_regs {
-	uint64_t x[32];	/* x[0] holds pc: where the function resumes */
+	union {
+		uint64_t x[32];	/* x[0] holds pc: where the function resumes */
+		uint64_t pc;
+	};
 	uint64_t fa[8];
 };
 #endif

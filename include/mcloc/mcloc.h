@@ -114,6 +114,10 @@ struct mcloc_stats {
 	size_t batches, sites_patched, syncs;
 	double last_batch_ms;
 	size_t direct;		/* of the enabled, those calling one ops directly */
+	/* Every store into text since start: instructions (a site's change
+	 * is one on aarch64 and riscv64, its bytes on x86_64), and ops slots
+	 * (aarch64, riscv64). */
+	size_t insn_stores, slot_stores;
 };
 MCLOC_API int mcloc_get_stats(struct mcloc_stats *st);
 
