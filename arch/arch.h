@@ -132,6 +132,20 @@ struct mc_arch {
 	/* The slot a PLT entry at OFF (address PC) jumps through, or 0. */
 	uint64_t (*plt_slot)(const struct mc_text *t, uint64_t off, uint64_t pc);
 
+	/* --- the runtime's one-store sites (objpatch link --runtime) --- */
+	/*
+	 * Turn the 8 bytes of NOPs at OFF of T, a function's entry at address
+	 * PC, into a run-time site: the instruction that never changes, then
+	 * a NOP, the one the runtime toggles into a call to the args or regs
+	 * trampoline (at TARGS, TREGS), which it must reach.  Into OUT;
+	 * returns 0, or -1 when the bytes are not the NOPs or a trampoline is
+	 * out of reach.  NULL: the ISA's sites are the calls themselves.
+	 */
+	int (*runtime_site)(const struct mc_text *t, uint64_t off, uint64_t pc,
+			    uint64_t targs, uint64_t tregs, uint8_t out[8]);
+	/* Is OFF of T such a site already (its NOP or a call)? */
+	bool (*is_runtime_site)(const struct mc_text *t, uint64_t off);
+
 	/* --- static trampolines (objpatch tramp), NULL where not supported --- */
 	/* GNU as text: mcloc_tramp_args, mcloc_tramp_regs, the mcount stub,
 	 * and __mcloc_ctor/__mcloc_dtor, which pass __mcloc_image to the

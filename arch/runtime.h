@@ -83,7 +83,7 @@ void mcr_rewind(ucontext_t *uc, uintptr_t site);
 /* A jump to TARGET from anywhere, in MCR_STUB_SIZE bytes at BUF: what a
  * page placed near such an image holds, so that its sites' rel32 calls
  * reach the library's own trampolines. */
-#define MCR_STUB_SIZE 16
+#define MCR_STUB_SIZE 32
 void mcr_jump_stub(uint8_t *buf, uintptr_t target);
 
 /*

@@ -523,6 +523,9 @@ struct stub_offs {
 
 static void stub_offs_init(struct stub_offs *so)
 {
+#if MCR_ONE_STORE
+	(void)so;	/* (no stub pages) */
+#else
 	for (unsigned len = 0; len < 16; len++) {
 		size_t v = 0;
 
@@ -530,6 +533,7 @@ static void stub_offs_init(struct stub_offs *so)
 			v++;
 		so->of_len[len] = v * MCR_DIRECT_SLOTS * MCR_DIRECT_STUB;
 	}
+#endif
 }
 
 /*

@@ -67,6 +67,7 @@
 #include <time.h>
 #include <unistd.h>
 
+struct mcr_stats mcr_stats;
 static bool have_membarrier;
 static long page_size;
 static bool (*site_known)(uintptr_t addr);	/* set once, by mcr_init() */
@@ -85,7 +86,6 @@ static volatile bool active_undo;
  * frees it) until none that may have seen it is left. */
 static int in_handlers;
 
-struct mcr_stats mcr_stats;
 
 
 #endif
@@ -127,12 +127,6 @@ void mcr_wait_handlers(void)
 	while (__atomic_load_n(&in_handlers, __ATOMIC_SEQ_CST))
 		sched_yield();
 }
-#else
-void mcr_wait_handlers(void)
-{
-	/* No handlers: nothing traps. */
-}
-#endif
 
 static void on_trap(int sig, siginfo_t *si, void *ctx)
 {
@@ -165,6 +159,12 @@ static void on_trap(int sig, siginfo_t *si, void *ctx)
 		prev_trap.sa_handler(sig);
 	}
 }
+#else
+void mcr_wait_handlers(void)
+{
+	/* No handlers: nothing traps. */
+}
+#endif
 
 int mcr_init(bool (*is_site)(uintptr_t addr), char *err, size_t errlen)
 {

@@ -629,6 +629,64 @@ static int set_image_bounds(struct mce_file *f, const struct op_sites *s, bool f
 	return 0;
 }
 
+/*
+ * link --runtime on aarch64 and riscv64: each patchable entry's fixed
+ * first instruction (mov x9, x30; auipc t0), so that the runtime changes
+ * a site with one store (the kernel writes it at boot, in
+ * ftrace_init_nop(); an image has no boot).  The entry's NOPs are either
+ * all at the function's entry (=2; riscv64 with compressed NOPs =4), or
+ * as many again before it (=4,2; =8,4), where they become the site's ops
+ * slot; any other layout is refused, since the runtime would not find
+ * the site.
+ */
+static int prep_runtime_sites(struct mce_file *f, const struct mc_arch *a,
+			      const struct op_sites *s, struct fix_stats *st)
+{
+	static const char *const names[] = { "mcloc_tramp_args", "mcloc_tramp_regs" };
+	long found[2];
+	struct mce_sym sa, sr;
+	char where[256];
+
+	if (!a->runtime_site)
+		return 0;
+	mce_sym_lookup_many(f, names, 2, found, 0);
+	if (found[0] <= 0 || found[1] <= 0)
+		return 0;	/* (not a runtime image) */
+	if (mce_sym_peek(f, (size_t)found[0], &sa) < 0 || mce_sym_peek(f, (size_t)found[1], &sr) < 0)
+		return -1;
+	for (size_t i = 0; i < s->n; i++) {
+		const struct op_entry *e = &s->v[i];
+
+		if (!e->resolved || strcmp(e->table, "__patchable_function_entries"))
+			continue;
+		struct mce_sec *tx = &f->secs[e->shndx];
+		struct mc_text t = mc_text_of(f, tx, 0);
+		uint64_t start, pre = 0;
+		long fn = mce_label_before(f, e->shndx, e->off + 8, &start);
+		uint8_t out[8];
+
+		if (fn >= 0 && start >= e->off)
+			pre = start - e->off;
+		if (pre != 0 && pre != 8)
+			return mce_fail(f, "%s: %llu bytes of NOPs before the function's entry; "
+					"the runtime needs none, or 8 for an ops slot",
+					mce_where(f, e->shndx, e->off, where, sizeof(where)),
+					(unsigned long long)pre);
+		uint64_t entry = e->off + pre;
+		if (a->is_runtime_site(&t, entry))
+			continue;
+		if (a->runtime_site(&t, entry, tx->sh.sh_addr + entry, sa.value, sr.value, out) < 0)
+			return mce_fail(f, "%s: not 8 bytes of NOPs at the function's entry, or the "
+					"trampolines are out of reach",
+					mce_where(f, e->shndx, entry, where, sizeof(where)));
+		if (mce_patch(f, tx, entry, out, 8) < 0)
+			return -1;
+		st->prepared++;
+		st->changed = true;
+	}
+	return 0;
+}
+
 int op_fix(struct mce_file *f, const struct mc_arch *a, struct op_sites *s,
 	   const struct fix_opts *o, struct fix_stats *st)
 {
@@ -644,6 +702,8 @@ int op_fix(struct mce_file *f, const struct mc_arch *a, struct op_sites *s,
 		if (fix_table(f, a, &s->tables[k], k == 0, st) < 0)
 			goto fail;
 	if (set_image_bounds(f, s, o->runtime, st) < 0)
+		goto fail;
+	if (o->runtime && prep_runtime_sites(f, a, s, st) < 0)
 		goto fail;
 	if (o->sort && o->runtime && add_names(f, a, s, st) < 0)
 		goto fail;

@@ -230,8 +230,15 @@ void op_classify(struct mce_file *f, const struct mc_arch *a, uint32_t shndx,
 			}
 		}
 	}
-	/* NOPs from the architecture's table; repeats of the shortest are a
-	 * patchable-entry run. */
+	/* A run-time site objpatch link --runtime made of a patchable entry:
+	 * still that entry. */
+	if (a->is_runtime_site && a->is_runtime_site(&t, off)) {
+		e->state = OP_PATCHABLE;
+		e->len = 8;
+		return;
+	}
+	/* NOPs from the architecture's table; repeats of the first, or of a
+	 * one-instruction NOP, are a patchable-entry run. */
 	for (const struct mc_nop *n = a->nops; n && n->len; n++) {
 		uint8_t want[MC_MAX_SITE];
 		struct mc_site s = { .off = off, .len = n->len };
@@ -240,7 +247,7 @@ void op_classify(struct mce_file *f, const struct mc_arch *a, uint32_t shndx,
 		    memcmp(want, t.buf + off, n->len))
 			continue;
 		unsigned k = 1;
-		while (n == a->nops && off + (k + 1) * n->len <= t.size &&
+		while ((n == a->nops || n->len == n->word) && off + (k + 1) * n->len <= t.size &&
 		       !memcmp(want, t.buf + off + k * n->len, n->len))
 			k++;
 		e->state = k > 1 ? OP_PATCHABLE : OP_NOP;
@@ -324,8 +331,15 @@ static int find_tables(struct mce_file *f, struct op_sites *s)
 			t->start = at[2 + 2 * j];
 			t->end = at[3 + 2 * j];
 		}
-		/* The kernel's names bound the first table vmlinux.lds fills. */
-		if (ks > 0 && ke > 0 && (j == 0 || !s->ntables)) {
+		/* The kernel's names bound the first table vmlinux.lds fills:
+		 * __mcount_loc, unless there is none and they bound the
+		 * patchable table (objpatch link adds them for either). */
+		struct mce_sec *pf = j == 0 && !t->sec ?
+			mce_sec_by_name(f, "__patchable_function_entries") : NULL;
+		bool theirs = !(pf && kstart >= pf->sh.sh_addr &&
+				kstart < pf->sh.sh_addr + pf->sh.sh_size);
+
+		if (ks > 0 && ke > 0 && theirs && (j == 0 || !s->ntables)) {
 			if (t->bound[0] > 0 && t->bound[1] > 0 &&
 			    (kstart != t->start || kend != t->end))
 				return mce_fail(f, "%s: __start_/__stop_%s (0x%llx..0x%llx) and "

@@ -95,6 +95,38 @@ static const struct mc_nop nops[] = {
 	{ 0 }
 };
 
+/*
+ * Run-time sites (libmcloc's arch/arm64/runtime.c): "mov x9, x30", which
+ * keeps the caller's return address across the bl, then the NOP that
+ * becomes "bl mcloc_tramp_*".
+ */
+#define A64_NOP		0xd503201fu
+#define A64_MOV_X9_X30	0xaa1e03e9u
+
+static bool arm64_is_runtime_site(const struct mc_text *t, uint64_t off)
+{
+	if (off + 8 > t->size)
+		return false;
+	uint32_t w = mc_load32(t, off + 4);
+
+	return mc_load32(t, off) == A64_MOV_X9_X30 &&
+	       (w == A64_NOP || (w & 0xfc000000) == 0x94000000);
+}
+
+static int arm64_runtime_site(const struct mc_text *t, uint64_t off, uint64_t pc,
+			      uint64_t targs, uint64_t tregs, uint8_t out[8])
+{
+	const int64_t reach = 1ll << 27;	/* bl: +-128 MiB */
+	int64_t da = (int64_t)(targs - (pc + 4)), dr = (int64_t)(tregs - (pc + 4));
+
+	if (off + 8 > t->size || mc_load32(t, off) != A64_NOP || mc_load32(t, off + 4) != A64_NOP ||
+	    da < -reach || da >= reach || dr < -reach || dr >= reach)
+		return -1;
+	mc_store32(t, out, A64_MOV_X9_X30);
+	mc_store32(t, out + 4, A64_NOP);
+	return 0;
+}
+
 const struct mc_arch mc_arch_aarch64 = {
 	.name = "aarch64",
 	.machine = EM_AARCH64,
@@ -111,4 +143,6 @@ const struct mc_arch mc_arch_aarch64 = {
 	.cross_prefix = "aarch64-linux-gnu-",
 	.insn = arm64_decode_linked,
 	.plt_slot = arm64_plt_slot,
+	.runtime_site = arm64_runtime_site,
+	.is_runtime_site = arm64_is_runtime_site,
 };

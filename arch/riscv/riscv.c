@@ -9,6 +9,7 @@
  * not know RISC-V at all.
  */
 #include "../arch.h"
+#include "tramp.h"
 #include <elf.h>
 
 extern const char mc_tramp_riscv64[];
@@ -108,8 +109,65 @@ static uint64_t riscv_plt_slot(const struct mc_text *t, uint64_t off, uint64_t p
 
 static const struct mc_nop nops[] = {
 	{ .len = 8, .word = 4, .w = { 0x00000013, 0x00000013 } },	/* 2 x addi x0,x0,0 */
+	{ .len = 4, .word = 4, .w = { 0x00000013 } },
+	{ .len = 2, .word = 2, .w = { 0x0001 } },			/* c.nop */
 	{ 0 }
 };
+
+/*
+ * Run-time sites (libmcloc's arch/riscv/runtime.c): "auipc t0, hi", then
+ * the NOP that becomes "jalr t0, lo(t0)".  One auipc reaches a 4 KiB
+ * window, which may split the pair of trampoline entries (args, regs);
+ * the pair repeats MC_RV_TRAMP_MIRROR bytes on (tramp.c), so that every
+ * window holds one whole pair, and HI picks it.  The 8 bytes were NOPs of
+ * either size (compressed or not).
+ */
+#define RV_NOP 0x00000013u
+
+static bool riscv_is_runtime_site(const struct mc_text *t, uint64_t off)
+{
+	if (off + 8 > t->size)
+		return false;
+	uint32_t au = mc_load32(t, off), j = mc_load32(t, off + 4);
+
+	return (au & 0xfff) == 0x297 &&			/* auipc t0 */
+	       (j == RV_NOP || (j & 0xfffff) == 0x282e7);	/* jalr t0, lo(t0) */
+}
+
+/* The auipc immediate *HI whose window from PC holds both A and B? */
+static bool window_for(uint64_t pc, uint64_t a, uint64_t b, int64_t *hi)
+{
+	*hi = ((int64_t)(a - pc) + 0x800) >> 12;
+	int64_t base = (int64_t)pc + *hi * 4096;
+
+	if (*hi < -(1 << 19) || *hi >= (1 << 19))
+		return false;
+	return (int64_t)a - base >= -2048 && (int64_t)a - base <= 2047 &&
+	       (int64_t)b - base >= -2048 && (int64_t)b - base <= 2047;
+}
+
+static int riscv_runtime_site(const struct mc_text *t, uint64_t off, uint64_t pc,
+			      uint64_t targs, uint64_t tregs, uint8_t out[8])
+{
+	if (off + 8 > t->size)
+		return -1;
+	for (uint64_t i = 0; i < 8;) {
+		if (mc_load16(t, off + i) == 0x0001)
+			i += 2;
+		else if (i + 4 <= 8 && mc_load32(t, off + i) == RV_NOP)
+			i += 4;
+		else
+			return -1;
+	}
+	int64_t hi;
+
+	if (!window_for(pc, targs, tregs, &hi) &&
+	    !window_for(pc, targs + MC_RV_TRAMP_MIRROR, tregs + MC_RV_TRAMP_MIRROR, &hi))
+		return -1;
+	mc_store32(t, out, (uint32_t)hi << 12 | 5u << 7 | 0x17);	/* auipc t0, hi */
+	mc_store32(t, out + 4, RV_NOP);
+	return 0;
+}
 
 const struct mc_arch mc_arch_riscv64 = {
 	.name = "riscv64",
@@ -127,4 +185,6 @@ const struct mc_arch mc_arch_riscv64 = {
 	.cross_prefix = "riscv64-linux-gnu-",
 	.insn = riscv_insn,
 	.plt_slot = riscv_plt_slot,
+	.runtime_site = riscv_runtime_site,
+	.is_runtime_site = riscv_is_runtime_site,
 };

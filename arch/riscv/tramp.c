@@ -5,16 +5,34 @@
  * caller's return address.  The LP64D ABI lets the handler clobber a0-a7,
  * t0-t6 and fa0-fa7 (ft*), so the args trampoline saves a0-a7, fa0-fa7,
  * ra and t0; the stack stays 16-byte aligned.  Both return by "jr t0".
+ *
+ * The entries the sites call are a pair of jumps to the bodies, repeated
+ * MC_RV_TRAMP_MIRROR bytes on (tramp.h says why).  Neither compressed
+ * instructions nor linker relaxation, so that the distance holds.
  */
 #include <mcloc/abi.h>
+#include "tramp.h"
 const char mc_tramp_riscv64[] =
 "	.option	pic\n"
+"	.option	push\n"
+"	.option	norelax\n"
+"	.option	norvc\n"
 "	.text\n"
-"	.p2align 2\n"
+"	.p2align 3\n"
 "	.globl	mcloc_tramp_args\n"
 "	.hidden	mcloc_tramp_args\n"
 "	.type	mcloc_tramp_args, @function\n"
 "mcloc_tramp_args:\n"
+"	j	.Lmc_args\n"
+"	.size	mcloc_tramp_args, 4\n"
+"	.globl	mcloc_tramp_regs\n"
+"	.hidden	mcloc_tramp_regs\n"
+"	.type	mcloc_tramp_regs, @function\n"
+"mcloc_tramp_regs:\n"
+"	j	.Lmc_regs\n"
+"	.size	mcloc_tramp_regs, 4\n"
+"\n"
+".Lmc_args:\n"
 "	addi	sp, sp, -160\n"
 "	sd	a0, 0(sp)\n"
 "	sd	a1, 8(sp)\n"
@@ -61,13 +79,8 @@ const char mc_tramp_riscv64[] =
 "	ld	t0, 144(sp)\n"
 "	addi	sp, sp, 160\n"
 "	jr	t0\n"
-"	.size	mcloc_tramp_args, .-mcloc_tramp_args\n"
 "\n"
-"	.p2align 2\n"
-"	.globl	mcloc_tramp_regs\n"
-"	.hidden	mcloc_tramp_regs\n"
-"	.type	mcloc_tramp_regs, @function\n"
-"mcloc_tramp_regs:\n"
+".Lmc_regs:\n"
 "	addi	sp, sp, -320\n"
 "	sd	t0, 0(sp)\n"		/* x[0]: pc, where the function resumes */
 "	sd	x1, 8(sp)\n"
@@ -157,7 +170,11 @@ const char mc_tramp_riscv64[] =
 "	ld	t0, 0(sp)\n"
 "	addi	sp, sp, 320\n"
 "	jr	t0\n"
-"	.size	mcloc_tramp_regs, .-mcloc_tramp_regs\n"
+"\n"
+"	.org	mcloc_tramp_args + " MCLOC_STR(MC_RV_TRAMP_MIRROR) "\n"
+"	j	.Lmc_args\n"
+"	j	.Lmc_regs\n"
+"	.option	pop\n"
 "\n"
 "	.p2align 2\n"
 "	.weak	_mcount\n"

@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * riscv64 run-time sites.  objpatch link --runtime turns the 8 bytes of
+ * NOPs at a function's entry (-fpatchable-function-entry=4 with compressed
+ * NOPs, =2 without) into "auipc t0, hi; nop", and with 8 bytes more before
+ * the entry (=8,4 or =4,2, functions aligned to 8) those become the site's
+ * ops slot.  The auipc never changes: its window holds one of the pairs
+ * of the image's trampoline entries (tramp.h), so that a jalr's 12-bit
+ * offset reaches both the args and the regs trampoline.
+ * Only the nop changes, into "jalr t0, lo(t0)": t0 links, ra still holds
+ * the caller's return address, as the trampolines expect.
+ */
+#include "../runtime.h"
+#include "tramp.h"
+
+#include <mcloc/abi.h>
+
+#include <string.h>
+#include <sys/cachectl.h>
+
+#define RV_NOP		0x00000013u	/* addi x0, x0, 0 */
+#define RV_T0		5u
+
+static uint32_t word(uintptr_t a)
+{
+	uint32_t w;
+
+	memcpy(&w, (const void *)a, 4);
+	return w;
+}
+
+static bool is_auipc_t0(uint32_t w)
+{
+	return (w & 0xfff) == (RV_T0 << 7 | 0x17);
+}
+
+int mcr_encode(uintptr_t site, unsigned len, uintptr_t target, uint8_t *out)
+{
+	uint32_t w = RV_NOP, auipc = word(site - 4);
+
+	if (len != 4 || !is_auipc_t0(auipc))
+		return -1;
+	if (target) {
+		/* The auipc put site - 4 + (its upper 20 bits) in t0; the
+		 * target, or its mirror, is within a 12-bit offset of that. */
+		uintptr_t base = site - 4 + (uintptr_t)(int64_t)(int32_t)(auipc & 0xfffff000u);
+		int64_t lo = (int64_t)(target - base);
+
+		if (lo < -2048 || lo > 2047)
+			lo += MC_RV_TRAMP_MIRROR;
+		if (lo < -2048 || lo > 2047)
+			return -1;
+		w = (uint32_t)lo << 20 | RV_T0 << 15 | RV_T0 << 7 | 0x67;	/* jalr t0, lo(t0) */
+	}
+	memcpy(out, &w, 4);
+	return 0;
+}
+
+int mcr_site_find(uintptr_t entry, uintptr_t fentry, struct mcr_site *s)
+{
+	(void)fentry;
+	*s = (struct mcr_site){ .len = 4 };
+	if (entry & 3)
+		return -1;
+	if (is_auipc_t0(word(entry)))
+		s->at = entry + 4;
+	else if (!(entry & 7) && is_auipc_t0(word(entry + 8)))
+		s->at = entry + 12, s->slot = true;
+	else
+		return -1;
+	/* A fresh image's sites are all NOPs (objpatch link --nop). */
+	return word(s->at) == RV_NOP ? 0 : -1;
+}
+
+void mcr_flush_icache(uintptr_t lo, uintptr_t hi)
+{
+	/* Flags 0: every hart that runs this process, not only this one. */
+	__riscv_flush_icache((void *)lo, (void *)hi, 0);
+}
+
+void mcr_jump_stub(uint8_t *buf, uintptr_t target)
+{
+	static const uint32_t code[4] = {
+		0x00000317u,	/* auipc t1, 0 */
+		0x01033303u,	/* ld t1, 16(t1) */
+		0x00030067u,	/* jr t1 */
+		RV_NOP,
+	};
+
+	memcpy(buf, code, 16);
+	memcpy(buf + 16, &target, 8);
+}
+
+uintptr_t *mcr_return_slot(struct mcloc_regs *regs, uintptr_t parent, uintptr_t *key)
+{
+	/* At the site the function has not touched the stack, and its
+	 * return address is in ra, which the regs trampoline restores. */
+	*key = regs->x[2];
+	return regs->x[1] == parent ? (uintptr_t *)&regs->x[1] : NULL;
+}
+
+/*
+ * Reached by the timed function's ret, with the caller's stack pointer.
+ * Kept across the hook: the result registers a0, a1, fa0, fa1.
+ */
+__asm__(
+"	.text\n"
+"	.p2align 2\n"
+"	.globl	mcr_return_tramp\n"
+"	.hidden	mcr_return_tramp\n"
+"	.type	mcr_return_tramp, @function\n"
+"mcr_return_tramp:\n"
+"	addi	sp, sp, -32\n"
+"	sd	a0, 0(sp)\n"
+"	sd	a1, 8(sp)\n"
+"	fsd	fa0, 16(sp)\n"
+"	fsd	fa1, 24(sp)\n"
+"	addi	a0, sp, 32\n"
+"	call	mcr_return_hook\n"
+"	mv	ra, a0\n"
+"	ld	a0, 0(sp)\n"
+"	ld	a1, 8(sp)\n"
+"	fld	fa0, 16(sp)\n"
+"	fld	fa1, 24(sp)\n"
+"	addi	sp, sp, 32\n"
+"	ret\n"
+"	.size	mcr_return_tramp, .-mcr_return_tramp\n"
+);
