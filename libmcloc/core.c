@@ -665,6 +665,12 @@ static int update_sites(void)
 				    (unsigned long)site, len);
 				continue;
 			}
+			/* Same bytes, another meaning (one ops's slot or the
+			 * list, through the same trampoline): no store. */
+			if (!memcmp(p->old_bytes, p->new_bytes, len)) {
+				im->recs[r].state = (s & ~REC_ENABLED_ALL) | f;
+				continue;
+			}
 			/* The new state now (a dispatcher reads only the
 			 * length), the old one in the poke, in case the batch
 			 * is refused: a second walk over a hundred thousand
@@ -972,6 +978,7 @@ int mcloc_get_stats(struct mcloc_stats *out)
 	st->last_batch_ms = mcr_stats.last_batch_ms;
 	st->insn_stores = mcr_stats.insn_stores;
 	st->slot_stores = mcr_stats.slot_stores;
+	st->list_calls = __atomic_load_n(&mcr_list_calls, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&mcr_lock);
 	size_t sz = out->sz < sizeof(all) ? out->sz : sizeof(all);
 

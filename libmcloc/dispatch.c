@@ -49,6 +49,8 @@ static void walk(uintptr_t after, uintptr_t parent, struct mcloc_image *img, voi
 		size_t g = im->first + (size_t)r;
 		struct ops_set *set = mcr_rcu_deref(mcr_cur_set);
 
+		__atomic_fetch_add(&mcr_list_calls, 1, __ATOMIC_RELAXED);
+
 		for (size_t i = 0; set && i < set->n; i++) {
 			const struct set_ent *e = &set->v[i];
 

@@ -109,6 +109,7 @@ extern struct image *mcr_images[MCR_MAX_IMAGES];
 extern size_t mcr_nimages, mcr_nrecords;	/* slots in use, at most; records ever */
 extern struct ops_set *mcr_cur_set;		/* the published set (RCU) */
 extern size_t mcr_nrefused;			/* sites refused for their bytes */
+extern size_t mcr_list_calls;			/* traced calls that walked the set */
 /* Set while this thread runs a tracer callback: traced calls it makes
  * are not traced again. */
 extern __thread int mcr_in_tracer;

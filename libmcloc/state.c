@@ -15,6 +15,7 @@ size_t mcr_nimages, mcr_nrecords;
 struct ops_set *mcr_cur_set;
 struct direct mcr_direct[MCR_DIRECT_SLOTS];
 size_t mcr_nrefused;
+size_t mcr_list_calls;
 __thread int mcr_in_tracer __attribute__((tls_model("initial-exec")));
 struct mcr_hooks mcr_hooks;
 

@@ -40,7 +40,7 @@ int main(void)
 
 	mcloc_tracer_start("function", "work_*", NULL, fd);
 	show("function tracer on 'work_*':");
-	usleep(2000);
+	usleep(20000);	/* (long enough for qemu-user too) */
 	mcloc_tracer_stop();
 	show("function tracer off:");
 	printf("\nthe first trace lines (TASK-TID [CPU] TIMESTAMP: function <-parent):\n");

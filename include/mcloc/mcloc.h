@@ -118,6 +118,9 @@ struct mcloc_stats {
 	 * is one on aarch64 and riscv64, its bytes on x86_64), and ops slots
 	 * (aarch64, riscv64). */
 	size_t insn_stores, slot_stores;
+	/* Traced calls that walked the list of ops (ftrace's list function)
+	 * rather than reaching their one ops directly. */
+	size_t list_calls;
 };
 MCLOC_API int mcloc_get_stats(struct mcloc_stats *st);
 

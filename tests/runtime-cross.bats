@@ -1,0 +1,206 @@
+#!/usr/bin/env bats
+# libmcloc on aarch64 and riscv64, under qemu-user (whose guest threads are
+# host threads, so they run in parallel): the fixtures of runtime.bats
+# built with each architecture's flags for an ops slot before every
+# function (-fpatchable-function-entry=4,2 or =8,4, -falign-functions=8),
+# linked through objpatch link --nop --runtime, against a libmcloc
+# cross-built for the architecture (libmcloc/cross/ARCH.ini) in
+# setup_file.  And what each change writes into text, counted by the
+# library and decoded apart from it.
+
+load helpers
+
+RT=$SRC/tests/fixtures/runtime
+
+setup_file() {
+	# The plain build runs these; the sanitized build would run the same
+	# unsanitized cross library again.
+	[ -z "${MCLOC_SANITIZED:-}" ] || return 0
+	for a in aarch64 riscv64; do
+		command -v "$a-linux-gnu-gcc" >/dev/null && command -v "qemu-$a" >/dev/null || continue
+		local b=$BATS_FILE_TMPDIR/lib-$a
+		meson setup "$b" "$MCLOC_SRC" --cross-file "$MCLOC_SRC/libmcloc/cross/$a.ini" \
+			-Dtools=false >/dev/null && ninja -C "$b" >/dev/null ||
+			echo "cross build for $a failed" > "$BATS_FILE_TMPDIR/failed-$a"
+	done
+}
+
+# cross ARCH: skip without its toolchain; set CC, FLAGS, QEMU, LIB.
+cross() {
+	local a=$1
+	need "$a-linux-gnu-gcc"
+	need "qemu-$a"
+	[ ! -e "$BATS_FILE_TMPDIR/failed-$a" ] || fail "$(cat "$BATS_FILE_TMPDIR/failed-$a")"
+	CC=$a-linux-gnu-gcc
+	QEMU=(qemu-"$a" -L /usr/"$a"-linux-gnu)
+	LIB=$BATS_FILE_TMPDIR/lib-$a/libmcloc
+	case $a in
+	aarch64) FLAGS=(-fpatchable-function-entry=4,2 -falign-functions=8) ;;
+	riscv64) FLAGS=(-fpatchable-function-entry=8,4 -falign-functions=8) ;;
+	esac
+}
+
+plain_only() {
+	[ -z "${MCLOC_SANITIZED:-}" ] ||
+		skip "the cross library is not sanitized: the plain build runs this"
+}
+
+# build_cross ARCH DRIVER NFUNCS [CFLAGS...]: $T/DRIVER for ARCH.
+build_cross() {
+	local a=$1 d=$2 n=$3; shift 3
+	cross "$a"
+	$PY "$RT/gen.py" "$T/gen.c" "$n"
+	$CC -O1 "${FLAGS[@]}" -c "$T/gen.c" -o "$T/gen.o"
+	$CC -O1 "$@" -I"$SRC/include" -c "$RT/$d.c" -o "$T/$d.o"
+	"$OBJPATCH" link --nop --runtime --check -- $CC "$@" "$T/$d.o" "$T/gen.o" \
+		-o "$T/$d" -L"$LIB" -lmcloc -lpthread
+}
+
+run_cross() {
+	run env LD_LIBRARY_PATH="$LIB" timeout -s KILL 900 "${QEMU[@]}" "$@"
+}
+
+rt_test() {
+	plain_only
+	build_cross "$1" rt_test 2000
+	run_cross "$T/rt_test"
+	echo "$output"
+	assert_success
+	assert_line "ok: its site calls the regs trampoline, not a direct stub"
+	assert_line --partial "redirect: "
+	assert_line "PASSED: 0 failures"
+	refute_line --partial "FAIL"
+}
+
+@test "aarch64: live patching while threads run: counts, filters, ops slots, redirect, races" {
+	rt_test aarch64
+}
+
+@test "riscv64: live patching while threads run: counts, filters, ops slots, redirect, races" {
+	rt_test riscv64
+}
+
+stress() {
+	plain_only
+	build_cross "$1" stress 10000
+	run_cross "$T/stress" 20 1000
+	echo "$output"
+	echo "# $1: ${lines[-3]}" >&3
+	assert_success
+	assert_line "PASSED"
+	assert_line --partial "mismatches: 0, api errors: 0, enabled at end: 0"
+}
+
+@test "aarch64 stress: 8 threads, 10,000 functions, 1,000+ overlapping toggles, exact per call" {
+	stress aarch64
+}
+
+@test "riscv64 stress: 8 threads, 10,000 functions, 1,000+ overlapping toggles, exact per call" {
+	stress riscv64
+}
+
+dlloop() {
+	plain_only
+	cross "$1"
+	$CC -O2 -fPIC "${FLAGS[@]}" -c "$RT/shlib.c" -o "$T/shlib.o"
+	"$OBJPATCH" link --nop --runtime --check -- $CC -shared "$T/shlib.o" -o "$T/libtraced.so"
+	$CC -O2 -I"$SRC/include" "$RT/dlloop.c" -o "$T/dlloop" -Wl,--no-as-needed \
+		-L"$LIB" -lmcloc -ldl
+	run_cross "$T/dlloop" "$T/libtraced.so"
+	echo "$output"
+	assert_success
+	assert_line "300 cycles"
+	assert_line "PASSED"
+}
+
+@test "aarch64: dlopen/dlclose 300 times, ops across an unload" {
+	dlloop aarch64
+}
+
+@test "riscv64: dlopen/dlclose 300 times, ops across an unload" {
+	dlloop riscv64
+}
+
+# stores ARCH NOP CALL: the fixture's lines, decoded with tests/lib/decode.py.
+stores() {
+	plain_only
+	build_cross "$1" stores 20
+	run_cross "$T/stores"
+	echo "$output"
+	assert_success
+	local step insn slot site sv dec
+	while read -r step insn slot site sv; do
+		[ "$step" != list: ] || continue
+		local before=${site#site=} after
+		after=${before#*->}
+		before=${before%->*}
+		dec=$($PY "$SRC/tests/lib/decode.py" "$1" "$before" "$after" | tr '\n' '|')
+		echo "$step $insn $slot $sv: $dec"
+		case $step in
+		enable)		[ "$insn $slot $sv" = "insn=1 slot=1 slot=old->new" ]
+				[[ $dec == "$2|$3"* ]] ;;
+		second)		[ "$insn $slot $sv" = "insn=0 slot=1 slot=old->new" ]
+				[[ $dec == "$3"*"|$3"* ]] ;;
+		first-alone)	[ "$insn $slot $sv" = "insn=0 slot=1 slot=old->new" ]
+				[[ $dec == "$3"*"|$3"* ]] ;;
+		disable)	[ "$insn $slot $sv" = "insn=1 slot=0 slot=same->same" ]
+				[[ $dec == "$3"*"|$2|" ]] ;;
+		*)		false ;;
+		esac
+	done <<< "$output"
+	# A site with one ops reaches it through its slot; with two, the list.
+	assert_line "list: one=0 two=1000"
+}
+
+@test "aarch64: a site changes with one 4-byte store (nop <-> bl), an ops change only its slot" {
+	stores aarch64 nop bl
+}
+
+@test "riscv64: a site changes with one 4-byte store (nop <-> jalr t0), an ops change only its slot" {
+	stores riscv64 nop "jalr x5"
+}
+
+# The ops lifetime under AddressSanitizer: stress.c frees every ops as
+# soon as unregister returns; a callback through a stale slot or set would
+# be a use after free.
+@test "aarch64 ops lifetime under ASan: ops freed at unregister are never called" {
+	plain_only
+	cross aarch64
+	local b=$BATS_FILE_TMPDIR/asan-aarch64
+	meson setup "$b" "$SRC" --cross-file "$SRC/libmcloc/cross/aarch64.ini" -Dtools=false \
+		-Db_sanitize=address -Db_lundef=false >/dev/null
+	ninja -C "$b" >/dev/null
+	LIB=$b/libmcloc
+	build_cross aarch64 stress 2000 -fsanitize=address
+	# (LeakSanitizer cannot run under qemu-user.)
+	run env ASAN_OPTIONS=detect_leaks=0 LD_LIBRARY_PATH="$LIB" timeout -s KILL 900 \
+		"${QEMU[@]}" "$T/stress" 10 200
+	echo "$output"
+	assert_success
+	refute_output --partial "AddressSanitizer"
+	assert_line "PASSED"
+}
+
+@test "riscv64 ops lifetime under ASan" {
+	skip "ASan's allocator fails under qemu-riscv64 (CHECK failed: sanitizer_allocator_primary32.h: kNumPossibleRegions), before main"
+}
+
+demo() {
+	plain_only
+	cross "$1"
+	run "$SRC/examples/runtime/run.sh" "$MCLOC_BUILD" "$1" "$LIB"
+	echo "$output"
+	assert_success
+	assert_line --regexp '^ +[^ ]+-[0-9]+ +\[[0-9]{3}\] +[0-9]+\.[0-9]{6}: work_(sum|hash) <-app_worker$'
+	assert_line --regexp '^work_hash +[0-9]+ +[0-9]+\.[0-9]{3} +[0-9]+\.[0-9]{3}$'
+	assert_line --regexp '^calc_square +[0-9]+ +[0-9]+\.[0-9]{3} +[0-9]+\.[0-9]{3}$'
+	assert_line --regexp '^profile off: +0 of 5 sites enabled'
+}
+
+@test "aarch64: examples/runtime traces and profiles as on x86_64" {
+	demo aarch64
+}
+
+@test "riscv64: examples/runtime traces and profiles as on x86_64" {
+	demo riscv64
+}
