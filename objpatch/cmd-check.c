@@ -36,6 +36,7 @@ struct checker {
 	struct json *j;
 	size_t problems;
 	size_t ntables;
+	bool runtime;		/* the image has libmcloc's descriptor */
 };
 
 static void problem(struct checker *k, uint32_t shndx, uint64_t off, bool placed,
@@ -65,6 +66,33 @@ static void problem(struct checker *k, uint32_t shndx, uint64_t off, bool placed
 	}
 }
 
+/*
+ * A patchable entry of an image linked for the runtime on aarch64 or
+ * riscv64 (objpatch link --runtime): its fixed first instruction written,
+ * and the ops slot before the function, if it has one, 8-byte aligned, or
+ * its one store would not be atomic.  ENTRY is the function's start.
+ */
+static void check_runtime_entry(struct checker *k, const struct op_entry *e,
+				const struct mc_text *t, uint64_t entry)
+{
+	uint64_t addr = k->f->secs[e->shndx].sh.sh_addr + e->off;
+
+	if (!k->runtime || !k->a->is_runtime_site || !mce_linked(k->f))
+		return;
+	if (entry != e->off && entry != e->off + 8) {
+		problem(k, e->shndx, e->off, true, "%llu bytes of NOPs before the entry: the "
+			"runtime needs none, or 8 for an ops slot",
+			(unsigned long long)(entry - e->off));
+		return;
+	}
+	if (!k->a->is_runtime_site(t, entry))
+		problem(k, e->shndx, entry, true, "not a run-time site (mov x9, x30 / auipc t0 "
+			"then a NOP): link with objpatch link --runtime");
+	else if (entry != e->off && addr % 8)
+		problem(k, e->shndx, e->off, true, "ops slot at 0x%llx not 8-byte aligned: "
+			"compile with -falign-functions=8", (unsigned long long)addr);
+}
+
 static void check_placement(struct checker *k, const struct op_entry *e)
 {
 	struct mc_text t = mc_text_of(k->f, &k->f->secs[e->shndx], 0);
@@ -79,8 +107,10 @@ static void check_placement(struct checker *k, const struct op_entry *e)
 		uint64_t s2;
 		long next = mce_label_before(k->f, e->shndx, e->off + e->len, &s2);
 
-		if (next >= 0 && s2 >= e->off && s2 <= e->off + e->len)
+		if (next >= 0 && s2 >= e->off && s2 <= e->off + e->len) {
+			check_runtime_entry(k, e, &t, s2);
 			return;
+		}
 		if (fn >= 0 && k->a->landing_pad &&
 		    start + k->a->landing_pad(&t, start) == e->off)
 			return;
@@ -213,6 +243,7 @@ static int check_one(const char *path, const struct op_common *c, struct json *j
 		json_begin(j, "problems", '[');
 	}
 	k.ntables = s.ntables;
+	k.runtime = s.image_sym > 0;
 	for (size_t i = 0; i < s.n; i++) {
 		const struct op_entry *e = &s.v[i];
 

@@ -204,3 +204,33 @@ demo() {
 @test "riscv64: examples/runtime traces and profiles as on x86_64" {
 	demo riscv64
 }
+
+# objpatch check on a runtime image: the fixed first instructions are
+# there, and ops slots are 8-byte aligned (without -falign-functions=8
+# some are not, and a store to them would not be atomic).
+check_slots() {
+	need "$1-linux-gnu-gcc"
+	local cc=$1-linux-gnu-gcc
+	$PY "$RT/gen.py" "$T/gen.c" 40
+	echo 'int main(void) { return 0; }' > "$T/main.c"
+	$cc -O2 "$2" -c "$T/gen.c" -o "$T/gen.o"
+	$cc -O2 -c "$T/main.c" -o "$T/main.o"
+	run "$OBJPATCH" link --nop --runtime --check -- $cc "$T/main.o" "$T/gen.o" -o "$T/prog"
+	assert_failure
+	assert_output --partial "not 8-byte aligned: compile with -falign-functions=8"
+	[ ! -e "$T/prog" ]
+	$cc -O2 "$2" -falign-functions=8 -c "$T/gen.c" -o "$T/gen.o"
+	run "$OBJPATCH" link --nop --runtime --check -- $cc "$T/main.o" "$T/gen.o" -o "$T/prog"
+	assert_success
+	# And on its own, after the link.
+	run "$OBJPATCH" check "$T/prog"
+	assert_success
+}
+
+@test "aarch64: objpatch check verifies run-time sites and ops slot alignment" {
+	check_slots aarch64 -fpatchable-function-entry=4,2
+}
+
+@test "riscv64: objpatch check verifies run-time sites and ops slot alignment" {
+	check_slots riscv64 -fpatchable-function-entry=8,4
+}
