@@ -3,6 +3,7 @@
 #                 when not root); elsewhere, say what is needed
 #   make / build  configure and build; installs nothing
 #   make demo     deps, build, then the bundled example
+#   make demo-cross   the runtime example for aarch64 and riscv64, under qemu
 #   make check    deps, build, then every test, also under ASan + UBSan
 BUILD     ?= build
 SANBUILD  ?= build-san
@@ -25,7 +26,7 @@ BUILD_PCS   := libelf libdw capstone
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps build demo check test clean
+.PHONY: all deps build demo demo-cross check test clean
 
 all: build
 
@@ -67,6 +68,21 @@ demo: deps
 	examples/demo/run.sh $(BUILD)
 	@echo
 	examples/runtime/run.sh $(BUILD)
+
+# libmcloc for aarch64 and riscv64 (libmcloc/cross/*.ini), and the
+# runtime example on each under qemu-user.
+CROSS_ARCHS := aarch64 riscv64
+
+$(BUILD)-%/build.ninja:
+	meson setup $(BUILD)-$* --cross-file libmcloc/cross/$*.ini -Dtools=false
+
+demo-cross: deps
+	$(MAKE) build
+	@for a in $(CROSS_ARCHS); do \
+		$(MAKE) $(BUILD)-$$a/build.ninja && ninja -C $(BUILD)-$$a && \
+		echo && echo "== $$a ==" && \
+		examples/runtime/run.sh $(BUILD) $$a $(BUILD)-$$a/libmcloc || exit 1; \
+	done
 
 # Every test runs twice: in the normal build and under ASan + UBSan.
 check: deps
