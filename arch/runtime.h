@@ -45,6 +45,10 @@
  */
 int mcr_encode(uintptr_t site, unsigned len, uintptr_t target, uint8_t *out);
 
+/* The same, for TARGET one of an image's trampolines (or their stubs),
+ * which riscv64 may reach through their mirror (arch/riscv/tramp.h). */
+int mcr_encode_tramp(uintptr_t site, unsigned len, uintptr_t target, uint8_t *out);
+
 /*
  * What a table entry ENTRY (the address the compiler recorded) holds, for
  * images linked with or without objpatch: the site that changes, its

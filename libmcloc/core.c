@@ -103,8 +103,12 @@ int mcloc_register_image(struct mcloc_image *desc)
 	struct image im = { .desc = desc, .base = desc->base };
 	int ret = 0;
 
-	if (desc->magic != MCLOC_IMAGE_MAGIC || desc->version != MCLOC_IMAGE_VERSION)
+	/* Version 2 images work, but their trampolines cannot enter a
+	 * direct trampoline from the list. */
+	if (desc->magic != MCLOC_IMAGE_MAGIC || desc->version < 2 ||
+	    desc->version > MCLOC_IMAGE_VERSION)
 		return -EINVAL;
+	im.version = desc->version;
 	pthread_mutex_lock(&mcr_lock);
 	struct image *slot = calloc(1, sizeof(*slot));
 	size_t at = 0;
@@ -447,6 +451,30 @@ int mcloc_set_notrace(struct mcloc_ops *ops, const char *globs, int reset)
 	return set_globs(ops, globs, reset, true);
 }
 
+/* With the lock held: the record of the site at IP, or of the function
+ * at IP (its site lies within its first 16 bytes); -1 if none. */
+static long site_rec(uintptr_t ip, struct image **imp)
+{
+	for (size_t i = 0; i < mcr_nimages; i++) {
+		struct image *im = mcr_images[i];
+
+		if (!im)
+			continue;
+		long r = mcr_rec_at(im, ip);
+		if (r < 0 && im->names && ip >= im->base) {
+			size_t k = mcr_rec_lower(im, ip);
+
+			if (k < im->nrecs && im->base + im->recs[k].off < ip + 16)
+				r = (long)k;
+		}
+		if (r >= 0) {
+			*imp = im;
+			return r;
+		}
+	}
+	return -1;
+}
+
 int mcloc_set_filter_ip(struct mcloc_ops *ops, uintptr_t ip, int remove)
 {
 	int ret;
@@ -459,27 +487,18 @@ int mcloc_set_filter_ip(struct mcloc_ops *ops, uintptr_t ip, int remove)
 	if (!ret)
 		ret = save_filters(ops, &saved);
 	if (!ret) {
-		ret = -ENOENT;
-		for (size_t i = 0; i < mcr_nimages; i++) {
-			if (!mcr_images[i])
-				continue;
-			long r = mcr_rec_at(mcr_images[i], ip);
+		struct image *im;
+		long r = site_rec(ip, &im);
 
-			/* A function's address names its site too. */
-			if (r < 0 && mcr_images[i]->names)
-				for (size_t k = 0; k < mcr_images[i]->nrecs && r < 0; k++)
-					if (mcr_images[i]->base + mcr_images[i]->recs[k].off >= ip &&
-					    mcr_images[i]->base + mcr_images[i]->recs[k].off < ip + 16)
-						r = (long)k;
-			if (r < 0)
-				continue;
-			size_t g = mcr_images[i]->first + (size_t)r;
+		ret = -ENOENT;
+		if (r >= 0) {
+			size_t g = im->first + (size_t)r;
+
 			if (remove)
 				ops->priv->filter[g / 64] &= ~(1ull << (g % 64));
 			else
 				ops->priv->filter[g / 64] |= 1ull << (g % 64);
 			ret = 0;
-			break;
 		}
 		ret = ret ? (restore_filters(ops, &saved), ret) : retarget(ops, &saved);
 	}
@@ -487,7 +506,7 @@ int mcloc_set_filter_ip(struct mcloc_ops *ops, uintptr_t ip, int remove)
 	return ret;
 }
 
-#define REC_ENABLED_ALL (REC_ENABLED | REC_ENABLED_REGS | REC_ENABLED_DIRECT)
+#define REC_ENABLED_ALL (REC_ENABLED | REC_ENABLED_REGS | REC_ENABLED_DIRECT | REC_ENABLED_USER)
 
 /* The registered ops a site may call alone, for one update_sites(): those
  * that own a direct slot (x86_64), or all that need no registers (ops
@@ -551,6 +570,17 @@ static uintptr_t wanted(const struct image *im, size_t r, uint32_t s, const stru
 	if (!(s & REC_REF_MASK))
 		return 0;
 	*flags = REC_ENABLED;
+	/* A direct trampoline alone, within the site's reach: called
+	 * itself, nothing of ours in between. */
+	if ((s & REC_HAS_DIRECT) && (s & REC_REF_MASK) == 1) {
+		uintptr_t t = mcr_direct_of(mcr_directs, im->first + r);
+		uint8_t b[MCR_MAX_SITE];
+
+		if (t && !mcr_encode(im->base + im->recs[r].off, s >> REC_LEN_SHIFT, t, b)) {
+			*flags |= REC_ENABLED_USER;
+			return t;
+		}
+	}
 	if (s & REC_REGS_MASK) {
 		*flags |= REC_ENABLED_REGS;
 		return im->desc->tramp_regs;
@@ -588,6 +618,8 @@ static uintptr_t current(const struct image *im, size_t r, uint32_t s)
 
 	if (!(s & REC_ENABLED))
 		return 0;
+	if (s & REC_ENABLED_USER)
+		return mcr_direct_of(mcr_directs, im->first + r);
 	if (s & REC_ENABLED_REGS)
 		return im->desc->tramp_regs;
 #if !MCR_ONE_STORE
@@ -657,8 +689,12 @@ static int update_sites(void)
 
 			p->addr = site;
 			p->len = (uint8_t)len;
-			if (mcr_encode(site, len, current(im, r, s), p->old_bytes) < 0 ||
-			    mcr_encode(site, len, to, p->new_bytes) < 0) {
+			/* (A direct trampoline is a plain target; the image's
+			 * trampolines may be reached through an alias.) */
+			if (((s & REC_ENABLED_USER) ? mcr_encode : mcr_encode_tramp)(
+				    site, len, current(im, r, s), p->old_bytes) < 0 ||
+			    ((f & REC_ENABLED_USER) ? mcr_encode : mcr_encode_tramp)(
+				    site, len, to, p->new_bytes) < 0) {
 				im->recs[r].state |= REC_REFUSED;
 				mcr_nrefused++;
 				mcr_say(1, "site %#lx: no %u-byte call reaches the trampoline; refused",
@@ -879,6 +915,14 @@ int mcloc_register_ops(struct mcloc_ops *ops)
 		ret = -EBUSY;
 		goto out;
 	}
+	/* A site counts the ops that need registers in 7 bits. */
+	size_t nregs = 0;
+	for (size_t i = 0; mcr_cur_set && i < mcr_cur_set->n; i++)
+		nregs += mcr_cur_set->v[i].regs;
+	if ((ops->flags & MCLOC_OPS_SAVE_REGS) && nregs >= REC_REGS_MAX) {
+		ret = -ENOSPC;
+		goto out;
+	}
 	bool all = filter_empty(p);
 	free(p->covers);
 	p->covers = calloc(p->nfilter, 8);
@@ -942,6 +986,119 @@ out:
 	return ret;
 }
 
+/* ---- direct calls ------------------------------------------------------------ */
+
+/* A copy of the published direct set with G's entry added (TRAMP) or
+ * removed (0), published; the old one is freed a grace period later. */
+static int publish_directs(size_t g, uintptr_t tramp)
+{
+	struct direct_set *old = mcr_directs;
+	size_t n = old ? old->n : 0, k = 0;
+	struct direct_set *set = malloc(sizeof(*set) + (n + 1) * sizeof(set->v[0]));
+
+	if (!set)
+		return -ENOMEM;
+	bool placed = !tramp;
+
+	for (size_t i = 0; i < n; i++) {
+		if (!placed && old->v[i].g > g) {
+			set->v[k++] = (struct direct_ent){ g, tramp };
+			placed = true;
+		}
+		if (old->v[i].g != g)
+			set->v[k++] = old->v[i];
+	}
+	if (!placed)
+		set->v[k++] = (struct direct_ent){ g, tramp };
+	set->n = k;
+	mcr_rcu_assign(mcr_directs, set);
+	mcr_synchronize_rcu();
+	free(old);
+	return 0;
+}
+
+/*
+ * The kernel's register_ftrace_direct(): the site at IP (or of the
+ * function at IP) calls TRAMP itself when nothing else covers it and TRAMP
+ * is within the site's reach; otherwise the image's trampoline enters
+ * TRAMP after the other ops's callbacks, with the registers as the site
+ * left them.  Either way no code of ours runs between the site and TRAMP
+ * in the first case, and TRAMP sees the same state in both.
+ */
+int mcloc_register_direct(uintptr_t ip, void *tramp)
+{
+	int ret = mcloc_init();
+	struct image *im;
+
+	if (ret)
+		return ret;
+	if (!tramp)
+		return -EINVAL;
+	pthread_mutex_lock(&mcr_lock);
+	long r = site_rec(ip, &im);
+	if (r < 0) {
+		ret = -ENOENT;
+		goto out;
+	}
+	uint32_t *st = &im->recs[r].state;
+	size_t g = im->first + (size_t)r;
+	if (*st & REC_HAS_DIRECT) {
+		ret = -EEXIST;
+		goto out;
+	}
+	if (im->version < 3 || (*st & REC_REFUSED)) {
+		ret = im->version < 3 ? -EOPNOTSUPP : -EILSEQ;
+		goto out;
+	}
+	/* In the set before any site can need it. */
+	ret = publish_directs(g, (uintptr_t)tramp);
+	if (ret)
+		goto out;
+	*st += 1;
+	*st |= REC_HAS_DIRECT;
+	ret = update_sites();
+	if (ret) {
+		*st -= 1;
+		*st &= ~REC_HAS_DIRECT;
+		update_sites();
+		publish_directs(g, 0);
+	}
+out:
+	pthread_mutex_unlock(&mcr_lock);
+	return ret;
+}
+
+/* When it returns, no call that starts after it enters TRAMP; one already
+ * past the site may still be on its way in (keep TRAMP's code mapped, as
+ * the kernel frees its trampolines only after an RCU-tasks grace period). */
+int mcloc_unregister_direct(uintptr_t ip, void *tramp)
+{
+	struct image *im;
+	int ret = 0;
+
+	pthread_mutex_lock(&mcr_lock);
+	long r = site_rec(ip, &im);
+	size_t g = r >= 0 ? im->first + (size_t)r : 0;
+	if (r < 0 || !(im->recs[r].state & REC_HAS_DIRECT) ||
+	    mcr_direct_of(mcr_directs, g) != (uintptr_t)tramp) {
+		ret = -ENOENT;
+		goto out;
+	}
+	im->recs[r].state -= 1;
+	im->recs[r].state &= ~REC_HAS_DIRECT;
+	/* (Its entry stays while the site still calls TRAMP.) */
+	ret = update_sites();
+	if (ret) {
+		im->recs[r].state += 1;
+		im->recs[r].state |= REC_HAS_DIRECT;
+		goto out;
+	}
+	ret = publish_directs(g, 0);
+out:
+	pthread_mutex_unlock(&mcr_lock);
+	return ret;
+}
+
 void mcloc_ops_free(struct mcloc_ops *ops)
 {
 	if (!ops || !ops->priv || ops->priv->registered)
@@ -979,6 +1136,9 @@ int mcloc_get_stats(struct mcloc_stats *out)
 	st->insn_stores = mcr_stats.insn_stores;
 	st->slot_stores = mcr_stats.slot_stores;
 	st->list_calls = __atomic_load_n(&mcr_list_calls, __ATOMIC_RELAXED);
+	for (size_t i = 0; i < mcr_nimages; i++)
+		for (size_t r = 0; mcr_images[i] && r < mcr_images[i]->nrecs; r++)
+			st->direct_tramps += !!(mcr_images[i]->recs[r].state & REC_ENABLED_USER);
 	pthread_mutex_unlock(&mcr_lock);
 	size_t sz = out->sz < sizeof(all) ? out->sz : sizeof(all);
 

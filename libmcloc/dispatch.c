@@ -28,11 +28,14 @@
 
 /* ---- dispatch ------------------------------------------------------------------ */
 
-/* The set's callbacks for the site that ends at AFTER, in the thread's
- * mcr_in_tracer section. */
-static void walk(uintptr_t after, uintptr_t parent, struct mcloc_image *img, void *regs)
+/* The set's callbacks for the site that ends at AFTER (unless CALLBACKS
+ * is false: a callback's own traced call), in the thread's mcr_in_tracer
+ * section; returns the site's direct trampoline, or 0. */
+static uintptr_t walk(uintptr_t after, uintptr_t parent, struct mcloc_image *img, void *regs,
+		      bool callbacks)
 {
 	const struct image *im = NULL;
+	uintptr_t direct = 0;
 	long r;
 
 	mcr_read_lock();
@@ -49,26 +52,36 @@ static void walk(uintptr_t after, uintptr_t parent, struct mcloc_image *img, voi
 		size_t g = im->first + (size_t)r;
 		struct ops_set *set = mcr_rcu_deref(mcr_cur_set);
 
-		__atomic_fetch_add(&mcr_list_calls, 1, __ATOMIC_RELAXED);
+		if (callbacks) {
+			__atomic_fetch_add(&mcr_list_calls, 1, __ATOMIC_RELAXED);
+			for (size_t i = 0; set && i < set->n; i++) {
+				const struct set_ent *e = &set->v[i];
 
-		for (size_t i = 0; set && i < set->n; i++) {
-			const struct set_ent *e = &set->v[i];
-
-			if (mcr_bit_of(e->covers, g))
-				e->func(ip, parent, e->ops, e->regs ? regs : NULL);
+				if (mcr_bit_of(e->covers, g))
+					e->func(ip, parent, e->ops, e->regs ? regs : NULL);
+			}
 		}
+		/* After the callbacks, as the kernel's ftrace_regs_caller
+		 * enters a direct trampoline that shares a site. */
+		if (__atomic_load_n(&im->recs[r].state, __ATOMIC_RELAXED) & REC_HAS_DIRECT)
+			direct = mcr_direct_of(mcr_rcu_deref(mcr_directs), g);
 	}
 	mcr_read_unlock();
+	return direct;
 }
 
-static void dispatch(uintptr_t after, uintptr_t parent, struct mcloc_image *img,
-		     void *regs)
+/* A callback that calls a traced function gets no callbacks for it (each
+ * thread skips them while inside one); a direct trampoline is entered
+ * all the same, since the function's own behaviour may rest on it. */
+static uintptr_t dispatch(uintptr_t after, uintptr_t parent, struct mcloc_image *img,
+			  void *regs)
 {
 	if (mcr_in_tracer)
-		return;		/* a callback called a traced function */
+		return walk(after, parent, img, regs, false);
 	mcr_in_tracer = 1;
-	walk(after, parent, img, regs);
+	uintptr_t direct = walk(after, parent, img, regs, true);
 	mcr_in_tracer = 0;
+	return direct;
 }
 
 struct mcloc_ops mcr_list_ops;
@@ -91,7 +104,7 @@ static bool slot_call(const struct image *im, uintptr_t after, uintptr_t parent)
 	uint32_t have;
 
 	memcpy(&have, (const void *)site, 4);
-	if (mcr_encode(site, 4, im->desc->tramp_args, call) || memcmp(&have, call, 4))
+	if (mcr_encode_tramp(site, 4, im->desc->tramp_args, call) || memcmp(&have, call, 4))
 		return false;
 	struct mcloc_ops *ops = __atomic_load_n((struct mcloc_ops **)(site - MCR_SLOT_BACK),
 						__ATOMIC_ACQUIRE);
@@ -127,35 +140,38 @@ __attribute__((used)) void mcr_direct_hook(uintptr_t after, uintptr_t parent, ui
 		if (d->func)
 			d->func(after - len, parent, d->ops, NULL);
 	} else {
-		walk(after, parent, NULL, NULL);
+		walk(after, parent, NULL, NULL, true);
 	}
 	mcr_read_unlock();
 	mcr_in_tracer = 0;
 }
 #endif
 
-void mcr_args_dispatch(uintptr_t after, uintptr_t parent, struct mcloc_image *img,
-			  void *args)
+uintptr_t mcr_args_dispatch(uintptr_t after, uintptr_t parent, struct mcloc_image *img,
+			     void *args)
 {
 	(void)args;
 #if MCR_ONE_STORE
+	uintptr_t direct = 0;
+
 	if (mcr_in_tracer)
-		return;
+		return walk(after, parent, img, NULL, false);
 	mcr_in_tracer = 1;
 	mcr_read_lock();
 	const struct image *im = __atomic_load_n((struct image **)&img->lib, __ATOMIC_ACQUIRE);
 	if (!im || !im->slots || !slot_call(im, after, parent))
-		walk(after, parent, img, NULL);
+		direct = walk(after, parent, img, NULL, true);
 	mcr_read_unlock();
 	mcr_in_tracer = 0;
+	return direct;
 #else
-	dispatch(after, parent, img, NULL);
+	return dispatch(after, parent, img, NULL);
 #endif
 }
 
-void mcr_regs_dispatch(uintptr_t after, uintptr_t parent, struct mcloc_image *img,
-			  void *regs)
+uintptr_t mcr_regs_dispatch(uintptr_t after, uintptr_t parent, struct mcloc_image *img,
+			     void *regs)
 {
-	dispatch(after, parent, img, regs);
+	return dispatch(after, parent, img, regs);
 }
 

@@ -28,14 +28,17 @@ struct mcloc_rec {
 };
 _Static_assert(sizeof(struct mcloc_rec) == 8, "a record is 8 bytes");
 
-#define REC_REF_MASK	0x0000ffffu	/* ops covering the site */
+#define REC_REF_MASK	0x0000ffffu	/* ops (and a direct) covering the site */
 #define REC_REGS_SHIFT	16
-#define REC_REGS_MASK	0x00ff0000u	/* of which need registers */
+#define REC_REGS_MASK	0x007f0000u	/* of which need registers */
+#define REC_REGS_MAX	127
+#define REC_HAS_DIRECT	(1u << 23)	/* mcloc_register_direct() covers it */
 #define REC_ENABLED	(1u << 24)	/* the site holds a call */
 #define REC_ENABLED_REGS (1u << 25)	/* ... to the regs trampoline */
 #define REC_REFUSED	(1u << 26)	/* its bytes were not what we expected */
-#define REC_ENABLED_DIRECT (1u << 27)	/* ... to an ops's direct stub */
-#define REC_LEN_SHIFT	28		/* site length, 1..15 */
+#define REC_ENABLED_DIRECT (1u << 27)	/* ... to one ops (stub or slot) */
+#define REC_ENABLED_USER (1u << 28)	/* ... to a direct trampoline itself */
+#define REC_LEN_SHIFT	29		/* site length, 1..7 */
 
 struct fsym {
 	uintptr_t lo, hi;
@@ -44,6 +47,7 @@ struct fsym {
 
 struct image {
 	struct mcloc_image *desc;
+	unsigned version;	/* of its descriptor (the ABI it was linked with) */
 	uintptr_t base;
 	struct mcloc_rec *recs;
 	const char **names;	/* function of each record (NULL: unknown), interned */
@@ -74,6 +78,38 @@ struct direct {
 	struct mcloc_ops *ops;
 };
 extern struct direct mcr_direct[MCR_DIRECT_SLOTS];
+
+/*
+ * The sites of mcloc_register_direct(), by global record index, sorted;
+ * published with RCU (the dispatcher returns a site's trampoline to the
+ * image's trampoline, which enters it).  An entry that is leaving stays
+ * until its site no longer calls its trampoline.
+ */
+struct direct_ent {
+	size_t g;
+	uintptr_t tramp;
+};
+struct direct_set {
+	size_t n;
+	struct direct_ent v[];
+};
+extern struct direct_set *mcr_directs;
+
+/* The direct trampoline of global record G in SET, or 0. */
+static inline uintptr_t mcr_direct_of(const struct direct_set *set, size_t g)
+{
+	size_t lo = 0, hi = set ? set->n : 0;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (set->v[mid].g < g)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return set && lo < set->n && set->v[lo].g == g ? set->v[lo].tramp : 0;
+}
 
 /* What a site's ops slot holds when more than one ops covers the site
  * (ftrace's list ops): its dispatcher walks the set.  Never called. */
@@ -147,9 +183,10 @@ bool mcr_is_site(uintptr_t addr);
 int mcr_image_records(struct image *im, const struct mcloc_image *desc);
 const char *mcr_image_name(struct image *im, const struct mcloc_image *desc);
 void mcr_image_free(struct image *im);
-/* dispatch.c: what the trampolines call. */
-void mcr_args_dispatch(uintptr_t after, uintptr_t parent, struct mcloc_image *img, void *args);
-void mcr_regs_dispatch(uintptr_t after, uintptr_t parent, struct mcloc_image *img, void *regs);
+/* dispatch.c: what the trampolines call; they return a direct trampoline
+ * for the image's trampoline to enter, or 0. */
+uintptr_t mcr_args_dispatch(uintptr_t after, uintptr_t parent, struct mcloc_image *img, void *args);
+uintptr_t mcr_regs_dispatch(uintptr_t after, uintptr_t parent, struct mcloc_image *img, void *regs);
 
 /* Does a registered image have sites in [LO, HI)? */
 bool mcr_covers(uintptr_t lo, uintptr_t hi);

@@ -16,6 +16,7 @@ struct ops_set *mcr_cur_set;
 struct direct mcr_direct[MCR_DIRECT_SLOTS];
 size_t mcr_nrefused;
 size_t mcr_list_calls;
+struct direct_set *mcr_directs;
 __thread int mcr_in_tracer __attribute__((tls_model("initial-exec")));
 struct mcr_hooks mcr_hooks;
 

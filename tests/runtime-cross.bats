@@ -19,7 +19,7 @@ setup_file() {
 	for a in aarch64 riscv64; do
 		command -v "$a-linux-gnu-gcc" >/dev/null && command -v "qemu-$a" >/dev/null || continue
 		local b=$BATS_FILE_TMPDIR/lib-$a
-		meson setup "$b" "$MCLOC_SRC" --cross-file "$MCLOC_SRC/libmcloc/cross/$a.ini" \
+		meson setup "$b" "$SRC" --cross-file "$SRC/libmcloc/cross/$a.ini" \
 			-Dtools=false >/dev/null && ninja -C "$b" >/dev/null ||
 			echo "cross build for $a failed" > "$BATS_FILE_TMPDIR/failed-$a"
 	done
@@ -160,6 +160,25 @@ stores() {
 	stores riscv64 nop "jalr x5"
 }
 
+direct() {
+	plain_only
+	build_cross "$1" direct 20
+	run_cross "$T/direct"
+	echo "$output"
+	assert_success
+	assert_line "ok: shared: callback, then trampoline, each call"
+	assert_line "ok: redirected: the trampoline, then fn2"
+	assert_line "PASSED: 0 failures"
+}
+
+@test "aarch64: direct calls, itself or through the list, exact" {
+	direct aarch64
+}
+
+@test "riscv64: direct calls, itself or through the list, exact" {
+	direct riscv64
+}
+
 # The ops lifetime under AddressSanitizer: stress.c frees every ops as
 # soon as unregister returns; a callback through a stale slot or set would
 # be a use after free.
@@ -188,7 +207,7 @@ stores() {
 demo() {
 	plain_only
 	cross "$1"
-	run "$SRC/examples/runtime/run.sh" "$MCLOC_BUILD" "$1" "$LIB"
+	run "$SRC/examples/runtime/run.sh" "${MCLOC_BUILD:-$SRC/build}" "$1" "$LIB"
 	echo "$output"
 	assert_success
 	assert_line --regexp '^ +[^ ]+-[0-9]+ +\[[0-9]{3}\] +[0-9]+\.[0-9]{6}: work_(sum|hash) <-app_worker$'

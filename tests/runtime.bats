@@ -290,3 +290,16 @@ build_rt() {
 	assert_line "writable+executable mappings: 0"
 	assert_line "PASSED"
 }
+
+# mcloc_register_direct (tests/fixtures/runtime/direct.c): the site calls
+# the trampoline itself, or through the list when shared with an ops or
+# out of reach, with a redirect in the mix; exact entry counts.
+@test "direct calls: the site calls the trampoline itself, or the list enters it after the callbacks" {
+	build_traced direct 20
+	run env LD_LIBRARY_PATH="$LIBDIR" "$T/direct"
+	echo "$output"
+	assert_success
+	assert_line "ok: fn1's site calls it itself where in reach"
+	assert_line "ok: shared: callback, then trampoline, each call"
+	assert_line "PASSED: 0 failures"
+}

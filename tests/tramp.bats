@@ -23,6 +23,7 @@ through() {
 	assert_success
 	assert_line "args: result 116 (want 116), callee-saved intact"
 	assert_line "regs: result -1116 (want -1116 from the redirect), callee-saved intact"
+	assert_line "direct: 2 entries, results intact, callee-saved intact"
 	assert_line "PASSED: 0 failures"
 }
 

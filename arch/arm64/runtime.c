@@ -41,6 +41,11 @@ int mcr_encode(uintptr_t site, unsigned len, uintptr_t target, uint8_t *out)
 	return 0;
 }
 
+int mcr_encode_tramp(uintptr_t site, unsigned len, uintptr_t tramp, uint8_t *out)
+{
+	return mcr_encode(site, len, tramp, out);
+}
+
 int mcr_site_find(uintptr_t entry, uintptr_t fentry, struct mcr_site *s)
 {
 	(void)fentry;

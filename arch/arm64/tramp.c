@@ -7,7 +7,10 @@
  * saves x0-x8 (x8: indirect result) and q0-q7, and keeps a frame record so
  * unwinders see through it.  Both return with "ret x16" and x30 = x9: RET
  * is not subject to BTI, so the resume point need not be a landing pad,
- * and x16 (IP0) is free at a function's entry.
+ * and x16 (IP0) is free at a function's entry.  A handler that returns
+ * non-zero names a direct trampoline: both then enter it instead with
+ * "br x17" (IP1, as free), x30 the return into the function and x9 its
+ * caller's return address, as the site's bl left them.
  */
 #include <mcloc/abi.h>
 const char mc_tramp_aarch64[] =
@@ -37,7 +40,10 @@ const char mc_tramp_aarch64[] =
 "	mov	x1, x9\n"
 "	add	x3, sp, #16\n"
 "	blr	x16\n"
-"1:	ldp	x0, x1, [sp, #16]\n"
+"	mov	x17, x0\n"
+"	b	2f\n"
+"1:	mov	x17, xzr\n"
+"2:	ldp	x0, x1, [sp, #16]\n"
 "	ldp	x2, x3, [sp, #32]\n"
 "	ldp	x4, x5, [sp, #48]\n"
 "	ldp	x6, x7, [sp, #64]\n"
@@ -47,8 +53,12 @@ const char mc_tramp_aarch64[] =
 "	ldp	q4, q5, [sp, #160]\n"
 "	ldp	q6, q7, [sp, #192]\n"
 "	ldp	x29, x16, [sp], #224\n"
+"	cbnz	x17, 3f\n"
 "	mov	x30, x9\n"
 "	ret	x16\n"
+/* A direct trampoline to enter, as if the site had called it. */
+"3:	mov	x30, x16\n"
+"	br	x17\n"
 "	.size	mcloc_tramp_args, .-mcloc_tramp_args\n"
 "\n"
 "	.p2align 2\n"
@@ -57,7 +67,7 @@ const char mc_tramp_aarch64[] =
 "	.type	mcloc_tramp_regs, %function\n"
 "mcloc_tramp_regs:\n"
 "	hint	#34\n"
-"	stp	x29, x30, [sp, #-416]!\n"
+"	stp	x29, x30, [sp, #-432]!\n"
 "	stp	x0, x1, [sp, #16]\n"
 "	stp	x2, x3, [sp, #32]\n"
 "	stp	x4, x5, [sp, #48]\n"
@@ -77,7 +87,7 @@ const char mc_tramp_aarch64[] =
 "	ldr	x10, [sp]\n"
 "	str	x10, [sp, #248]\n"		/* x29 */
 "	str	x9, [sp, #256]\n"		/* x30: the caller's return address */
-"	add	x10, sp, #416\n"
+"	add	x10, sp, #432\n"
 "	str	x10, [sp, #264]\n"		/* sp */
 "	str	x30, [sp, #272]\n"		/* pc */
 "	mrs	x10, nzcv\n"
@@ -94,7 +104,10 @@ const char mc_tramp_aarch64[] =
 "	mov	x1, x9\n"
 "	add	x3, sp, #16\n"
 "	blr	x16\n"
-"1:	ldr	x10, [sp, #280]\n"
+"	str	x0, [sp, #416]\n"
+"	b	2f\n"
+"1:	str	xzr, [sp, #416]\n"
+"2:	ldr	x10, [sp, #280]\n"
 "	msr	nzcv, x10\n"
 "	ldp	q0, q1, [sp, #288]\n"
 "	ldp	q2, q3, [sp, #320]\n"
@@ -117,9 +130,19 @@ const char mc_tramp_aarch64[] =
 "	ldp	x24, x25, [sp, #208]\n"
 "	ldp	x26, x27, [sp, #224]\n"
 "	ldr	x28, [sp, #240]\n"
+"	ldr	x17, [sp, #416]\n"
+"	cbnz	x17, 3f\n"
+"	ldr	x17, [sp, #152]\n"
 "	ldr	x16, [sp, #272]\n"
-"	add	sp, sp, #416\n"
+"	add	sp, sp, #432\n"
 "	ret	x16\n"
+/* A direct trampoline to enter, as if called from the site: x30 the
+ * resume address (regs->pc), x9 the function's return address as the
+ * handler left it (regs->x[30]). */
+"3:	ldr	x30, [sp, #272]\n"
+"	ldr	x9, [sp, #256]\n"
+"	add	sp, sp, #432\n"
+"	br	x17\n"
 "	.size	mcloc_tramp_regs, .-mcloc_tramp_regs\n"
 "\n"
 "	.p2align 2\n"

@@ -6,7 +6,9 @@
  * the entry (=8,4 or =4,2, functions aligned to 8) those become the site's
  * ops slot.  The auipc never changes: its window holds one of the pairs
  * of the image's trampoline entries (tramp.h), so that a jalr's 12-bit
- * offset reaches both the args and the regs trampoline.
+ * offset reaches both the args and the regs trampoline.  Any other target
+ * (a direct trampoline) is reached only if it happens to lie in the
+ * window.
  * Only the nop changes, into "jalr t0, lo(t0)": t0 links, ra still holds
  * the caller's return address, as the trampolines expect.
  */
@@ -47,13 +49,19 @@ int mcr_encode(uintptr_t site, unsigned len, uintptr_t target, uint8_t *out)
 		int64_t lo = (int64_t)(target - base);
 
 		if (lo < -2048 || lo > 2047)
-			lo += MC_RV_TRAMP_MIRROR;
-		if (lo < -2048 || lo > 2047)
 			return -1;
 		w = (uint32_t)lo << 20 | RV_T0 << 15 | RV_T0 << 7 | 0x67;	/* jalr t0, lo(t0) */
 	}
 	memcpy(out, &w, 4);
 	return 0;
+}
+
+/* The image's trampolines: the first pair of entries, or its mirror. */
+int mcr_encode_tramp(uintptr_t site, unsigned len, uintptr_t tramp, uint8_t *out)
+{
+	if (!mcr_encode(site, len, tramp, out))
+		return 0;
+	return tramp ? mcr_encode(site, len, tramp + MC_RV_TRAMP_MIRROR, out) : -1;
 }
 
 int mcr_site_find(uintptr_t entry, uintptr_t fentry, struct mcr_site *s)

@@ -5,6 +5,9 @@
  * caller's return address.  The LP64D ABI lets the handler clobber a0-a7,
  * t0-t6 and fa0-fa7 (ft*), so the args trampoline saves a0-a7, fa0-fa7,
  * ra and t0; the stack stays 16-byte aligned.  Both return by "jr t0".
+ * A handler that returns non-zero names a direct trampoline: both then
+ * enter it instead with "jr t1" (a temporary, free at an entry), t0 the
+ * return into the function and ra its caller's return address.
  *
  * The entries the sites call are a pair of jumps to the bodies, repeated
  * MC_RV_TRAMP_MIRROR bytes on (tramp.h says why).  Neither compressed
@@ -59,6 +62,7 @@ const char mc_tramp_riscv64[] =
 "	mv	a1, ra\n"
 "	mv	a3, sp\n"
 "	jalr	t1\n"
+"	mv	t1, a0\n"
 "1:	ld	a0, 0(sp)\n"
 "	ld	a1, 8(sp)\n"
 "	ld	a2, 16(sp)\n"
@@ -78,10 +82,13 @@ const char mc_tramp_riscv64[] =
 "	fld	fa7, 136(sp)\n"
 "	ld	t0, 144(sp)\n"
 "	addi	sp, sp, 160\n"
+"	bnez	t1, 2f\n"
 "	jr	t0\n"
+/* A direct trampoline to enter, as if the site had called it. */
+"2:	jr	t1\n"
 "\n"
 ".Lmc_regs:\n"
-"	addi	sp, sp, -320\n"
+"	addi	sp, sp, -336\n"
 "	sd	t0, 0(sp)\n"		/* x[0]: pc, where the function resumes */
 "	sd	x1, 8(sp)\n"
 "	sd	x3, 24(sp)\n"
@@ -113,7 +120,7 @@ const char mc_tramp_riscv64[] =
 "	sd	x29, 232(sp)\n"
 "	sd	x30, 240(sp)\n"
 "	sd	x31, 248(sp)\n"
-"	addi	t1, sp, 320\n"
+"	addi	t1, sp, 336\n"
 "	sd	t1, 16(sp)\n"		/* sp, read-only */
 "	fsd	fa0, 256(sp)\n"
 "	fsd	fa1, 264(sp)\n"
@@ -130,7 +137,9 @@ const char mc_tramp_riscv64[] =
 "	mv	a1, ra\n"
 "	mv	a3, sp\n"
 "	jalr	t1\n"
-"1:	fld	fa0, 256(sp)\n"
+"	mv	t1, a0\n"
+"1:	sd	t1, 320(sp)\n"
+"	fld	fa0, 256(sp)\n"
 "	fld	fa1, 264(sp)\n"
 "	fld	fa2, 272(sp)\n"
 "	fld	fa3, 280(sp)\n"
@@ -141,7 +150,6 @@ const char mc_tramp_riscv64[] =
 "	ld	x1, 8(sp)\n"
 "	ld	x3, 24(sp)\n"
 "	ld	x4, 32(sp)\n"
-"	ld	x6, 48(sp)\n"
 "	ld	x7, 56(sp)\n"
 "	ld	x8, 64(sp)\n"
 "	ld	x9, 72(sp)\n"
@@ -167,9 +175,18 @@ const char mc_tramp_riscv64[] =
 "	ld	x29, 232(sp)\n"
 "	ld	x30, 240(sp)\n"
 "	ld	x31, 248(sp)\n"
+"	ld	t1, 320(sp)\n"
+"	bnez	t1, 2f\n"
+"	ld	x6, 48(sp)\n"
 "	ld	t0, 0(sp)\n"
-"	addi	sp, sp, 320\n"
+"	addi	sp, sp, 336\n"
 "	jr	t0\n"
+/* A direct trampoline to enter, as if called from the site: t0 the
+ * resume address (regs->pc), ra the function's return address as the
+ * handler left it. */
+"2:	ld	t0, 0(sp)\n"
+"	addi	sp, sp, 336\n"
+"	jr	t1\n"
 "\n"
 "	.org	mcloc_tramp_args + " MCLOC_STR(MC_RV_TRAMP_MIRROR) "\n"
 "	j	.Lmc_args\n"

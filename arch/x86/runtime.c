@@ -130,6 +130,11 @@ static unsigned site_len(uintptr_t site, uintptr_t fentry, bool *is_call)
 }
 
 /* x86_64 sites are where the compiler recorded them, and have no slot. */
+int mcr_encode_tramp(uintptr_t site, unsigned len, uintptr_t tramp, uint8_t *out)
+{
+	return mcr_encode(site, len, tramp, out);
+}
+
 int mcr_site_find(uintptr_t entry, uintptr_t fentry, struct mcr_site *s)
 {
 	*s = (struct mcr_site){ .at = entry };

@@ -10,7 +10,10 @@
  * lets the handler clobber every caller-saved register, so the args
  * trampoline saves all that can be live at an entry (args-frame.h).  The
  * regs trampoline saves everything plus the flags and resumes
- * wherever the handler left regs->pc.
+ * wherever the handler left regs->pc.  A handler that returns non-zero
+ * names a direct trampoline: both then enter it instead, through %r11,
+ * with every other register and the stack as the site's call left them
+ * (the regs one with regs->pc as the return address).
  */
 #include <mcloc/abi.h>
 #include "args-frame.h"
@@ -41,9 +44,20 @@ MC_X86_SAVE_ARGS
 "	movq	16(%rbp), %rsi\n"
 "	movq	%rsp, %rcx\n"
 "	call	*%rax\n"
-"1:\n"
+"	movq	%rax, %r11\n"
+"	jmp	2f\n"
+"1:	xorl	%r11d, %r11d\n"
+"2:\n"
 MC_X86_RESTORE_ARGS
-MC_X86_LEAVE
+"	movq	%rbp, %rsp\n"
+"	popq	%rbp\n"
+"	.cfi_def_cfa %rsp, 8\n"
+"	testq	%r11, %r11\n"
+"	jnz	3f\n"
+"	ret\n"
+/* A direct trampoline to enter, as if the site had called it. */
+"3:	jmp	*%r11\n"
+"	.cfi_endproc\n"
 "	.size	mcloc_tramp_args, .-mcloc_tramp_args\n"
 "\n"
 "	.p2align 4\n"
@@ -62,7 +76,7 @@ MC_X86_LEAVE
 "	.cfi_def_cfa_register %rbp\n"
 "	subq	$128, %rsp\n"
 "	andq	$-16, %rsp\n"
-"	subq	$272, %rsp\n"
+"	subq	$288, %rsp\n"
 "	movq	%r15, 0(%rsp)\n"
 "	movq	%r14, 8(%rsp)\n"
 "	movq	%r13, 16(%rsp)\n"
@@ -101,7 +115,10 @@ MC_X86_LEAVE
 "	movq	24(%rbp), %rsi\n"
 "	movq	%rsp, %rcx\n"
 "	call	*%rax\n"
-"1:	movq	128(%rsp), %rax\n"
+"	movq	%rax, 272(%rsp)\n"
+"	jmp	2f\n"
+"1:	movq	$0, 272(%rsp)\n"
+"2:	movq	128(%rsp), %rax\n"
 "	movq	%rax, 16(%rbp)\n"
 "	movq	120(%rsp), %rax\n"
 "	movq	%rax, 8(%rbp)\n"
@@ -120,7 +137,6 @@ MC_X86_LEAVE
 "	movq	16(%rsp), %r13\n"
 "	movq	24(%rsp), %r12\n"
 "	movq	40(%rsp), %rbx\n"
-"	movq	48(%rsp), %r11\n"
 "	movq	56(%rsp), %r10\n"
 "	movq	64(%rsp), %r9\n"
 "	movq	72(%rsp), %r8\n"
@@ -129,12 +145,26 @@ MC_X86_LEAVE
 "	movq	96(%rsp), %rdx\n"
 "	movq	104(%rsp), %rsi\n"
 "	movq	112(%rsp), %rdi\n"
+"	movq	272(%rsp), %r11\n"
+"	testq	%r11, %r11\n"
+"	jnz	3f\n"
+"	.cfi_remember_state\n"
+"	movq	48(%rsp), %r11\n"
 "	movq	%rbp, %rsp\n"
 "	popq	%rbp\n"
 "	.cfi_def_cfa %rsp, 16\n"
 "	popfq\n"
 "	.cfi_def_cfa %rsp, 8\n"
 "	ret\n"
+/* A direct trampoline to enter, as if called from the site, returning
+ * where regs->pc says (the flags come back last, past the test). */
+"3:	.cfi_restore_state\n"
+"	movq	%rbp, %rsp\n"
+"	popq	%rbp\n"
+"	.cfi_def_cfa %rsp, 16\n"
+"	popfq\n"
+"	.cfi_def_cfa %rsp, 8\n"
+"	jmp	*%r11\n"
 "	.cfi_endproc\n"
 "	.size	mcloc_tramp_regs, .-mcloc_tramp_regs\n"
 "\n"

@@ -16,7 +16,13 @@
  *                     another function's address redirects the call.
  * AFTER is the address just past the site (the runtime maps it to its
  * record), PARENT the return address of the traced function's caller.
- * A NULL handler makes the trampoline return at once.
+ * A NULL handler makes the trampoline return at once.  A handler returns
+ * 0, or (version 3) the address of a direct trampoline that the
+ * trampoline then enters instead of resuming the function, with every
+ * register and the stack as the site's call left them (the regs one with
+ * regs->pc as where it returns): mcloc_register_direct() through the
+ * list.  The scratch register it jumps through: x86_64 %r11, aarch64 x17,
+ * riscv64 t1.
  *
  * Site forms, at the function's entry:
  *   x86_64   call mcloc_tramp_*              (5 bytes; __fentry__ sites)
@@ -39,7 +45,7 @@
 #include <stdint.h>
 
 #define MCLOC_IMAGE_MAGIC 0x636c636du	/* "mclc" */
-#define MCLOC_IMAGE_VERSION 2
+#define MCLOC_IMAGE_VERSION 3	/* 3: handlers may name a direct trampoline */
 
 /*
  * The byte offsets of struct mcloc_image, the same on every 64-bit target
@@ -71,10 +77,10 @@ struct mcloc_image {
 	uintptr_t patchable_start, patchable_stop;	/* __patchable_function_entries */
 	uintptr_t tramp_args, tramp_regs;
 	uintptr_t base;					/* __ehdr_start: the load address */
-	void (*args_handler)(uintptr_t after, uintptr_t parent,
-			     struct mcloc_image *img, void *args);
-	void (*regs_handler)(uintptr_t after, uintptr_t parent,
-			     struct mcloc_image *img, void *regs);
+	uintptr_t (*args_handler)(uintptr_t after, uintptr_t parent,
+				  struct mcloc_image *img, void *args);
+	uintptr_t (*regs_handler)(uintptr_t after, uintptr_t parent,
+				  struct mcloc_image *img, void *regs);
 	void *lib;	/* the library's own record of the image (v2) */
 };
 

@@ -100,6 +100,31 @@ MCLOC_API int mcloc_unredirect(void *from);
 MCLOC_API int mcloc_tracer_start(const char *which, const char *filter, const char *notrace, int fd);
 MCLOC_API void mcloc_tracer_stop(void);
 
+/*
+ * Direct calls, as the kernel's register_ftrace_direct(): the site of IP
+ * (a call site, or a function's address) calls TRAMP, an assembly
+ * function of yours, with nothing of ours in between when no ops covers
+ * the site too and TRAMP is within the site's reach; otherwise the image's
+ * trampoline enters TRAMP after the ops's callbacks.  TRAMP is entered as
+ * the site's call would enter it, and must return to the function with
+ * the argument registers, the callee-saved ones and the stack intact:
+ *   x86_64   called: the stack holds the return into the function and
+ *            above it the caller's; end with ret.  May clobber %r11 and
+ *            the flags.
+ *   aarch64  x30 = the return into the function, x9 = the caller's
+ *            return address; end with "mov x16, x30; mov x30, x9; ret x16"
+ *            or equivalent.  May clobber x16, x17 (IP0, IP1).
+ *   riscv64  t0 = the return into the function, ra = the caller's; end
+ *            with "jr t0".  May clobber t1-t6.
+ * -EEXIST: the site has a direct trampoline already; -EOPNOTSUPP: its
+ * image was linked with an objpatch older than this ABI (version 3).
+ * After mcloc_unregister_direct() returns no call that starts later
+ * enters TRAMP; keep its code mapped (a call already past the site may
+ * still be on its way in).
+ */
+MCLOC_API int mcloc_register_direct(uintptr_t ip, void *tramp);
+MCLOC_API int mcloc_unregister_direct(uintptr_t ip, void *tramp);
+
 /* Messages: LEVEL 0 error, 1 warning, 2 info.  NULL: drop them. */
 MCLOC_API void mcloc_set_log(void (*log)(int level, const char *msg));
 
@@ -121,6 +146,9 @@ struct mcloc_stats {
 	/* Traced calls that walked the list of ops (ftrace's list function)
 	 * rather than reaching their one ops directly. */
 	size_t list_calls;
+	/* Sites that call a direct trampoline of mcloc_register_direct()
+	 * itself (the others with one go through the list). */
+	size_t direct_tramps;
 };
 MCLOC_API int mcloc_get_stats(struct mcloc_stats *st);
 
