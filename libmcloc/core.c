@@ -689,22 +689,23 @@ static int update_sites(void)
 
 			p->addr = site;
 			p->len = (uint8_t)len;
+			uintptr_t from = current(im, r, s);
+			/* Same target, another meaning (one ops's slot or the
+			 * list, through the same trampoline): no store. */
+			if (from == to) {
+				im->recs[r].state = (s & ~REC_ENABLED_ALL) | f;
+				continue;
+			}
 			/* (A direct trampoline is a plain target; the image's
 			 * trampolines may be reached through an alias.) */
 			if (((s & REC_ENABLED_USER) ? mcr_encode : mcr_encode_tramp)(
-				    site, len, current(im, r, s), p->old_bytes) < 0 ||
+				    site, len, from, p->old_bytes) < 0 ||
 			    ((f & REC_ENABLED_USER) ? mcr_encode : mcr_encode_tramp)(
 				    site, len, to, p->new_bytes) < 0) {
 				im->recs[r].state |= REC_REFUSED;
 				mcr_nrefused++;
 				mcr_say(1, "site %#lx: no %u-byte call reaches the trampoline; refused",
 				    (unsigned long)site, len);
-				continue;
-			}
-			/* Same bytes, another meaning (one ops's slot or the
-			 * list, through the same trampoline): no store. */
-			if (!memcmp(p->old_bytes, p->new_bytes, len)) {
-				im->recs[r].state = (s & ~REC_ENABLED_ALL) | f;
 				continue;
 			}
 			/* The new state now (a dispatcher reads only the
@@ -1123,8 +1124,11 @@ int mcloc_get_stats(struct mcloc_stats *out)
 		st->images++;
 		st->records += mcr_images[i]->nrecs;
 		for (size_t r = 0; r < mcr_images[i]->nrecs; r++) {
-			st->enabled += !!(mcr_images[i]->recs[r].state & REC_ENABLED);
-			st->direct += !!(mcr_images[i]->recs[r].state & REC_ENABLED_DIRECT);
+			uint32_t s = mcr_images[i]->recs[r].state;
+
+			st->enabled += !!(s & REC_ENABLED);
+			st->direct += !!(s & REC_ENABLED_DIRECT);
+			st->direct_tramps += !!(s & REC_ENABLED_USER);
 		}
 	}
 	st->record_bytes = st->records * sizeof(struct mcloc_rec);
@@ -1136,9 +1140,7 @@ int mcloc_get_stats(struct mcloc_stats *out)
 	st->insn_stores = mcr_stats.insn_stores;
 	st->slot_stores = mcr_stats.slot_stores;
 	st->list_calls = __atomic_load_n(&mcr_list_calls, __ATOMIC_RELAXED);
-	for (size_t i = 0; i < mcr_nimages; i++)
-		for (size_t r = 0; mcr_images[i] && r < mcr_images[i]->nrecs; r++)
-			st->direct_tramps += !!(mcr_images[i]->recs[r].state & REC_ENABLED_USER);
+
 	pthread_mutex_unlock(&mcr_lock);
 	size_t sz = out->sz < sizeof(all) ? out->sz : sizeof(all);
 

@@ -59,7 +59,7 @@ build_rt() {
 			strace -f -e trace=membarrier -o "$T/trace" \
 			"$T/rt" oneshot
 		assert_success
-		assert_output "oneshot: $n sites enabled, 1 batch(es), 3 syncs"
+		assert_line "oneshot: $n sites enabled, 1 batch(es), 3 syncs"
 		# The core syncs themselves (the RCU registers for its own
 		# PRIVATE_EXPEDITED barriers as well; those are not syncs).
 		run grep -c 'membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE,' "$T/trace"

@@ -9,6 +9,9 @@
 #                         runs are printed too but swing by +-40% here
 #   mcloc, empty callback one ops with an empty callback enabled on it
 #                         (goal: <= 3 ns added per call)
+#   mcloc, direct         mcloc_register_direct with an empty trampoline
+#                         (endbr64; ret): the site calls it, nothing of
+#                         ours between (goal: <= 1.5 ns added per call)
 #   floor                 hot() calling a trampoline that saves exactly our
 #                         argument frame and calls an empty C function: the
 #                         least any ABI-keeping tracer of C callbacks does
@@ -56,11 +59,12 @@ cd "$w"
 # each keeps its fastest run: interference only ever adds time.
 runs=${RUNS:-5}
 best() { /usr/bin/python3 -c 'import sys; print(min(map(float, sys.argv[1:])))' "$@"; }
-P=() D=() E=() F=() G=() XU=() XP=() R=()
+P=() D=() E=() DT=() F=() G=() XU=() XP=() R=()
 for ((k = 0; k < runs; k++)); do
 	P+=("$(./plain "$n")")
 	D+=("$(./mcloc "$n")")
 	E+=("$(./mcloc "$n" enable)")
+	DT+=("$(./mcloc "$n" direct)")
 	F+=("$(./floor "$n")")
 	R+=("$(./pair | awk '{ printf "%.4f", $2 / $1 }')")
 	G+=("$(./gprof "$n")")
@@ -68,14 +72,19 @@ for ((k = 0; k < runs; k++)); do
 	XP+=("$(XRAY_OPTIONS=patch_premain=false ./xray "$n" enable)")
 done
 plain=$(best "${P[@]}") dis=$(best "${D[@]}") en=$(best "${E[@]}") fl=$(best "${F[@]}")
+dt=$(best "${DT[@]}")
 pg=$(best "${G[@]}") xu=$(best "${XU[@]}") xp=$(best "${XP[@]}")
 echo "fastest of $runs alternating runs each (each run: best of 5 loops of $n calls)"
 printf '%-28s %8s ns/call\n' "plain" "$plain" "mcloc, disabled (NOP)" "$dis" \
-	"mcloc, empty callback" "$en" "floor (frame, empty call)" "$fl" "gcc -pg (glibc mcount)" "$pg" \
+	"mcloc, empty callback" "$en" "mcloc, direct, empty tramp" "$dt" "floor (frame, empty call)" "$fl" "gcc -pg (glibc mcount)" "$pg" \
 	"XRay, unpatched" "$xu" "XRay, patched, empty handler" "$xp"
 paired=$(printf '%s\n' "${R[@]}" | sort -n | sed -n "$(( (runs + 1) / 2 ))p")
 echo "mcloc disabled / plain, separate runs = $(echo "scale=3; $dis / $plain" | bc)"
 echo "mcloc disabled / plain, paired in one process = $paired (median of $runs: ${R[*]}; goal <= 1.02)"
 echo "mcloc enabled - plain = $(echo "scale=2; $en - $plain" | bc) ns per call (goal <= 3)"
+dmed=$(for ((k = 0; k < runs; k++)); do echo "${DT[k]} - ${P[k]}" | bc; done | sort -n |
+	sed -n "$(( (runs + 1) / 2 ))p")
+echo "mcloc direct - plain = $(echo "scale=2; $dt - $plain" | bc) ns per call, fastest runs;" \
+	"median of the $runs paired runs $dmed (goal <= 1.5)"
 echo "floor - plain = $(echo "scale=2; $fl - $plain" | bc) ns per call (no ABI-keeping design adds less)"
 echo "XRay patched - plain = $(echo "scale=2; $xp - $plain" | bc) ns per call"
