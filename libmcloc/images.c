@@ -388,12 +388,11 @@ static uintptr_t *table_entries(const struct mcloc_image *desc, size_t *n)
 		    (desc->patchable_stop - desc->patchable_start) / sizeof(uintptr_t) : 0;
 	uintptr_t *v = malloc((nm + np + 1) * sizeof(*v));
 
-	if (v) {
-		/* (GCC's patchable table is only byte-aligned in an object;
-		 * linked, it is a table of words like the other.) */
+	/* (An empty table's bounds may be 0: no memcpy from there.) */
+	if (v && nm)
 		memcpy(v, (const void *)desc->mcount_start, nm * sizeof(*v));
+	if (v && np)
 		memcpy(v + nm, (const void *)desc->patchable_start, np * sizeof(*v));
-	}
 	*n = nm + np;
 	return v;
 }
