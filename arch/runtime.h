@@ -16,7 +16,7 @@
 #include <ucontext.h>
 
 /* The longest site the runtime rewrites (x86: 6; pokes are sized by it). */
-#define MCR_MAX_SITE 7
+#define MCR_MAX_SITE 6
 
 /*
  * How a site changes.  x86_64: a call is 5 or 6 bytes, more than one
@@ -29,7 +29,20 @@
  */
 #if defined(__x86_64__)
 #define MCR_ONE_STORE 0
+/*
+ * x86_64 parks a site rather than NOP it: disabling a call keeps its
+ * displacement and swaps its first byte for MCR_PARK, which makes it
+ * "test $disp32, %eax", one instruction of the same length that changes
+ * nothing but the flags (dead where a call was: no caller keeps a flag
+ * live across one).  Enabling it again to the same target then changes
+ * the first byte alone, so the breakpoint protocol has no tails to write
+ * and no sync for them (patch.c).  A 6-byte site, once first enabled,
+ * holds a 5-byte call and a 1-byte NOP after it for good: MCR_CALL_LEN.
+ */
+#define MCR_PARK 0xa9
+#define MCR_CALL_LEN(len) 5u
 #else
+#define MCR_CALL_LEN(len) (len)
 #define MCR_ONE_STORE 1
 /* The ops slot of a site that has one: 8 bytes, 8-aligned, this far
  * before the changing instruction (two instructions' worth of slot, then
@@ -39,11 +52,19 @@
 
 /*
  * The instruction for a site of LEN bytes at SITE: a call to TARGET, or
- * (TARGET 0) the NOP.  Always a single instruction, so that a return
- * address never lands inside one.  Returns 0, or -1 when this length has
- * no such encoding or TARGET is out of range.
+ * (TARGET 0) the NOP.  A return address never lands inside an
+ * instruction: the call is the site's only one, or (x86_64, a 6-byte
+ * site) a call of MCR_CALL_LEN() bytes and a 1-byte NOP after it.
+ * Returns 0, or -1 when this length has no such encoding or TARGET is out
+ * of range.
  */
 int mcr_encode(uintptr_t site, unsigned len, uintptr_t target, uint8_t *out);
+
+#ifdef MCR_PARK
+/* The parked form of a site of LEN bytes whose call goes to TARGET: the
+ * call with MCR_PARK for its first byte (LEN 5 only: -1 otherwise). */
+int mcr_encode_parked(uintptr_t site, unsigned len, uintptr_t target, uint8_t *out);
+#endif
 
 /* The same, for TARGET one of an image's trampolines (or their stubs),
  * which riscv64 may reach through their mirror (arch/riscv/tramp.h). */
@@ -94,7 +115,7 @@ void mcr_jump_stub(uint8_t *buf, uintptr_t target);
  * One ops alone on a site: the kernel's per-ops trampoline, without
  * writing code at run time.  Such a site calls a stub on a page of stubs
  * near its image (MCR_DIRECT_PAGE bytes: MCR_DIRECT_SLOTS slots for each
- * site length the ISA has, mcr_direct_len[]).  A stub jumps to
+ * call length the ISA has, mcr_direct_len[]).  A stub jumps to
  * mcr_direct_tramp with its own address in a scratch register; the
  * trampoline saves what the callback may clobber and calls
  * mcr_direct_hook(AFTER, PARENT, STUB), where AFTER is the address just
@@ -103,7 +124,7 @@ void mcr_jump_stub(uint8_t *buf, uintptr_t target);
  */
 #define MCR_DIRECT_STUB 32
 #define MCR_DIRECT_PAGE 4096
-#define MCR_DIRECT_LENS 2
+#define MCR_DIRECT_LENS 1
 #define MCR_DIRECT_SLOTS (MCR_DIRECT_PAGE / MCR_DIRECT_STUB / MCR_DIRECT_LENS)
 extern const uint8_t mcr_direct_len[MCR_DIRECT_LENS];
 void mcr_direct_stub(uint8_t *buf, uintptr_t tramp);

@@ -610,25 +610,46 @@ static uintptr_t wanted(const struct image *im, size_t r, uint32_t s, const stru
 	return im->desc->tramp_args;
 }
 
-/* Where record R of IM calls now.  A direct site's stub is read back from
- * the site: its slot's ops may be the one leaving. */
+/* What a batch may change in a record's state (and a poke's tag
+ * carries back, should the batch be refused). */
+#define REC_SITE_SHIFT 22
+#define REC_SITE_BITS (REC_PARKED | REC_ENABLED_ALL | (7u << REC_LEN_SHIFT))
+#define REC_KIND (REC_ENABLED_REGS | REC_ENABLED_DIRECT | REC_ENABLED_USER)
+
+/* Where record R of IM calls now (S enabled), or would call if enabled
+ * again (S parked), when the state says so: 0 for a call the site alone
+ * knows (x86_64: which stub; a parked direct trampoline, which may be
+ * gone from the set), whose tail the patcher then reads back. */
 static uintptr_t current(const struct image *im, size_t r, uint32_t s)
 {
-	unsigned len = s >> REC_LEN_SHIFT;
-
-	if (!(s & REC_ENABLED))
-		return 0;
 	if (s & REC_ENABLED_USER)
-		return mcr_direct_of(mcr_directs, im->first + r);
+		return s & REC_ENABLED ? mcr_direct_of(mcr_directs, im->first + r) : 0;
 	if (s & REC_ENABLED_REGS)
 		return im->desc->tramp_regs;
-#if !MCR_ONE_STORE
-	if (s & REC_ENABLED_DIRECT)
-		return mcr_call_dest(im->base + im->recs[r].off + len, len);
-#else
-	(void)r, (void)len;
-#endif
+	if ((s & REC_ENABLED_DIRECT) && !MCR_ONE_STORE)
+		return 0;
 	return im->desc->tramp_args;
+}
+
+/* Encode a call from SITE (LEN bytes) to TO, a direct trampoline of the
+ * user's (USER) or an image's trampoline or stub, parked (PARK) or not:
+ * TO 0 gives a call whose tail (*FLAGS |= TAIL) the patcher reads back. */
+static inline __attribute__((always_inline)) int
+encode_call(uintptr_t site, unsigned len, uintptr_t to, bool user, bool park,
+	    uint8_t *out, uint8_t *flags, uint8_t tail)
+{
+	if (!to) {
+		*flags |= tail;
+		to = site;	/* (any target in reach: only the first byte counts) */
+		user = true;
+	}
+#ifdef MCR_PARK
+	if (park)
+		return mcr_encode_parked(site, len, to, out);
+#else
+	(void)park;
+#endif
+	return user ? mcr_encode(site, len, to, out) : mcr_encode_tramp(site, len, to, out);
 }
 
 /* Patch every record whose wanted state differs from its enabled one:
@@ -682,38 +703,57 @@ static int update_sites(void)
 			if (slot && *(const uintptr_t *)(site - MCR_SLOT_BACK) != slot)
 				sv[ns++] = (struct mcr_slot_write){ site - MCR_SLOT_BACK, slot };
 #endif
-			if (f == (s & REC_ENABLED_ALL))
+			/* (f is 0 only for an enabled site: its count is 0.) */
+			if ((s & REC_ENABLED) && f == (s & REC_ENABLED_ALL))
 				continue;
 			unsigned len = s >> REC_LEN_SHIFT;
 			struct mcr_poke *p = &v[n];
-
-			p->addr = site;
-			p->len = (uint8_t)len;
-			uintptr_t from = current(im, r, s);
+			bool was = s & (REC_ENABLED | REC_PARKED);
+			uintptr_t from = was ? current(im, r, s) : 0;
 			/* Same target, another meaning (one ops's slot or the
 			 * list, through the same trampoline): no store. */
-			if (from == to) {
+			if ((s & REC_ENABLED) && f && from == to) {
 				im->recs[r].state = (s & ~REC_ENABLED_ALL) | f;
 				continue;
 			}
-			/* (A direct trampoline is a plain target; the image's
-			 * trampolines may be reached through an alias.) */
-			if (((s & REC_ENABLED_USER) ? mcr_encode : mcr_encode_tramp)(
-				    site, len, from, p->old_bytes) < 0 ||
-			    ((f & REC_ENABLED_USER) ? mcr_encode : mcr_encode_tramp)(
-				    site, len, to, p->new_bytes) < 0) {
+			/* Disabled, a site parks its call where it can (then
+			 * keeping the bits that say which), else it is the NOP
+			 * again; enabled, a 6-byte x86_64 site is a 5-byte one
+			 * from then on (arch/runtime.h). */
+			uint32_t now = f;
+			bool park = false;
+#ifdef MCR_PARK
+			park = !f && len == 5;
+			if (park)
+				now = REC_PARKED | (s & REC_KIND);
+#endif
+			now |= (f ? MCR_CALL_LEN(len) : len) << REC_LEN_SHIFT;
+			p->addr = site;
+			p->len = (uint8_t)len;
+			p->flags = 0;
+			int bad = was ? encode_call(site, len, from, s & REC_ENABLED_USER,
+						    !(s & REC_ENABLED), p->old_bytes, &p->flags,
+						    MCR_POKE_OLD_TAIL)
+				      : mcr_encode(site, len, 0, p->old_bytes);
+			if (!bad)
+				bad = f ? encode_call(site, len, to, f & REC_ENABLED_USER, false,
+						      p->new_bytes, &p->flags, 0)
+				    : park ? encode_call(site, len, from, s & REC_ENABLED_USER, true,
+							 p->new_bytes, &p->flags, MCR_POKE_SAME_TAIL)
+					   : mcr_encode(site, len, 0, p->new_bytes);
+			if (bad) {
 				im->recs[r].state |= REC_REFUSED;
 				mcr_nrefused++;
 				mcr_say(1, "site %#lx: no %u-byte call reaches the trampoline; refused",
 				    (unsigned long)site, len);
 				continue;
 			}
-			/* The new state now (a dispatcher reads only the
-			 * length), the old one in the poke, in case the batch
-			 * is refused: a second walk over a hundred thousand
-			 * records cost more than the batch's bookkeeping. */
-			p->tag = (uint8_t)((s & REC_ENABLED_ALL) >> 24);
-			im->recs[r].state = (s & ~REC_ENABLED_ALL) | f;
+			/* The new state now, the old one in the poke, in case
+			 * the batch is refused: a second walk over a hundred
+			 * thousand records cost more than the batch's
+			 * bookkeeping.  (No dispatcher reads these bits.) */
+			p->tag = (uint16_t)((s & REC_SITE_BITS) >> REC_SITE_SHIFT);
+			im->recs[r].state = (s & ~REC_SITE_BITS) | now;
 			n++;
 		}
 	}
@@ -725,8 +765,8 @@ static int update_sites(void)
 			long r = im ? mcr_rec_at(im, v[k].addr) : -1;
 
 			if (r >= 0)
-				im->recs[r].state = (im->recs[r].state & ~REC_ENABLED_ALL) |
-						    (uint32_t)v[k].tag << 24;
+				im->recs[r].state = (im->recs[r].state & ~REC_SITE_BITS) |
+						    (uint32_t)v[k].tag << REC_SITE_SHIFT;
 		}
 	}
 	return ret;
@@ -1126,7 +1166,10 @@ int mcloc_get_stats(struct mcloc_stats *out)
 		for (size_t r = 0; r < mcr_images[i]->nrecs; r++) {
 			uint32_t s = mcr_images[i]->recs[r].state;
 
-			st->enabled += !!(s & REC_ENABLED);
+			/* (A parked site keeps its kind bits.) */
+			if (!(s & REC_ENABLED))
+				continue;
+			st->enabled++;
 			st->direct += !!(s & REC_ENABLED_DIRECT);
 			st->direct_tramps += !!(s & REC_ENABLED_USER);
 		}

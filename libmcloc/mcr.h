@@ -30,8 +30,9 @@ _Static_assert(sizeof(struct mcloc_rec) == 8, "a record is 8 bytes");
 
 #define REC_REF_MASK	0x0000ffffu	/* ops (and a direct) covering the site */
 #define REC_REGS_SHIFT	16
-#define REC_REGS_MASK	0x007f0000u	/* of which need registers */
-#define REC_REGS_MAX	127
+#define REC_REGS_MASK	0x003f0000u	/* of which need registers */
+#define REC_REGS_MAX	63
+#define REC_PARKED	(1u << 22)	/* disabled, it parks its last call (x86_64) */
 #define REC_HAS_DIRECT	(1u << 23)	/* mcloc_register_direct() covers it */
 #define REC_ENABLED	(1u << 24)	/* the site holds a call */
 #define REC_ENABLED_REGS (1u << 25)	/* ... to the regs trampoline */
@@ -39,6 +40,8 @@ _Static_assert(sizeof(struct mcloc_rec) == 8, "a record is 8 bytes");
 #define REC_ENABLED_DIRECT (1u << 27)	/* ... to one ops (stub or slot) */
 #define REC_ENABLED_USER (1u << 28)	/* ... to a direct trampoline itself */
 #define REC_LEN_SHIFT	29		/* site length, 1..7 */
+/* (The ENABLED_REGS, _DIRECT and _USER bits of a parked site say which
+ * call it parks.) */
 
 struct fsym {
 	uintptr_t lo, hi;

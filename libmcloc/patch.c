@@ -6,7 +6,12 @@
  *      what the core believes it does as it goes in, then sync all cores;
  *   2. every site's remaining bytes, then sync;
  *   3. every site's new first byte, then sync.
- * Three syncs per batch, whatever its size.  The sync is
+ * Step 2 writes only the tails that change, and is skipped with its sync
+ * when none does, as the kernel skips it: a site that x86_64 parked
+ * (arch/runtime.h) goes back to the same call by its first byte alone,
+ * and so does a site being parked, so a batch that toggles sites between
+ * the same targets writes each site twice and syncs twice.  At most three
+ * syncs per batch, whatever its size.  The sync is
  * membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE): every running
  * thread of the process executes a core-serialising instruction before it
  * returns, so none can still run the old bytes from its pipeline.
@@ -402,7 +407,8 @@ static int close_text(struct writer *w)
 #if !MCR_ONE_STORE
 /* LEN bytes at P and Q equal?  Constant sizes, so that a hundred thousand
  * sites cost a load each, not a library call each. */
-static bool same_bytes(const void *p, const void *q, size_t len)
+static inline __attribute__((always_inline)) bool same_bytes(const void *p, const void *q,
+							      size_t len)
 {
 	switch (len) {
 	case 1: return !memcmp(p, q, 1);
@@ -425,6 +431,24 @@ static int poke(struct writer *w, uintptr_t addr, const uint8_t *bytes, size_t l
 /* What a step writes over every site: the breakpoint on the first byte,
  * or the new (or, undoing, the old) instruction's tail or first byte. */
 enum step { BREAKPOINT, NEW_TAIL, NEW_FIRST, OLD_TAIL, OLD_FIRST };
+
+/* The tail of a LEN-byte instruction from SRC to DST (as same_bytes()). */
+static inline __attribute__((always_inline)) void copy_tail(uint8_t *dst, const uint8_t *src,
+							    unsigned len)
+{
+	switch (len) {
+	case 5: memcpy(dst + 1, src + 1, 4); break;
+	case 6: memcpy(dst + 1, src + 1, 5); break;
+	default: memcpy(dst + 1, src + 1, len - 1u); break;
+	}
+}
+
+/* Old and new tails of P equal (or a 1-byte site: no tail)?  As
+ * arm_step() found. */
+static bool same_tail(const struct mcr_poke *p)
+{
+	return !(p->flags & MCR_POKE_TAIL);
+}
 
 /* The instruction bytes STEP writes at P (of which the first or the tail). */
 static const uint8_t *step_bytes(const struct mcr_poke *p, enum step step)
@@ -451,7 +475,7 @@ static int write_step(struct writer *w, const struct mcr_poke *v, size_t n, enum
 		for (size_t i = 0; i < n; i++) {
 			const uint8_t *b = step_bytes(&v[i], step);
 			int r = first ? poke(w, v[i].addr, b, 1)
-				: v[i].len > 1 ? poke(w, v[i].addr + 1, b + 1, v[i].len - 1u) : 0;
+				: !same_tail(&v[i]) ? poke(w, v[i].addr + 1, b + 1, v[i].len - 1u) : 0;
 
 			if (r && !ret)
 				ret = r;
@@ -466,6 +490,9 @@ static int write_step(struct writer *w, const struct mcr_poke *v, size_t n, enum
 	for (size_t i = 0; i < n; i++) {
 		uint8_t *at = (uint8_t *)v[i].addr + 1;
 		const uint8_t *b = step_bytes(&v[i], step) + 1;
+
+		if (same_tail(&v[i]))
+			continue;
 
 		switch (v[i].len) {	/* (as in same_bytes()) */
 		case 1: break;
@@ -486,12 +513,32 @@ static int write_step(struct writer *w, const struct mcr_poke *v, size_t n, enum
  * breakpoint: fewer than N when site [return] holds something else (or
  * could not be written, *ERR), and nothing was written over that one.
  */
-static size_t arm_step(struct writer *w, const struct mcr_poke *v, size_t n, int *err)
+static size_t arm_step(struct writer *w, struct mcr_poke *v, size_t n, int *err, size_t *tails)
 {
 	*err = 0;
+	*tails = 0;
 	for (size_t i = 0; i < n; i++) {
-		if (!same_bytes((void *)v[i].addr, v[i].old_bytes, v[i].len))
+		if (v[i].flags & (MCR_POKE_OLD_TAIL | MCR_POKE_SAME_TAIL)) {
+			/* The first byte checked, the tail taken as it is
+			 * (before the breakpoint that makes the handler read
+			 * it).  Not compared back: a load over the bytes just
+			 * stored would wait for them. */
+			if (*(const uint8_t *)v[i].addr != v[i].old_bytes[0])
+				return i;
+			copy_tail(v[i].old_bytes, (const uint8_t *)v[i].addr, v[i].len);
+			if (v[i].flags & MCR_POKE_SAME_TAIL)
+				copy_tail(v[i].new_bytes, (const uint8_t *)v[i].addr, v[i].len);
+			__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		} else if (!same_bytes((void *)v[i].addr, v[i].old_bytes, v[i].len)) {
 			return i;
+		}
+		/* Whether step 2 has a tail to write here, told while the
+		 * poke is at hand. */
+		if (!(v[i].flags & MCR_POKE_SAME_TAIL) && v[i].len > 1 &&
+		    !same_bytes(v[i].old_bytes + 1, v[i].new_bytes + 1, v[i].len - 1u)) {
+			v[i].flags |= MCR_POKE_TAIL;
+			(*tails)++;
+		}
 		if (w->memfd < 0)
 			*(uint8_t *)v[i].addr = mcr_breakpoint;
 		else if ((*err = poke(w, v[i].addr, &mcr_breakpoint, 1)))
@@ -534,7 +581,7 @@ static int patch_breakpoints(struct writer *w_, struct mcr_poke *v, size_t n,
 	 * old ones, so the armed sites take their old first byte back
 	 * without a sync in between. */
 	int werr;
-	size_t armed = arm_step(&w, v, n, &werr);
+	size_t tails, armed = arm_step(&w, v, n, &werr, &tails);
 	if (armed < n) {
 		__atomic_store_n(&active_undo, true, __ATOMIC_SEQ_CST);
 		write_step(&w, v, armed, OLD_FIRST);
@@ -546,10 +593,11 @@ static int patch_breakpoints(struct writer *w_, struct mcr_poke *v, size_t n,
 		goto withdraw;
 	}
 	ret = sync_cores();
-	if (!ret)
+	if (!ret && tails) {
 		ret = write_step(&w, v, n, NEW_TAIL);
-	if (!ret)
-		ret = sync_cores();
+		if (!ret)
+			ret = sync_cores();
+	}
 	if (!ret)
 		ret = write_step(&w, v, n, NEW_FIRST);
 	if (!ret)

@@ -15,11 +15,24 @@
 struct mcr_poke {
 	uintptr_t addr;
 	uint8_t len;
+	uint8_t flags;		/* MCR_POKE_* */
 	uint8_t old_bytes[MCR_MAX_SITE];
 	uint8_t new_bytes[MCR_MAX_SITE];
-	uint8_t tag;		/* the caller's, carried along */
+	uint16_t tag;		/* the caller's, carried along */
 };
 _Static_assert(sizeof(struct mcr_poke) <= 24, "a poke is at most 24 bytes");
+
+/*
+ * For a call whose target the caller would have to read back from the
+ * site (x86_64: one to a stub, parked or not), where checking the tail
+ * against what was just read would prove nothing.  OLD_TAIL: old_bytes'
+ * tail (every byte but the first) is whatever the site holds, and only
+ * the first byte is checked.  SAME_TAIL: so is new_bytes' (only the
+ * first byte changes).
+ */
+#define MCR_POKE_OLD_TAIL 1u
+#define MCR_POKE_SAME_TAIL 2u
+#define MCR_POKE_TAIL 4u	/* (the patcher's: its tail changes) */
 
 /* An ops slot to set (aarch64, riscv64): 8 bytes at AT, 8-aligned. */
 struct mcr_slot_write {

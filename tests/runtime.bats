@@ -50,7 +50,7 @@ build_rt() {
 	refute_line --partial "FAIL"
 }
 
-@test "one enable of every site is one batch of three membarrier syncs, whatever the count" {
+@test "one enable of every site is one batch of three syncs, whatever the count; parked sites toggle with two" {
 	need strace
 	for n in 200 20000; do
 		build_rt $n
@@ -60,10 +60,13 @@ build_rt() {
 			"$T/rt" oneshot
 		assert_success
 		assert_line "oneshot: $n sites enabled, 1 batch(es), 3 syncs"
+		# Disable (parking: breakpoint, sync, first byte, sync) and
+		# enable again (the same), each without a tail step.
+		assert_line "again: $n sites enabled, 2 batch(es), 4 syncs"
 		# The core syncs themselves (the RCU registers for its own
 		# PRIVATE_EXPEDITED barriers as well; those are not syncs).
 		run grep -c 'membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE,' "$T/trace"
-		assert_output 3
+		assert_output 7
 	done
 }
 

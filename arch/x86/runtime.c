@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * x86_64 run-time site states.  A 5-byte site (call rel32 to __fentry__)
- * is either "call rel32" or the 5-byte NOPL; a 6-byte site (Debian's PIE
- * form, call *__fentry__@GOTPCREL(%rip), NOPed at link time) is either
- * "addr32 call rel32" (67 e8: the one-instruction form ld itself relaxes
- * such calls to; the prefix does not change a near branch in 64-bit mode)
- * or the 6-byte NOPW.  The breakpoint is int3; after it, %rip is the next
+ * x86_64 run-time site states.  A site is 5 bytes (call rel32 to
+ * __fentry__, NOPed to the 5-byte NOPL) or 6 (Debian's PIE form, call
+ * *__fentry__@GOTPCREL(%rip), NOPed at link time to the 6-byte NOPW).
+ * Enabled, a site holds "call rel32" (e8), and a 6-byte site that call
+ * and a 1-byte NOP after it: from then on it is a 5-byte site.  Disabled
+ * again, it is parked (arch/runtime.h): "test $rel32, %eax" (a9) with the
+ * call's own displacement, so that only the first byte ever changes
+ * between the two.  The breakpoint is int3; after it, %rip is the next
  * byte, as for the kernel's poke_int3_handler().
  */
 #include "../runtime.h"
@@ -33,14 +35,22 @@ int mcr_encode(uintptr_t site, unsigned len, uintptr_t target, uint8_t *out)
 			memcpy(out, nop6, 6);
 		return 0;
 	}
-	int64_t rel = (int64_t)(target - (site + len));
+	int64_t rel = (int64_t)(target - (site + 5));
 	if (rel != (int32_t)rel)
 		return -1;
 	int32_t r32 = (int32_t)rel;
-	if (len == 6)
-		*out++ = 0x67;
 	out[0] = 0xe8;
 	memcpy(out + 1, &r32, 4);
+	if (len == 6)
+		out[5] = 0x90;
+	return 0;
+}
+
+int mcr_encode_parked(uintptr_t site, unsigned len, uintptr_t target, uint8_t *out)
+{
+	if (len != 5 || !target || mcr_encode(site, len, target, out))
+		return -1;
+	out[0] = MCR_PARK;
 	return 0;
 }
 
@@ -52,18 +62,20 @@ uintptr_t mcr_trap_site(const ucontext_t *uc)
 void mcr_emulate(ucontext_t *uc, uintptr_t site, const uint8_t *insn, unsigned len)
 {
 	greg_t *g = ((ucontext_t *)uc)->uc_mcontext.gregs;
-	const uint8_t *op = insn[0] == 0x67 ? insn + 1 : insn;
 
-	if (op[0] == 0xe8) {
+	if (insn[0] == 0xe8) {
 		int32_t rel;
 		uintptr_t sp = (uintptr_t)g[REG_RSP] - 8;
 
-		memcpy(&rel, op + 1, 4);
+		memcpy(&rel, insn + 1, 4);
 		/* Push the return address on the interrupted stack: the
-		 * kernel put the signal frame below its red zone. */
+		 * kernel put the signal frame below its red zone.  It is
+		 * past the whole site: a 6-byte site that becomes a call
+		 * and a NOP may still hold its old tail, which a return to
+		 * the NOP's place would run from its middle. */
 		*(uintptr_t *)sp = site + len;
 		g[REG_RSP] = (greg_t)sp;
-		g[REG_RIP] = (greg_t)(site + len + (intptr_t)rel);
+		g[REG_RIP] = (greg_t)(site + 5 + (intptr_t)rel);
 	} else {
 		g[REG_RIP] = (greg_t)(site + len);
 	}
@@ -151,16 +163,16 @@ void mcr_jump_stub(uint8_t *buf, uintptr_t target)
 	buf[14] = buf[15] = 0xcc;
 }
 
-const uint8_t mcr_direct_len[MCR_DIRECT_LENS] = { 5, 6 };
+const uint8_t mcr_direct_len[MCR_DIRECT_LENS] = { 5 };
 
 uintptr_t mcr_call_dest(uintptr_t after, unsigned len)
 {
-	/* Both forms end in e8 rel32; a 5-byte one has the breakpoint in
-	 * place of the e8 while it changes (the tail is written first). */
+	/* e8 rel32, or the breakpoint in place of the e8 while it changes
+	 * (the tail is written first). */
 	const uint8_t *op = (const uint8_t *)after - 5;
 	int32_t rel;
 
-	if (op[0] != 0xe8 && !(len == 5 && op[0] == mcr_breakpoint))
+	if (len != 5 || (op[0] != 0xe8 && op[0] != mcr_breakpoint))
 		return 0;
 	memcpy(&rel, op + 1, 4);
 	return after + (intptr_t)rel;
