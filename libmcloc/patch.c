@@ -242,14 +242,18 @@ static struct mapping *read_maps(size_t *n)
 	m = malloc((lines + 1) * sizeof(*m));
 	if (!m)
 		goto out;
+	/* "lo-hi rwxp ...": strtoul, since sscanf cost more than the
+	 * kernel took to write the lines. */
 	for (char *l = buf; l && *l;) {
-		unsigned long lo, hi;
-		char perms[5];
+		char *e;
+		unsigned long lo = strtoul(l, &e, 16), hi = 0;
 
-		if (sscanf(l, "%lx-%lx %4s", &lo, &hi, perms) == 3)
+		if (*e == '-')
+			hi = strtoul(e + 1, &e, 16);
+		if (hi > lo && e[0] == ' ' && e[1] && e[2] && e[3])
 			m[nm++] = (struct mapping){ lo, hi,
-				(perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) |
-				(perms[2] == 'x' ? PROT_EXEC : 0) };
+				(e[1] == 'r' ? PROT_READ : 0) | (e[2] == 'w' ? PROT_WRITE : 0) |
+				(e[3] == 'x' ? PROT_EXEC : 0) };
 		l = strchr(l, '\n');
 		if (l)
 			l++;
