@@ -555,16 +555,35 @@ static void stub_offs_init(struct stub_offs *so)
 #endif
 }
 
+/* What deciding a site needs of its image, copied out of it: the
+ * pokes are written as bytes, which may alias anything, so fields read
+ * through the image were read again for every site. */
+struct site_view {
+	const struct image *im;
+	struct mcloc_rec *recs;
+	size_t first, nrecs;
+	uintptr_t base, args, regs;
+	uint8_t *stubs;
+	bool slots;
+};
+
+static struct site_view view_of(const struct image *im)
+{
+	return (struct site_view){ im, im->recs, im->first, im->nrecs, im->base,
+				   im->desc->tramp_args, im->desc->tramp_regs, im->stubs, im->slots };
+}
+
 /*
- * Where the site of record R of IM should call, from its state S (0:
+ * Where the site of record R of IV should call, from its state S (0:
  * nowhere, the NOP), and in *FLAGS the REC_ENABLED* bits that will say so:
  * the regs trampoline if any ops needs registers; else, where sites have
  * ops slots, the args trampoline with *SLOT the one ops that covers it or
  * the list ops; else the one ops's stub if one alone covers it and has a
  * direct slot, else the list (args trampoline).
  */
-static uintptr_t wanted(const struct image *im, size_t r, uint32_t s, const struct owners *o,
-			const struct stub_offs *so, uint32_t *flags, uintptr_t *slot)
+static inline uintptr_t wanted(const struct site_view *iv, size_t r, uint32_t s,
+			       const struct owners *o, const struct stub_offs *so,
+			       uint32_t *flags, uintptr_t *slot)
 {
 	*flags = 0;
 	if (!(s & REC_REF_MASK))
@@ -573,20 +592,20 @@ static uintptr_t wanted(const struct image *im, size_t r, uint32_t s, const stru
 	/* A direct trampoline alone, within the site's reach: called
 	 * itself, nothing of ours in between. */
 	if ((s & REC_HAS_DIRECT) && (s & REC_REF_MASK) == 1) {
-		uintptr_t t = mcr_direct_of(mcr_directs, im->first + r);
+		uintptr_t t = mcr_direct_of(mcr_directs, iv->first + r);
 		uint8_t b[MCR_MAX_SITE];
 
-		if (t && !mcr_encode(im->base + im->recs[r].off, s >> REC_LEN_SHIFT, t, b)) {
+		if (t && !mcr_encode(iv->base + iv->recs[r].off, s >> REC_LEN_SHIFT, t, b)) {
 			*flags |= REC_ENABLED_USER;
 			return t;
 		}
 	}
 	if (s & REC_REGS_MASK) {
 		*flags |= REC_ENABLED_REGS;
-		return im->desc->tramp_regs;
+		return iv->regs;
 	}
-	if (im->slots) {
-		size_t g = im->first + r;
+	if (iv->slots) {
+		size_t g = iv->first + r;
 
 		*slot = (uintptr_t)&mcr_list_ops;
 		for (size_t i = 0; (s & REC_REF_MASK) == 1 && i < o->n; i++)
@@ -595,19 +614,19 @@ static uintptr_t wanted(const struct image *im, size_t r, uint32_t s, const stru
 				*slot = (uintptr_t)o->v[i].ops;
 				break;
 			}
-		return im->desc->tramp_args;
+		return iv->args;
 	}
-	if ((s & REC_REF_MASK) == 1 && im->stubs) {
-		size_t g = im->first + r;
+	if ((s & REC_REF_MASK) == 1 && iv->stubs) {
+		size_t g = iv->first + r;
 
 		for (size_t i = 0; i < o->n; i++)
 			if (mcr_bit_of(o->v[i].covers, g)) {
 				*flags |= REC_ENABLED_DIRECT;
-				return (uintptr_t)im->stubs + so->of_len[s >> REC_LEN_SHIFT] +
+				return (uintptr_t)iv->stubs + so->of_len[s >> REC_LEN_SHIFT] +
 				       (size_t)o->v[i].slot * MCR_DIRECT_STUB;
 			}
 	}
-	return im->desc->tramp_args;
+	return iv->args;
 }
 
 /* What a batch may change in a record's state (and a poke's tag
@@ -620,15 +639,15 @@ static uintptr_t wanted(const struct image *im, size_t r, uint32_t s, const stru
  * again (S parked), when the state says so: 0 for a call the site alone
  * knows (x86_64: which stub; a parked direct trampoline, which may be
  * gone from the set), whose tail the patcher then reads back. */
-static uintptr_t current(const struct image *im, size_t r, uint32_t s)
+static inline uintptr_t current(const struct site_view *iv, size_t r, uint32_t s)
 {
 	if (s & REC_ENABLED_USER)
-		return s & REC_ENABLED ? mcr_direct_of(mcr_directs, im->first + r) : 0;
+		return s & REC_ENABLED ? mcr_direct_of(mcr_directs, iv->first + r) : 0;
 	if (s & REC_ENABLED_REGS)
-		return im->desc->tramp_regs;
+		return iv->regs;
 	if ((s & REC_ENABLED_DIRECT) && !MCR_ONE_STORE)
 		return 0;
-	return im->desc->tramp_args;
+	return iv->args;
 }
 
 /* Encode a call from SITE (LEN bytes) to TO, a direct trampoline of the
@@ -684,18 +703,19 @@ static int update_sites(void)
 	owners_now(&own);
 	stub_offs_init(&so);
 	for (size_t i = 0; i < mcr_nimages; i++) {
-		struct image *im = mcr_images[i];
-
-		if (!im)
+		if (!mcr_images[i])
 			continue;
-		for (size_t r = 0; r < im->nrecs; r++) {
-			uint32_t s = im->recs[r].state, f;
+		const struct site_view iv = view_of(mcr_images[i]);
+		struct mcloc_rec *recs = iv.recs;
+
+		for (size_t r = 0; r < iv.nrecs; r++) {
+			uint32_t s = recs[r].state, f;
 
 			if (!(s & (REC_REF_MASK | REC_ENABLED)) || (s & REC_REFUSED))
 				continue;
 			uintptr_t slot = 0;
-			uintptr_t to = wanted(im, r, s, &own, &so, &f, &slot);
-			uintptr_t site = im->base + im->recs[r].off;
+			uintptr_t to = wanted(&iv, r, s, &own, &so, &f, &slot);
+			uintptr_t site = iv.base + recs[r].off;
 #if MCR_ONE_STORE
 			/* The slot before the call that reads it; a site that
 			 * stops calling keeps its stale slot, which the
@@ -709,11 +729,11 @@ static int update_sites(void)
 			unsigned len = s >> REC_LEN_SHIFT;
 			struct mcr_poke *p = &v[n];
 			bool was = s & (REC_ENABLED | REC_PARKED);
-			uintptr_t from = was ? current(im, r, s) : 0;
+			uintptr_t from = was ? current(&iv, r, s) : 0;
 			/* Same target, another meaning (one ops's slot or the
 			 * list, through the same trampoline): no store. */
 			if ((s & REC_ENABLED) && f && from == to) {
-				im->recs[r].state = (s & ~REC_ENABLED_ALL) | f;
+				recs[r].state = (s & ~REC_ENABLED_ALL) | f;
 				continue;
 			}
 			/* Disabled, a site parks its call where it can (then
@@ -742,7 +762,7 @@ static int update_sites(void)
 							 p->new_bytes, &p->flags, MCR_POKE_SAME_TAIL)
 					   : mcr_encode(site, len, 0, p->new_bytes);
 			if (bad) {
-				im->recs[r].state |= REC_REFUSED;
+				recs[r].state |= REC_REFUSED;
 				mcr_nrefused++;
 				mcr_say(1, "site %#lx: no %u-byte call reaches the trampoline; refused",
 				    (unsigned long)site, len);
@@ -753,7 +773,7 @@ static int update_sites(void)
 			 * thousand records cost more than the batch's
 			 * bookkeeping.  (No dispatcher reads these bits.) */
 			p->tag = (uint16_t)((s & REC_SITE_BITS) >> REC_SITE_SHIFT);
-			im->recs[r].state = (s & ~REC_SITE_BITS) | now;
+			recs[r].state = (s & ~REC_SITE_BITS) | now;
 			n++;
 		}
 	}
