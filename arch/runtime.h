@@ -90,6 +90,18 @@ int mcr_site_find(uintptr_t entry, uintptr_t fentry, struct mcr_site *s);
 /* After the stores of a batch and before its sync: make the instruction
  * caches of every core see [LO, HI). */
 void mcr_flush_icache(uintptr_t lo, uintptr_t hi);
+
+/*
+ * For a program linked without objpatch (libmcloc/discover.c): the 8
+ * bytes that turn the patchable entry's NOPs at ENTRY into a run-time
+ * site whose calls reach the trampoline entries ARGS and REGS (the fixed
+ * instruction, then the NOP that toggles), what objpatch link --runtime
+ * writes.  -1 when ENTRY does not hold 8 bytes of NOPs, or holds 16 (an
+ * ops slot's layout, -fpatchable-function-entry=4,2 and the like, which
+ * cannot be told from two functions' NOPs without the symbols), or the
+ * trampolines are out of reach.
+ */
+int mcr_site_prepare(uintptr_t entry, uintptr_t args, uintptr_t regs, uint8_t out[8]);
 #else
 /* The breakpoint written over a site's first byte while it changes. */
 extern const uint8_t mcr_breakpoint;
@@ -110,6 +122,11 @@ void mcr_rewind(ucontext_t *uc, uintptr_t site);
  * reach the library's own trampolines. */
 #define MCR_STUB_SIZE 32
 void mcr_jump_stub(uint8_t *buf, uintptr_t target);
+
+/* A page of such stubs for an image without trampolines of its own: the
+ * args trampoline's at PAGE, the regs one's MCR_STUB_SIZE on, laid out as
+ * the architecture's sites expect (riscv64: mirrored, arch/riscv/tramp.h). */
+void mcr_tramp_stubs(uint8_t *page, uintptr_t args, uintptr_t regs);
 
 /*
  * One ops alone on a site: the kernel's per-ops trampoline, without

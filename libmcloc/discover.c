@@ -4,16 +4,23 @@
  * comes from GCC's own -mrecord-mcount (or -fpatchable-function-entry),
  * found through dl_iterate_phdr and the section headers of
  * /proc/self/exe.  It has no trampolines of its own, and the library's
- * are out of a rel32 call's reach, so a page of jump stubs is mapped
- * within reach of its text; its sites, still calls to glibc's __fentry__,
- * become NOPs in one batch, and from then on it is an image like any
- * other.
+ * are out of a call's reach, so a page of jump stubs is mapped within
+ * reach of its text.  x86_64: its sites, still calls to glibc's
+ * __fentry__, become NOPs in one batch.  aarch64, riscv64: its sites, the
+ * NOPs of -fpatchable-function-entry, get the fixed first instruction
+ * objpatch link --runtime would have written (mov x9, x30; auipc t0 of the
+ * stubs' window), in one batch while the program is still alone.  From
+ * then on it is an image like any other.
  */
 #include "mcr.h"
 #include <mcloc/abi.h>
 #include "patch.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
+#if __has_include(<sys/single_threaded.h>)
+#include <sys/single_threaded.h>
+#endif
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -77,18 +84,32 @@ static bool has_symbol(int fd, const Elf64_Ehdr *eh, const Elf64_Shdr *sh, const
 	return found;
 }
 
+#if MCR_ONE_STORE
+/* Has the process never had a second thread?  glibc's own flag, which
+ * also answers right under qemu-user, whose threads /proc/self/task
+ * lists with the program's. */
+static bool alone(void)
+{
+#if __has_include(<sys/single_threaded.h>)
+	return __libc_single_threaded;
+#else
+	DIR *d = opendir("/proc/self/task");
+	int n = 0;
+
+	if (!d)
+		return false;
+	for (struct dirent *e; (e = readdir(d));)
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n == 1;
+#endif
+}
+#endif
+
 /* Register the main program if it was linked without objpatch: core
  * calls it once, after the first successful init. */
 static int discover_main(char *err, size_t errlen)
 {
-#if MCR_ONE_STORE
-	/* Not yet: on aarch64 and riscv64 the fixed first instruction of
-	 * each site (mov x9, x30; auipc t0) would have to be written here,
-	 * and a page of jump stubs for the auipc to reach.  Such programs are
-	 * linked through objpatch link --runtime. */
-	(void)err, (void)errlen;
-	return 0;
-#endif
 	struct main_info m = { 0 };
 	Elf64_Ehdr eh;
 	Elf64_Shdr *sh = NULL;
@@ -126,9 +147,27 @@ static int discover_main(char *err, size_t errlen)
 		goto out;
 
 	size_t n = t->sh_size / 8, k = 0;
-	uintptr_t fentry = (uintptr_t)dlsym(RTLD_DEFAULT, "__fentry__");
+#if MCR_ONE_STORE
+	/* The fixed first instruction of each site is not one that may
+	 * change while another thread runs it: this is done while the
+	 * program is still alone (an LD_PRELOADed library's constructor),
+	 * or not at all. */
+	if (!alone()) {
+		mcr_say(0, "the main program's sites are left alone: it has started threads "
+			"(link it with objpatch link --runtime, or initialise libmcloc first)");
+		goto out;
+	}
+#endif
+	uint8_t *stubs = mcr_near_page(m.text_lo, m.text_hi);
+	if (!stubs) {
+		snprintf(err, errlen, "no page within reach of the main program's text");
+		ret = -ENOMEM;
+		goto out;
+	}
+	mcr_tramp_stubs(stubs, __mcloc_image.tramp_args, __mcloc_image.tramp_regs);
+	mprotect(stubs, (size_t)sysconf(_SC_PAGESIZE), PROT_READ | PROT_EXEC);
 	tab = malloc(n * sizeof(*tab));
-	struct mcr_poke *pk = calloc(n + 1, sizeof(*pk));
+	struct mcr_poke *pk = calloc(2 * n + 1, sizeof(*pk));
 	if (!tab || !pk) {
 		free(pk);
 		ret = -ENOMEM;
@@ -137,35 +176,46 @@ static int discover_main(char *err, size_t errlen)
 	/* The table as the loader relocated it (GCC's is byte-aligned). */
 	memcpy(tab, (const void *)(m.bias + t->sh_addr), n * 8);
 	size_t np = 0;
+#if !MCR_ONE_STORE
+	uintptr_t fentry = (uintptr_t)dlsym(RTLD_DEFAULT, "__fentry__");
+#endif
 	for (size_t i = 0; i < n; i++) {
-		struct mcr_site st;
-		unsigned len;
-
 		if (!tab[i] || tab[i] < m.text_lo || tab[i] >= m.text_hi)
 			continue;
+#if MCR_ONE_STORE
+		/* Its NOPs become what objpatch link --runtime writes: the
+		 * fixed instruction, then the NOP that toggles, one poke per
+		 * word that changes. */
+		uint8_t out[8];
+
+		if (mcr_site_prepare(tab[i], (uintptr_t)stubs, (uintptr_t)stubs + MCR_STUB_SIZE,
+				     out))
+			continue;	/* refused below, by registration */
+		for (size_t w = 0; w < 8; w += 4)
+			if (memcmp((const void *)(tab[i] + w), out + w, 4)) {
+				pk[np].addr = tab[i] + w;
+				pk[np].len = 4;
+				memcpy(pk[np].old_bytes, (const void *)(tab[i] + w), 4);
+				memcpy(pk[np].new_bytes, out + w, 4);
+				np++;
+			}
+		tab[k++] = tab[i];
+#else
+		struct mcr_site st;
+
 		if (mcr_site_find(tab[i], fentry, &st))
 			continue;	/* refused below, by registration */
-		len = st.len;
 		tab[k++] = tab[i];
+		/* Every compiled-in call becomes a NOP: the starting state. */
 		if (st.is_call) {
 			pk[np].addr = tab[i];
-			pk[np].len = (uint8_t)len;
-			memcpy(pk[np].old_bytes, (const void *)tab[i], len);
-			mcr_encode(tab[i], len, 0, pk[np].new_bytes);
+			pk[np].len = (uint8_t)st.len;
+			memcpy(pk[np].old_bytes, (const void *)tab[i], st.len);
+			mcr_encode(tab[i], st.len, 0, pk[np].new_bytes);
 			np++;
 		}
+#endif
 	}
-	uint8_t *stubs = mcr_near_page(m.text_lo, m.text_hi);
-	if (!stubs) {
-		snprintf(err, errlen, "no page within reach of the main program's text");
-		free(pk);
-		ret = -ENOMEM;
-		goto out;
-	}
-	mcr_jump_stub(stubs, __mcloc_image.tramp_args);
-	mcr_jump_stub(stubs + MCR_STUB_SIZE, __mcloc_image.tramp_regs);
-	mprotect(stubs, (size_t)sysconf(_SC_PAGESIZE), PROT_READ | PROT_EXEC);
-	/* Every compiled-in call becomes a NOP: the starting state. */
 	ret = mcr_patch(pk, np, NULL, 0, err, errlen);
 	free(pk);
 	if (ret)

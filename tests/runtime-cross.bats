@@ -253,3 +253,67 @@ check_slots() {
 @test "riscv64: objpatch check verifies run-time sites and ops slot alignment" {
 	check_slots riscv64 -fpatchable-function-entry=8,4
 }
+
+# A program that never heard of mcloc, built with the architecture's
+# patchable entry and linked as usual: MCLOC_TRACER through LD_PRELOAD
+# (qemu -E, so that qemu itself does not preload it).  libmcloc writes the
+# sites' fixed first instruction itself, while the program is still
+# alone, against a page of jump stubs near its text.
+preload() {
+	plain_only
+	cross "$1"
+	local flags
+	case $1 in
+	aarch64) flags=(-fpatchable-function-entry=2) ;;
+	riscv64) flags=(-fpatchable-function-entry=4 -falign-functions=4) ;;
+	esac
+	$CC -O2 "${flags[@]}" "$DEMO"/{main,fib,stats}.c -o "$T/demo"
+	local env=(-E LD_PRELOAD="$LIB/libmcloc.so")
+	run "${QEMU[@]}" "${env[@]}" -E MCLOC_TRACER=function -E MCLOC_FILTER='stats_*' \
+		-E MCLOC_NOTRACE=stats_mean -E MCLOC_OUTPUT="$T/trace" "$T/demo"
+	assert_success
+	assert_output "sum=143 max=55 mean=14.30"
+	run cat "$T/trace"
+	assert_line --regexp '^ +[^ ]+-[0-9]+ +\[[0-9]{3}\] +[0-9]+\.[0-9]{6}: stats_add <-main$'
+	assert_line --regexp ': stats_clamp <-stats_add$'
+	refute_line --partial ": fib "
+	refute_line --partial ": stats_mean "
+	[ "$(grep -c ': stats_add <-main' "$T/trace")" -eq 10 ]
+	[ "$(grep -c ': stats_clamp <-stats_add' "$T/trace")" -eq 10 ]
+	run "${QEMU[@]}" "${env[@]}" -E MCLOC_TRACER=profile "$T/demo"
+	assert_success
+	assert_line --regexp '^fib +10 +[0-9]+\.[0-9]{3} +[0-9]+\.[0-9]{3}$'
+	assert_line --regexp '^stats_mean +1 +[0-9]+\.[0-9]{3} +[0-9]+\.[0-9]{3}$'
+	run "${QEMU[@]}" "${env[@]}" "$T/demo"
+	assert_success
+	assert_output "sum=143 max=55 mean=14.30"
+}
+
+@test "aarch64: MCLOC_TRACER on a program that never heard of mcloc, through LD_PRELOAD" {
+	preload aarch64
+}
+
+@test "riscv64: MCLOC_TRACER on a program that never heard of mcloc, through LD_PRELOAD" {
+	preload riscv64
+}
+
+# The same kind of program, but it starts a thread before libmcloc
+# initialises: its sites are left alone, with the reason, and it runs on.
+late() {
+	plain_only
+	cross "$1"
+	$CC -O2 -fpatchable-function-entry=4 -falign-functions=8 -I"$SRC/include" \
+		"$RT/late.c" -o "$T/late" -L"$LIB" -lmcloc -lpthread
+	run_cross "$T/late"
+	assert_success
+	assert_line --partial "libmcloc: the main program's sites are left alone: it has started threads"
+	assert_line "records 0, told 1, work 7"
+}
+
+@test "aarch64: a program that started threads first is left untraced, and told why" {
+	late aarch64
+}
+
+@test "riscv64: a program that started threads first is left untraced, and told why" {
+	late riscv64
+}

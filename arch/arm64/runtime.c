@@ -62,6 +62,25 @@ int mcr_site_find(uintptr_t entry, uintptr_t fentry, struct mcr_site *s)
 	return word(s->at) == A64_NOP ? 0 : -1;
 }
 
+int mcr_site_prepare(uintptr_t entry, uintptr_t args, uintptr_t regs, uint8_t out[8])
+{
+	uint32_t w[2] = { A64_MOV_X9_X30, A64_NOP };
+	uint8_t b[4];
+
+	if ((entry & 3) || word(entry) != A64_NOP || word(entry + 4) != A64_NOP ||
+	    (word(entry + 8) == A64_NOP && word(entry + 12) == A64_NOP) ||
+	    mcr_encode(entry + 4, 4, args, b) || mcr_encode(entry + 4, 4, regs, b))
+		return -1;
+	memcpy(out, w, 8);
+	return 0;
+}
+
+void mcr_tramp_stubs(uint8_t *page, uintptr_t args, uintptr_t regs)
+{
+	mcr_jump_stub(page, args);
+	mcr_jump_stub(page + MCR_STUB_SIZE, regs);
+}
+
 void mcr_flush_icache(uintptr_t lo, uintptr_t hi)
 {
 	__builtin___clear_cache((char *)lo, (char *)hi);

@@ -134,18 +134,6 @@ static bool riscv_is_runtime_site(const struct mc_text *t, uint64_t off)
 	       (j == RV_NOP || (j & 0xfffff) == 0x282e7);	/* jalr t0, lo(t0) */
 }
 
-/* The auipc immediate *HI whose window from PC holds both A and B? */
-static bool window_for(uint64_t pc, uint64_t a, uint64_t b, int64_t *hi)
-{
-	*hi = ((int64_t)(a - pc) + 0x800) >> 12;
-	int64_t base = (int64_t)pc + *hi * 4096;
-
-	if (*hi < -(1 << 19) || *hi >= (1 << 19))
-		return false;
-	return (int64_t)a - base >= -2048 && (int64_t)a - base <= 2047 &&
-	       (int64_t)b - base >= -2048 && (int64_t)b - base <= 2047;
-}
-
 static int riscv_runtime_site(const struct mc_text *t, uint64_t off, uint64_t pc,
 			      uint64_t targs, uint64_t tregs, uint8_t out[8])
 {
@@ -161,8 +149,7 @@ static int riscv_runtime_site(const struct mc_text *t, uint64_t off, uint64_t pc
 	}
 	int64_t hi;
 
-	if (!window_for(pc, targs, tregs, &hi) &&
-	    !window_for(pc, targs + MC_RV_TRAMP_MIRROR, tregs + MC_RV_TRAMP_MIRROR, &hi))
+	if (!mc_rv_tramp_window(pc, targs, tregs, &hi))
 		return -1;
 	mc_store32(t, out, (uint32_t)hi << 12 | 5u << 7 | 0x17);	/* auipc t0, hi */
 	mc_store32(t, out + 4, RV_NOP);

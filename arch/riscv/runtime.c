@@ -80,6 +80,44 @@ int mcr_site_find(uintptr_t entry, uintptr_t fentry, struct mcr_site *s)
 	return word(s->at) == RV_NOP ? 0 : -1;
 }
 
+/* 8 bytes of NOPs at A, of either size? */
+static bool nops8(uintptr_t a)
+{
+	for (uintptr_t i = 0; i < 8;) {
+		uint16_t h;
+
+		memcpy(&h, (const void *)(a + i), 2);
+		if (h == 0x0001)		/* c.nop */
+			i += 2;
+		else if (i <= 4 && word(a + i) == RV_NOP)
+			i += 4;
+		else
+			return false;
+	}
+	return true;
+}
+
+int mcr_site_prepare(uintptr_t entry, uintptr_t args, uintptr_t regs, uint8_t out[8])
+{
+	uint32_t w[2] = { 0, RV_NOP };
+	int64_t hi;
+
+	if ((entry & 3) || !nops8(entry) || nops8(entry + 8) ||
+	    !mc_rv_tramp_window(entry, args, regs, &hi))
+		return -1;
+	w[0] = (uint32_t)hi << 12 | RV_T0 << 7 | 0x17;	/* auipc t0, hi */
+	memcpy(out, w, 8);
+	return 0;
+}
+
+void mcr_tramp_stubs(uint8_t *page, uintptr_t args, uintptr_t regs)
+{
+	for (size_t m = 0; m <= MC_RV_TRAMP_MIRROR; m += MC_RV_TRAMP_MIRROR) {
+		mcr_jump_stub(page + m, args);
+		mcr_jump_stub(page + m + MCR_STUB_SIZE, regs);
+	}
+}
+
 void mcr_flush_icache(uintptr_t lo, uintptr_t hi)
 {
 	/* Flags 0: every hart that runs this process, not only this one. */

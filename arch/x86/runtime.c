@@ -163,6 +163,12 @@ void mcr_jump_stub(uint8_t *buf, uintptr_t target)
 	buf[14] = buf[15] = 0xcc;
 }
 
+void mcr_tramp_stubs(uint8_t *page, uintptr_t args, uintptr_t regs)
+{
+	mcr_jump_stub(page, args);
+	mcr_jump_stub(page + MCR_STUB_SIZE, regs);
+}
+
 const uint8_t mcr_direct_len[MCR_DIRECT_LENS] = { 5 };
 
 uintptr_t mcr_call_dest(uintptr_t after, unsigned len)

@@ -7,6 +7,9 @@
 #                         by the paired build: both hot()s in one process,
 #                         alternating 400 times (xray/pair_main.c); separate
 #                         runs are printed too but swing by +-40% here
+#   mcloc, parked         the same site once enabled and disabled: x86_64
+#                         leaves it "test $rel32, %eax", not the NOP
+#                         (paired as above; goal the same)
 #   mcloc, empty callback one ops with an empty callback enabled on it
 #                         (goal: <= 3 ns added per call)
 #   mcloc, direct         mcloc_register_direct with an empty trampoline
@@ -59,7 +62,7 @@ cd "$w"
 # each keeps its fastest run: interference only ever adds time.
 runs=${RUNS:-5}
 best() { /usr/bin/python3 -c 'import sys; print(min(map(float, sys.argv[1:])))' "$@"; }
-P=() D=() E=() DT=() F=() G=() XU=() XP=() R=()
+P=() D=() E=() DT=() F=() G=() XU=() XP=() R=() RP=()
 for ((k = 0; k < runs; k++)); do
 	P+=("$(./plain "$n")")
 	D+=("$(./mcloc "$n")")
@@ -67,6 +70,7 @@ for ((k = 0; k < runs; k++)); do
 	DT+=("$(./mcloc "$n" direct)")
 	F+=("$(./floor "$n")")
 	R+=("$(./pair | awk '{ printf "%.4f", $2 / $1 }')")
+	RP+=("$(./pair 2000000 400 parked | awk '{ printf "%.4f", $2 / $1 }')")
 	G+=("$(./gprof "$n")")
 	XU+=("$(XRAY_OPTIONS=patch_premain=false ./xray "$n")")
 	XP+=("$(XRAY_OPTIONS=patch_premain=false ./xray "$n" enable)")
@@ -81,6 +85,8 @@ printf '%-28s %8s ns/call\n' "plain" "$plain" "mcloc, disabled (NOP)" "$dis" \
 paired=$(printf '%s\n' "${R[@]}" | sort -n | sed -n "$(( (runs + 1) / 2 ))p")
 echo "mcloc disabled / plain, separate runs = $(echo "scale=3; $dis / $plain" | bc)"
 echo "mcloc disabled / plain, paired in one process = $paired (median of $runs: ${R[*]}; goal <= 1.02)"
+pparked=$(printf '%s\n' "${RP[@]}" | sort -n | sed -n "$(( (runs + 1) / 2 ))p")
+echo "mcloc parked / plain, paired in one process = $pparked (median of $runs: ${RP[*]}; goal <= 1.02)"
 echo "mcloc enabled - plain = $(echo "scale=2; $en - $plain" | bc) ns per call (goal <= 3)"
 dmed=$(for ((k = 0; k < runs; k++)); do echo "${DT[k]} - ${P[k]}" | bc; done | sort -n |
 	sed -n "$(( (runs + 1) / 2 ))p")

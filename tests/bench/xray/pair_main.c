@@ -10,13 +10,17 @@
  * see the same machine within milliseconds.  The process is set up as a
  * program linked for live patching is, with nothing enabled: libmcloc
  * loaded and initialised (its SIGTRAP handler, membarrier registration),
- * so that whatever that costs the loop is counted too.
+ * so that whatever that costs the loop is counted too.  With argv[3] =
+ * "parked", hot()'s site is first enabled and disabled again, so that it
+ * holds the parked call (test $rel32, %eax) rather than the NOP.
  * Prints "PLAIN_NS NOP_NS".
  */
 #include <mcloc/mcloc.h>
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 long call_hot(long), call_hot_plain(long);
@@ -27,6 +31,11 @@ static double now(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static void empty(uintptr_t ip, uintptr_t parent, struct mcloc_ops *ops, struct mcloc_regs *regs)
+{
+	(void)ip, (void)parent, (void)ops, (void)regs;
 }
 
 static double timed(long (*loop)(long), long n, volatile long *sink)
@@ -46,6 +55,17 @@ int main(int argc, char **argv)
 
 	if (mcloc_init())
 		return 1;
+	if (argc > 3 && !strcmp(argv[3], "parked")) {
+		struct mcloc_ops ops = { .func = empty };
+
+		if (mcloc_register_ops(&ops) || mcloc_unregister_ops(&ops))
+			return 1;
+		mcloc_ops_free(&ops);
+		if (*(const uint8_t *)mcloc_site_of("hot") != 0xa9) {
+			fprintf(stderr, "pair: hot()'s site is not parked\n");
+			return 1;
+		}
+	}
 	for (int r = 0; r < rounds; r++) {
 		/* Each round starts with the other side, so that neither
 		 * always runs first. */
