@@ -145,6 +145,15 @@ struct mc_arch {
 			    uint64_t targs, uint64_t tregs, uint8_t out[8]);
 	/* Is OFF of T such a site already (its NOP or a call)? */
 	bool (*is_runtime_site)(const struct mc_text *t, uint64_t off);
+	/*
+	 * The same for a -pg site, the NOPed call to _mcount at OFF (address
+	 * PC), after the function's prologue: the 8 bytes from OFF - 4 into
+	 * OUT, returns 0, or -1 when the instruction before the call is not
+	 * the one that makes the site (aarch64: mov x0, x30, GCC's argument
+	 * to _mcount) or a trampoline is out of reach.  NULL: no such sites.
+	 */
+	int (*runtime_mcount_site)(const struct mc_text *t, uint64_t off, uint64_t pc,
+				   uint64_t targs, uint64_t tregs, uint8_t out[8]);
 
 	/* --- static trampolines (objpatch tramp), NULL where not supported --- */
 	/* GNU as text: mcloc_tramp_args, mcloc_tramp_regs, the mcount stub,

@@ -13,7 +13,22 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/mman.h>
 #include <ucontext.h>
+#include <unistd.h>
+
+/* Are the bytes [A - 4, A) mapped?  Asked before reading the word before
+ * a site, which may begin a mapping; only a page's first word costs a
+ * system call. */
+static inline bool mcr_before_mapped(uintptr_t a)
+{
+	unsigned char v;
+	long pg = sysconf(_SC_PAGESIZE);
+
+	if ((a & (uintptr_t)(pg - 1)) >= 4)
+		return true;	/* (on A's own page) */
+	return mincore((void *)((a - 4) & ~(uintptr_t)(pg - 1)), (size_t)pg, &v) == 0;
+}
 
 /* The longest site the runtime rewrites (x86: 6; pokes are sized by it). */
 #define MCR_MAX_SITE 6
@@ -163,15 +178,24 @@ uintptr_t mcr_call_dest(uintptr_t after, unsigned len);
  * hook returns (the real one, which the library kept).
  *
  * mcr_return_slot() finds where the return address of a function lies
- * whose site ran with the registers REGS and whose caller is PARENT: on
- * the stack (x86_64), or in REGS, which the regs trampoline restores
+ * whose site SITE ran with the registers REGS and whose caller is PARENT:
+ * on the stack (x86_64), or in REGS, which the regs trampoline restores
  * (aarch64's x30, riscv64's ra).  NULL when it is not where an entry site
  * (fentry, patchable entry) leaves it, for example at an mcount site
  * after the prologue; such calls are not timed.  *KEY is the stack
  * pointer mcr_return_hook() will be given when the function returns.
  */
 struct mcloc_regs;
-uintptr_t *mcr_return_slot(struct mcloc_regs *regs, uintptr_t parent, uintptr_t *key);
+uintptr_t *mcr_return_slot(struct mcloc_regs *regs, uintptr_t site, uintptr_t parent,
+			   uintptr_t *key);
+
+/*
+ * Is SITE, a registered site, at its function's entry (fentry, a
+ * patchable entry), rather than after the prologue (-pg's mcount call)?
+ * Only at the entry may a callback move the function (regs->pc: the
+ * function's frame is not built yet) or time it by its return address.
+ */
+bool mcr_site_at_entry(uintptr_t site);
 void mcr_return_tramp(void);
 /* Defined by the library. */
 uintptr_t mcr_return_hook(uintptr_t sp);

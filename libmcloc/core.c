@@ -462,9 +462,14 @@ static long site_rec(uintptr_t ip, struct image **imp)
 			continue;
 		long r = mcr_rec_at(im, ip);
 		if (r < 0 && im->names && ip >= im->base) {
+			/* A function's entry names its site: the first record
+			 * within the function (a -pg site follows the
+			 * prologue), or without its symbol within 16 bytes. */
 			size_t k = mcr_rec_lower(im, ip);
+			const struct fsym *f = mcr_func_at(im, ip);
+			uintptr_t end = f && f->lo == ip ? f->hi : ip + 16;
 
-			if (k < im->nrecs && im->base + im->recs[k].off < ip + 16)
+			if (k < im->nrecs && im->base + im->recs[k].off < end)
 				r = (long)k;
 		}
 		if (r >= 0) {
@@ -473,6 +478,17 @@ static long site_rec(uintptr_t ip, struct image **imp)
 		}
 	}
 	return -1;
+}
+
+uintptr_t mcr_site_of_func(uintptr_t fn)
+{
+	struct image *im;
+
+	pthread_mutex_lock(&mcr_lock);
+	long r = site_rec(fn, &im);
+	uintptr_t site = r >= 0 ? im->base + im->recs[r].off : 0;
+	pthread_mutex_unlock(&mcr_lock);
+	return site;
 }
 
 int mcloc_set_filter_ip(struct mcloc_ops *ops, uintptr_t ip, int remove)

@@ -53,6 +53,9 @@ static uintptr_t walk(uintptr_t after, uintptr_t parent, struct mcloc_image *img
 		struct ops_set *set = mcr_rcu_deref(mcr_cur_set);
 
 		if (callbacks) {
+			struct mcloc_regs *rg = regs;
+			uintptr_t pc = rg ? rg->pc : 0;
+
 			__atomic_fetch_add(&mcr_list_calls, 1, __ATOMIC_RELAXED);
 			for (size_t i = 0; set && i < set->n; i++) {
 				const struct set_ent *e = &set->v[i];
@@ -60,6 +63,11 @@ static uintptr_t walk(uintptr_t after, uintptr_t parent, struct mcloc_image *img
 				if (mcr_bit_of(e->covers, g))
 					e->func(ip, parent, e->ops, e->regs ? regs : NULL);
 			}
+			/* A function is moved only from its entry: after the
+			 * prologue (-pg) its frame is built, and the target
+			 * would return with it still on the stack. */
+			if (rg && rg->pc != pc && !mcr_site_at_entry(ip))
+				rg->pc = pc;
 		}
 		/* After the callbacks, as the kernel's ftrace_regs_caller
 		 * enters a direct trampoline that shares a site. */

@@ -476,6 +476,21 @@ void mcr_image_free(struct image *im)
 	free(im);
 }
 
+const struct fsym *mcr_func_at(const struct image *im, uintptr_t addr)
+{
+	size_t lo = 0, hi = im->nfuncs;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (im->funcs[mid].lo <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo && addr < im->funcs[lo - 1].hi ? &im->funcs[lo - 1] : NULL;
+}
+
 /* (The lookups below run in callbacks, so they take no lock: a
  * read-side section keeps an image being unloaded alive meanwhile.) */
 const char *mcloc_addr_name(uintptr_t addr, uintptr_t *off)
@@ -486,20 +501,12 @@ const char *mcloc_addr_name(uintptr_t addr, uintptr_t *off)
 	mcr_read_lock();
 	for (size_t i = 0; i < n && !name; i++) {
 		const struct image *im = mcr_image_at(i);
-		size_t lo = 0, hi = im ? im->nfuncs : 0;
+		const struct fsym *f = im ? mcr_func_at(im, addr) : NULL;
 
-		while (lo < hi) {
-			size_t mid = lo + (hi - lo) / 2;
-
-			if (im->funcs[mid].lo <= addr)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		if (lo && addr < im->funcs[lo - 1].hi) {
+		if (f) {
 			if (off)
-				*off = addr - im->funcs[lo - 1].lo;
-			name = im->strtab + im->funcs[lo - 1].name;
+				*off = addr - f->lo;
+			name = im->strtab + f->name;
 		}
 	}
 	mcr_read_unlock();

@@ -185,6 +185,11 @@ bool mcr_is_site(uintptr_t addr);
  * (and the path of its object, or NULL); freeing an unloaded one. */
 int mcr_image_records(struct image *im, const struct mcloc_image *desc);
 const char *mcr_image_name(struct image *im, const struct mcloc_image *desc);
+/* The function symbol of IM that holds ADDR, or NULL. */
+const struct fsym *mcr_func_at(const struct image *im, uintptr_t addr);
+/* The site of the function whose entry is FN (the record there, or a -pg
+ * site after its prologue), or 0. */
+uintptr_t mcr_site_of_func(uintptr_t fn);
 void mcr_image_free(struct image *im);
 /* dispatch.c: what the trampolines call; they return a direct trampoline
  * for the image's trampoline to enter, or 0. */

@@ -11,6 +11,7 @@
  */
 #include <mcloc/mcloc.h>
 #include <mcloc/abi.h>
+#include "mcr.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -50,6 +51,13 @@ int mcloc_redirect(void *from, void *to)
 	r = calloc(1, sizeof(*r));
 	if (!r) {
 		ret = -ENOMEM;
+		goto out;
+	}
+	uintptr_t site = mcr_site_of_func((uintptr_t)from);
+	if (site && !mcr_site_at_entry(site)) {
+		/* (-pg: FROM's frame is built before its site runs.) */
+		free(r);
+		ret = -EOPNOTSUPP;
 		goto out;
 	}
 	r->from = from;

@@ -243,7 +243,7 @@ static void profile_cb(uintptr_t ip, uintptr_t parent, struct mcloc_ops *ops,
 
 	struct shadow *sh = get_shadow();
 	uintptr_t sp = 0;
-	uintptr_t *slot = regs ? mcr_return_slot(regs, parent, &sp) : NULL;
+	uintptr_t *slot = regs ? mcr_return_slot(regs, ip, parent, &sp) : NULL;
 	if (!sh || !slot || sh->depth == SHADOW_DEPTH)
 		return;		/* counted, not timed */
 	sh->f[sh->depth] = (struct frame){ sp, *slot, h,

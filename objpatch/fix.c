@@ -630,6 +630,33 @@ static int set_image_bounds(struct mce_file *f, const struct op_sites *s, bool f
 }
 
 /*
+ * A -pg site of E's table (aarch64): the NOPed call to _mcount after the
+ * prologue, and GCC's "mov x0, x30" before it, become the same pair as an
+ * entry's (arch.h).  Returns 1 when it cannot (no such mov there: the
+ * site stays a plain NOP, which the runtime leaves alone), 0, or -1 on an
+ * error.
+ */
+static int prep_mcount_site(struct mce_file *f, const struct mc_arch *a, const struct op_entry *e,
+			    uint64_t targs, uint64_t tregs, struct fix_stats *st)
+{
+	if (!a->runtime_mcount_site || e->off < 4)
+		return 0;
+	struct mce_sec *tx = &f->secs[e->shndx];
+	struct mc_text t = mc_text_of(f, tx, 0);
+	uint8_t out[8];
+
+	if (a->is_runtime_site(&t, e->off - 4))
+		return 0;
+	if (a->runtime_mcount_site(&t, e->off, tx->sh.sh_addr + e->off, targs, tregs, out) < 0)
+		return 1;
+	if (mce_patch(f, tx, e->off - 4, out, 8) < 0)
+		return -1;
+	st->prepared++;
+	st->changed = true;
+	return 0;
+}
+
+/*
  * link --runtime on aarch64 and riscv64: each patchable entry's fixed
  * first instruction (mov x9, x30; auipc t0), so that the runtime changes
  * a site with one store (the kernel writes it at boot, in
@@ -654,10 +681,21 @@ static int prep_runtime_sites(struct mce_file *f, const struct mc_arch *a,
 		return 0;	/* (not a runtime image) */
 	if (mce_sym_peek(f, (size_t)found[0], &sa) < 0 || mce_sym_peek(f, (size_t)found[1], &sr) < 0)
 		return -1;
+	size_t late = 0;
 	for (size_t i = 0; i < s->n; i++) {
 		const struct op_entry *e = &s->v[i];
 
-		if (!e->resolved || strcmp(e->table, "__patchable_function_entries"))
+		if (!e->resolved)
+			continue;
+		if (!strcmp(e->table, "__mcount_loc")) {
+			int r = prep_mcount_site(f, a, e, sa.value, sr.value, st);
+
+			if (r < 0)
+				return -1;
+			late += r;
+			continue;
+		}
+		if (strcmp(e->table, "__patchable_function_entries"))
 			continue;
 		struct mce_sec *tx = &f->secs[e->shndx];
 		struct mc_text t = mc_text_of(f, tx, 0);
@@ -684,6 +722,10 @@ static int prep_runtime_sites(struct mce_file *f, const struct mc_arch *a,
 		st->prepared++;
 		st->changed = true;
 	}
+	if (late)
+		mc_warn(f->path, "%zu -pg site%s without \"mov x0, x30\" right before the call "
+			"stay%s plain NOP%s, which the runtime leaves alone", late,
+			late == 1 ? "" : "s", late == 1 ? "s a" : "", late == 1 ? "" : "s");
 	return 0;
 }
 

@@ -98,33 +98,57 @@ static const struct mc_nop nops[] = {
 /*
  * Run-time sites (libmcloc's arch/arm64/runtime.c): "mov x9, x30", which
  * keeps the caller's return address across the bl, then the NOP that
- * becomes "bl mcloc_tramp_*".
+ * becomes "bl mcloc_tramp_*".  A -pg site, after the prologue, has the
+ * same pair in another spelling, "add x9, x30, #0", written over GCC's
+ * "mov x0, x30" (the argument to _mcount, which no longer runs): the
+ * runtime tells the two apart by it, since only at the entry is x30 still
+ * the return address the function will use.
  */
 #define A64_NOP		0xd503201fu
 #define A64_MOV_X9_X30	0xaa1e03e9u
+#define A64_ADD_X9_X30	0x910003c9u
+#define A64_MOV_X0_X30	0xaa1e03e0u
 
 static bool arm64_is_runtime_site(const struct mc_text *t, uint64_t off)
 {
 	if (off + 8 > t->size)
 		return false;
-	uint32_t w = mc_load32(t, off + 4);
+	uint32_t f = mc_load32(t, off), w = mc_load32(t, off + 4);
 
-	return mc_load32(t, off) == A64_MOV_X9_X30 &&
+	return (f == A64_MOV_X9_X30 || f == A64_ADD_X9_X30) &&
 	       (w == A64_NOP || (w & 0xfc000000) == 0x94000000);
+}
+
+/* The pair FIRST, NOP at OFF (address PC of the NOP: PC) into OUT, if
+ * the trampolines are within a bl's reach of the NOP at PC. */
+static int arm64_pair(uint32_t first, uint64_t pc, uint64_t targs, uint64_t tregs,
+		      const struct mc_text *t, uint8_t out[8])
+{
+	const int64_t reach = 1ll << 27;	/* bl: +-128 MiB */
+	int64_t da = (int64_t)(targs - pc), dr = (int64_t)(tregs - pc);
+
+	if (da < -reach || da >= reach || dr < -reach || dr >= reach)
+		return -1;
+	mc_store32(t, out, first);
+	mc_store32(t, out + 4, A64_NOP);
+	return 0;
 }
 
 static int arm64_runtime_site(const struct mc_text *t, uint64_t off, uint64_t pc,
 			      uint64_t targs, uint64_t tregs, uint8_t out[8])
 {
-	const int64_t reach = 1ll << 27;	/* bl: +-128 MiB */
-	int64_t da = (int64_t)(targs - (pc + 4)), dr = (int64_t)(tregs - (pc + 4));
-
-	if (off + 8 > t->size || mc_load32(t, off) != A64_NOP || mc_load32(t, off + 4) != A64_NOP ||
-	    da < -reach || da >= reach || dr < -reach || dr >= reach)
+	if (off + 8 > t->size || mc_load32(t, off) != A64_NOP || mc_load32(t, off + 4) != A64_NOP)
 		return -1;
-	mc_store32(t, out, A64_MOV_X9_X30);
-	mc_store32(t, out + 4, A64_NOP);
-	return 0;
+	return arm64_pair(A64_MOV_X9_X30, pc + 4, targs, tregs, t, out);
+}
+
+static int arm64_runtime_mcount_site(const struct mc_text *t, uint64_t off, uint64_t pc,
+				     uint64_t targs, uint64_t tregs, uint8_t out[8])
+{
+	if (off < 4 || off + 4 > t->size || mc_load32(t, off - 4) != A64_MOV_X0_X30 ||
+	    mc_load32(t, off) != A64_NOP)
+		return -1;
+	return arm64_pair(A64_ADD_X9_X30, pc, targs, tregs, t, out);
 }
 
 const struct mc_arch mc_arch_aarch64 = {
@@ -145,4 +169,5 @@ const struct mc_arch mc_arch_aarch64 = {
 	.plt_slot = arm64_plt_slot,
 	.runtime_site = arm64_runtime_site,
 	.is_runtime_site = arm64_is_runtime_site,
+	.runtime_mcount_site = arm64_runtime_mcount_site,
 };

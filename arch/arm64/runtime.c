@@ -3,9 +3,11 @@
  * aarch64 run-time sites.  objpatch link --runtime turns the NOPs of
  * -fpatchable-function-entry=2 into "mov x9, x30; nop", and of =4,2 into
  * "slot(8 bytes); mov x9, x30; nop" with the function's entry after the
- * slot.  Only the second instruction changes: NOP, or "bl" to the image's
- * args or regs trampoline, which are within a bl's 128 MiB.  The
- * trampolines find the caller's return address in x9 and resume at x30.
+ * slot; and of -pg's call to _mcount, after the prologue, into "add x9,
+ * x30, #0; nop" (the same pair, told apart).  Only the second instruction
+ * changes: NOP, or "bl" to the image's args or regs trampoline, which are
+ * within a bl's 128 MiB.  The trampolines find the caller's return address
+ * in x9 and resume at x30.
  */
 #include "../runtime.h"
 
@@ -15,6 +17,7 @@
 
 #define A64_NOP		0xd503201fu
 #define A64_MOV_X9_X30	0xaa1e03e9u	/* orr x9, xzr, x30 */
+#define A64_ADD_X9_X30	0x910003c9u	/* add x9, x30, #0: the same, at a -pg site */
 
 static uint32_t word(uintptr_t a)
 {
@@ -56,6 +59,9 @@ int mcr_site_find(uintptr_t entry, uintptr_t fentry, struct mcr_site *s)
 		s->at = entry + 4;
 	else if (!(entry & 7) && word(entry + 8) == A64_MOV_X9_X30)
 		s->at = entry + 12, s->slot = true;
+	else if (word(entry) == A64_NOP && mcr_before_mapped(entry) &&
+		 word(entry - 4) == A64_ADD_X9_X30)
+		s->at = entry;	/* a -pg site: the table names the call */
 	else
 		return -1;
 	/* A fresh image's sites are all NOPs (objpatch link --nop). */
@@ -97,13 +103,22 @@ void mcr_jump_stub(uint8_t *buf, uintptr_t target)
 	memcpy(buf + 8, &target, 8);
 }
 
-uintptr_t *mcr_return_slot(struct mcloc_regs *regs, uintptr_t parent, uintptr_t *key)
+uintptr_t *mcr_return_slot(struct mcloc_regs *regs, uintptr_t site, uintptr_t parent,
+			   uintptr_t *key)
 {
-	/* At the site the function has not touched the stack, and its
+	/* At an entry site the function has not touched the stack, and its
 	 * return address is in x9, which the regs trampoline saved as the
-	 * x30 it restores. */
+	 * x30 it restores.  A -pg site's prologue has saved x30 already, and
+	 * the function returns through the saved copy. */
 	*key = regs->sp;
+	if (!mcr_site_at_entry(site))
+		return NULL;
 	return regs->x[30] == parent ? (uintptr_t *)&regs->x[30] : NULL;
+}
+
+bool mcr_site_at_entry(uintptr_t site)
+{
+	return word(site - 4) != A64_ADD_X9_X30;
 }
 
 /*

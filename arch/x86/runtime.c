@@ -217,8 +217,19 @@ MC_X86_LEAVE
 "	.size	mcr_direct_tramp, .-mcr_direct_tramp\n"
 );
 
-uintptr_t *mcr_return_slot(struct mcloc_regs *regs, uintptr_t parent, uintptr_t *key)
+bool mcr_site_at_entry(uintptr_t site)
 {
+	/* -pg without -mfentry calls mcount right after the frame that -pg
+	 * forces: push %rbp; mov %rsp, %rbp. */
+	static const uint8_t frame[4] = { 0x55, 0x48, 0x89, 0xe5 };
+
+	return !mcr_before_mapped(site) || memcmp((const void *)(site - 4), frame, 4) != 0;
+}
+
+uintptr_t *mcr_return_slot(struct mcloc_regs *regs, uintptr_t site, uintptr_t parent,
+			   uintptr_t *key)
+{
+	(void)site;
 	/* At an entry site, the call into the function has just pushed its
 	 * return address: the stack pointer points at it, and its ret will
 	 * pop it. */
