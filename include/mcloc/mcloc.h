@@ -85,7 +85,9 @@ MCLOC_API void mcloc_ops_free(struct mcloc_ops *ops);
  * Live patching built on MCLOC_OPS_SAVE_REGS: every call of FROM that
  * starts after mcloc_redirect() returns runs TO instead (a function of the
  * same signature); mcloc_unredirect(FROM) restores FROM.  FROM must be a
- * traced function.  -EEXIST if FROM is already redirected.
+ * traced function whose site is at its entry.  -EEXIST if FROM is
+ * already redirected; -EOPNOTSUPP if its site follows the prologue (-pg
+ * without -mfentry), where FROM's frame is already built.
  */
 MCLOC_API int mcloc_redirect(void *from, void *to);
 MCLOC_API int mcloc_unredirect(void *from);
