@@ -147,13 +147,16 @@ struct mc_arch {
 	bool (*is_runtime_site)(const struct mc_text *t, uint64_t off);
 	/*
 	 * The same for a -pg site, the NOPed call to _mcount at OFF (address
-	 * PC), after the function's prologue: the 8 bytes from OFF - 4 into
-	 * OUT, returns 0, or -1 when the instruction before the call is not
-	 * the one that makes the site (aarch64: mov x0, x30, GCC's argument
-	 * to _mcount) or a trampoline is out of reach.  NULL: no such sites.
+	 * PC), after the function's prologue, spelt so that the runtime can
+	 * tell it from an entry's: 8 bytes into OUT, to be written at *AT
+	 * (aarch64: OFF - 4, over GCC's "mov x0, x30"; riscv64: OFF, over the
+	 * 8 bytes of NOPs recordmcount --nop left of "call _mcount").  Returns
+	 * 0, 1 when OFF is such a site already, or -1 when it cannot be made
+	 * one (the instruction before is not that mov; the call was relaxed
+	 * to 4 bytes; a trampoline is out of reach).  NULL: no such sites.
 	 */
 	int (*runtime_mcount_site)(const struct mc_text *t, uint64_t off, uint64_t pc,
-				   uint64_t targs, uint64_t tregs, uint8_t out[8]);
+				   uint64_t targs, uint64_t tregs, uint64_t *at, uint8_t out[8]);
 
 	/* --- static trampolines (objpatch tramp), NULL where not supported --- */
 	/* GNU as text: mcloc_tramp_args, mcloc_tramp_regs, the mcount stub,

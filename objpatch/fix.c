@@ -630,11 +630,10 @@ static int set_image_bounds(struct mce_file *f, const struct op_sites *s, bool f
 }
 
 /*
- * A -pg site of E's table (aarch64): the NOPed call to _mcount after the
- * prologue, and GCC's "mov x0, x30" before it, become the same pair as an
- * entry's (arch.h).  Returns 1 when it cannot (no such mov there: the
- * site stays a plain NOP, which the runtime leaves alone), 0, or -1 on an
- * error.
+ * A -pg site of E's table (aarch64, riscv64): the NOPed call to _mcount
+ * after the prologue becomes a pair like an entry's, spelt apart (arch.h).
+ * Returns 1 when it cannot (the site stays a plain NOP, which the runtime
+ * leaves alone), 0, or -1 on an error.
  */
 static int prep_mcount_site(struct mce_file *f, const struct mc_arch *a, const struct op_entry *e,
 			    uint64_t targs, uint64_t tregs, struct fix_stats *st)
@@ -643,13 +642,13 @@ static int prep_mcount_site(struct mce_file *f, const struct mc_arch *a, const s
 		return 0;
 	struct mce_sec *tx = &f->secs[e->shndx];
 	struct mc_text t = mc_text_of(f, tx, 0);
+	uint64_t at;
 	uint8_t out[8];
+	int r = a->runtime_mcount_site(&t, e->off, tx->sh.sh_addr + e->off, targs, tregs, &at, out);
 
-	if (a->is_runtime_site(&t, e->off - 4))
-		return 0;
-	if (a->runtime_mcount_site(&t, e->off, tx->sh.sh_addr + e->off, targs, tregs, out) < 0)
-		return 1;
-	if (mce_patch(f, tx, e->off - 4, out, 8) < 0)
+	if (r)
+		return r < 0;	/* (1: prepared already) */
+	if (mce_patch(f, tx, at, out, 8) < 0)
 		return -1;
 	st->prepared++;
 	st->changed = true;
@@ -723,9 +722,11 @@ static int prep_runtime_sites(struct mce_file *f, const struct mc_arch *a,
 		st->changed = true;
 	}
 	if (late)
-		mc_warn(f->path, "%zu -pg site%s without \"mov x0, x30\" right before the call "
-			"stay%s plain NOP%s, which the runtime leaves alone", late,
-			late == 1 ? "" : "s", late == 1 ? "s a" : "", late == 1 ? "" : "s");
+		mc_warn(f->path, "%zu -pg site%s cannot be made run-time sites and stay%s "
+			"plain NOP%s, which the runtime leaves alone (aarch64: no \"mov x0, x30\" "
+			"right before the call; riscv64: the call was relaxed to 4 bytes: run "
+			"recordmcount --nop on the objects)", late, late == 1 ? "" : "s",
+			late == 1 ? "s a" : "", late == 1 ? "" : "s");
 	return 0;
 }
 

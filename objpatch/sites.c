@@ -231,9 +231,9 @@ void op_classify(struct mce_file *f, const struct mc_arch *a, uint32_t shndx,
 		}
 	}
 	/* A run-time site objpatch link --runtime made of a patchable entry:
-	 * still that entry. */
+	 * still that entry; of a -pg call (riscv64), still its NOP. */
 	if (a->is_runtime_site && a->is_runtime_site(&t, off)) {
-		e->state = OP_PATCHABLE;
+		e->state = strcmp(e->table, "__mcount_loc") ? OP_PATCHABLE : OP_NOP;
 		e->len = 8;
 		return;
 	}

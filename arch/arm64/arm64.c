@@ -143,10 +143,14 @@ static int arm64_runtime_site(const struct mc_text *t, uint64_t off, uint64_t pc
 }
 
 static int arm64_runtime_mcount_site(const struct mc_text *t, uint64_t off, uint64_t pc,
-				     uint64_t targs, uint64_t tregs, uint8_t out[8])
+				     uint64_t targs, uint64_t tregs, uint64_t *at, uint8_t out[8])
 {
-	if (off < 4 || off + 4 > t->size || mc_load32(t, off - 4) != A64_MOV_X0_X30 ||
-	    mc_load32(t, off) != A64_NOP)
+	if (off < 4 || off + 4 > t->size)
+		return -1;
+	*at = off - 4;
+	if (mc_load32(t, off - 4) == A64_ADD_X9_X30 && arm64_is_runtime_site(t, off - 4))
+		return 1;
+	if (mc_load32(t, off - 4) != A64_MOV_X0_X30 || mc_load32(t, off) != A64_NOP)
 		return -1;
 	return arm64_pair(A64_ADD_X9_X30, pc, targs, tregs, t, out);
 }

@@ -130,8 +130,10 @@ static bool riscv_is_runtime_site(const struct mc_text *t, uint64_t off)
 		return false;
 	uint32_t au = mc_load32(t, off), j = mc_load32(t, off + 4);
 
-	return (au & 0xfff) == 0x297 &&			/* auipc t0 */
-	       (j == RV_NOP || (j & 0xfffff) == 0x282e7);	/* jalr t0, lo(t0) */
+	/* auipc t0, then a NOP or jalr t0, lo(t0); at a -pg site, auipc t1
+	 * and jalr t0, lo(t1). */
+	return ((au & 0xfff) == 0x297 && (j == RV_NOP || (j & 0xfffff) == 0x282e7)) ||
+	       ((au & 0xfff) == 0x317 && (j == RV_NOP || (j & 0xfffff) == 0x302e7));
 }
 
 static int riscv_runtime_site(const struct mc_text *t, uint64_t off, uint64_t pc,
@@ -156,6 +158,31 @@ static int riscv_runtime_site(const struct mc_text *t, uint64_t off, uint64_t pc
 	return 0;
 }
 
+/*
+ * A -pg site: the 8 bytes of NOPs recordmcount --nop left of "call
+ * _mcount" (the linker cannot relax a call it no longer sees) become
+ * "auipc t1, hi; nop".  The jalr the runtime toggles in links through t0
+ * all the same; t1, which the trampolines do not read, marks the site as
+ * one after the prologue.
+ */
+static int riscv_runtime_mcount_site(const struct mc_text *t, uint64_t off, uint64_t pc,
+				     uint64_t targs, uint64_t tregs, uint64_t *at, uint8_t out[8])
+{
+	int64_t hi;
+
+	*at = off;
+	if (off + 8 > t->size)
+		return -1;
+	uint32_t au = mc_load32(t, off), j = mc_load32(t, off + 4);
+	if ((au & 0xfff) == 0x317 && riscv_is_runtime_site(t, off))
+		return 1;
+	if (au != RV_NOP || j != RV_NOP || !mc_rv_tramp_window(pc, targs, tregs, &hi))
+		return -1;
+	mc_store32(t, out, (uint32_t)hi << 12 | 6u << 7 | 0x17);	/* auipc t1, hi */
+	mc_store32(t, out + 4, RV_NOP);
+	return 0;
+}
+
 const struct mc_arch mc_arch_riscv64 = {
 	.name = "riscv64",
 	.machine = EM_RISCV,
@@ -174,4 +201,5 @@ const struct mc_arch mc_arch_riscv64 = {
 	.plt_slot = riscv_plt_slot,
 	.runtime_site = riscv_runtime_site,
 	.is_runtime_site = riscv_is_runtime_site,
+	.runtime_mcount_site = riscv_runtime_mcount_site,
 };

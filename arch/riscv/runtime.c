@@ -10,7 +10,9 @@
  * (a direct trampoline) is reached only if it happens to lie in the
  * window.
  * Only the nop changes, into "jalr t0, lo(t0)": t0 links, ra still holds
- * the caller's return address, as the trampolines expect.
+ * the caller's return address, as the trampolines expect.  A -pg site,
+ * after the prologue, is "auipc t1, hi; nop/jalr t0, lo(t1)" (riscv.c):
+ * the same call, told apart by the auipc's register.
  */
 #include "../runtime.h"
 #include "tramp.h"
@@ -22,6 +24,7 @@
 
 #define RV_NOP		0x00000013u	/* addi x0, x0, 0 */
 #define RV_T0		5u
+#define RV_T1		6u
 
 static uint32_t word(uintptr_t a)
 {
@@ -36,21 +39,29 @@ static bool is_auipc_t0(uint32_t w)
 	return (w & 0xfff) == (RV_T0 << 7 | 0x17);
 }
 
+/* "auipc t1": a -pg site's, after the prologue (riscv.c). */
+static bool is_auipc_t1(uint32_t w)
+{
+	return (w & 0xfff) == (RV_T1 << 7 | 0x17);
+}
+
 int mcr_encode(uintptr_t site, unsigned len, uintptr_t target, uint8_t *out)
 {
 	uint32_t w = RV_NOP, auipc = word(site - 4);
 
-	if (len != 4 || !is_auipc_t0(auipc))
+	if (len != 4 || (!is_auipc_t0(auipc) && !is_auipc_t1(auipc)))
 		return -1;
 	if (target) {
-		/* The auipc put site - 4 + (its upper 20 bits) in t0; the
-		 * target, or its mirror, is within a 12-bit offset of that. */
+		/* The auipc put site - 4 + (its upper 20 bits) in its
+		 * register; the target, or its mirror, is within a 12-bit
+		 * offset of that.  The link is always t0. */
 		uintptr_t base = site - 4 + (uintptr_t)(int64_t)(int32_t)(auipc & 0xfffff000u);
 		int64_t lo = (int64_t)(target - base);
+		uint32_t rs1 = (auipc >> 7) & 31;
 
 		if (lo < -2048 || lo > 2047)
 			return -1;
-		w = (uint32_t)lo << 20 | RV_T0 << 15 | RV_T0 << 7 | 0x67;	/* jalr t0, lo(t0) */
+		w = (uint32_t)lo << 20 | rs1 << 15 | RV_T0 << 7 | 0x67;	/* jalr t0, lo(rs1) */
 	}
 	memcpy(out, &w, 4);
 	return 0;
@@ -70,7 +81,7 @@ int mcr_site_find(uintptr_t entry, uintptr_t fentry, struct mcr_site *s)
 	*s = (struct mcr_site){ .len = 4 };
 	if (entry & 3)
 		return -1;
-	if (is_auipc_t0(word(entry)))
+	if (is_auipc_t0(word(entry)) || is_auipc_t1(word(entry)))
 		s->at = entry + 4;
 	else if (!(entry & 7) && is_auipc_t0(word(entry + 8)))
 		s->at = entry + 12, s->slot = true;
@@ -139,14 +150,14 @@ void mcr_jump_stub(uint8_t *buf, uintptr_t target)
 
 bool mcr_site_at_entry(uintptr_t site)
 {
-	(void)site;
-	return true;	/* (-pg sites are not run-time sites here) */
+	return !is_auipc_t1(word(site - 4));
 }
 
 uintptr_t *mcr_return_slot(struct mcloc_regs *regs, uintptr_t site, uintptr_t parent,
 			   uintptr_t *key)
 {
-	(void)site;
+	if (!mcr_site_at_entry(site))
+		return NULL;	/* (a -pg site: ra is saved in the frame already) */
 	/* At the site the function has not touched the stack, and its
 	 * return address is in ra, which the regs trampoline restores. */
 	*key = regs->x[2];
