@@ -13,22 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <sys/mman.h>
 #include <ucontext.h>
-#include <unistd.h>
-
-/* Are the bytes [A - 4, A) mapped?  Asked before reading the word before
- * a site, which may begin a mapping; only a page's first word costs a
- * system call. */
-static inline bool mcr_before_mapped(uintptr_t a)
-{
-	unsigned char v;
-	long pg = sysconf(_SC_PAGESIZE);
-
-	if ((a & (uintptr_t)(pg - 1)) >= 4)
-		return true;	/* (on A's own page) */
-	return mincore((void *)((a - 4) & ~(uintptr_t)(pg - 1)), (size_t)pg, &v) == 0;
-}
 
 /* The longest site the runtime rewrites (x86: 6; pokes are sized by it). */
 #define MCR_MAX_SITE 6
@@ -194,8 +179,11 @@ uintptr_t *mcr_return_slot(struct mcloc_regs *regs, uintptr_t site, uintptr_t pa
  * patchable entry), rather than after the prologue (-pg's mcount call)?
  * Only at the entry may a callback move the function (regs->pc: the
  * function's frame is not built yet) or time it by its return address.
+ * FN is where the function begins, 0 if unknown: aarch64 and riscv64 tell
+ * by the site's fixed instruction, x86_64 only by FN (a site at the
+ * function's first byte, or after its endbr64), and says yes without it.
  */
-bool mcr_site_at_entry(uintptr_t site);
+bool mcr_site_at_entry(uintptr_t site, uintptr_t fn);
 void mcr_return_tramp(void);
 /* Defined by the library. */
 uintptr_t mcr_return_hook(uintptr_t sp);

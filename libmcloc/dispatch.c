@@ -66,8 +66,12 @@ static uintptr_t walk(uintptr_t after, uintptr_t parent, struct mcloc_image *img
 			/* A function is moved only from its entry: after the
 			 * prologue (-pg) its frame is built, and the target
 			 * would return with it still on the stack. */
-			if (rg && rg->pc != pc && !mcr_site_at_entry(ip))
-				rg->pc = pc;
+			if (rg && rg->pc != pc) {
+				const struct fsym *fn = mcr_func_at(im, ip);
+
+				if (!mcr_site_at_entry(ip, fn ? fn->lo : 0))
+					rg->pc = pc;
+			}
 		}
 		/* After the callbacks, as the kernel's ftrace_regs_caller
 		 * enters a direct trampoline that shares a site. */

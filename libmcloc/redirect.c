@@ -54,7 +54,7 @@ int mcloc_redirect(void *from, void *to)
 		goto out;
 	}
 	uintptr_t site = mcr_site_of_func((uintptr_t)from);
-	if (site && !mcr_site_at_entry(site)) {
+	if (site && !mcr_site_at_entry(site, (uintptr_t)from)) {
 		/* (-pg: FROM's frame is built before its site runs.) */
 		free(r);
 		ret = -EOPNOTSUPP;

@@ -70,6 +70,27 @@ build_rt() {
 	done
 }
 
+# -pg without -mfentry: the sites follow the prologue (push %rbp; mov
+# %rsp, %rbp), so a callback may not move the function and
+# mcloc_redirect refuses it; everything else is as at the entry.
+@test "-pg without -mfentry: sites after the prologue, live; never moved, no redirect" {
+	[ "$(uname -m)" = x86_64 ] || skip "the x86_64 build"
+	local san=()
+	[ -z "${MCLOC_SANITIZED:-}" ] || san=(-fsanitize=address,undefined)
+	$PY "$RT/gen.py" "$T/gen.c" 2000
+	cc -O1 -pg -c "$T/gen.c" -o "$T/gen.o"
+	"$RECORDMCOUNT" "$T/gen.o"
+	cc -O1 "${san[@]}" -I"$SRC/include" -c "$RT/rt_test.c" -o "$T/rt.o"
+	"$OBJPATCH" link --nop --runtime --check -- cc "${san[@]}" "$T/rt.o" "$T/gen.o" \
+		-o "$T/rt" -L"$LIBDIR" -lmcloc -lpthread
+	run env LD_LIBRARY_PATH="$LIBDIR" timeout 120 "$T/rt" late
+	echo "$output"
+	assert_success
+	assert_line "ok: a -pg site's function is not moved (its frame is built)"
+	assert_line "ok: mcloc_redirect of a -pg site: -EOPNOTSUPP"
+	assert_line "PASSED: 0 failures"
+}
+
 # The stress test of tests/fixtures/runtime/stress.c, for about 30 s: per
 # call, the callbacks that fired must be exactly those of the ops
 # registered for the whole call; ops are freed and poisoned right after

@@ -14,6 +14,8 @@
 #include <mcloc/abi.h>
 
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #define A64_NOP		0xd503201fu
 #define A64_MOV_X9_X30	0xaa1e03e9u	/* orr x9, xzr, x30 */
@@ -25,6 +27,19 @@ static uint32_t word(uintptr_t a)
 
 	memcpy(&w, (const void *)a, 4);
 	return w;
+}
+
+/* Are the bytes [A - 4, A) mapped?  Asked before reading the word before
+ * a site, which may begin a mapping; only a page's first word costs a
+ * system call. */
+static bool before_mapped(uintptr_t a)
+{
+	unsigned char v;
+	long pg = sysconf(_SC_PAGESIZE);
+
+	if ((a & (uintptr_t)(pg - 1)) >= 4)
+		return true;	/* (on A's own page) */
+	return mincore((void *)((a - 4) & ~(uintptr_t)(pg - 1)), (size_t)pg, &v) == 0;
 }
 
 int mcr_encode(uintptr_t site, unsigned len, uintptr_t target, uint8_t *out)
@@ -59,7 +74,7 @@ int mcr_site_find(uintptr_t entry, uintptr_t fentry, struct mcr_site *s)
 		s->at = entry + 4;
 	else if (!(entry & 7) && word(entry + 8) == A64_MOV_X9_X30)
 		s->at = entry + 12, s->slot = true;
-	else if (word(entry) == A64_NOP && mcr_before_mapped(entry) &&
+	else if (word(entry) == A64_NOP && before_mapped(entry) &&
 		 word(entry - 4) == A64_ADD_X9_X30)
 		s->at = entry;	/* a -pg site: the table names the call */
 	else
@@ -111,13 +126,14 @@ uintptr_t *mcr_return_slot(struct mcloc_regs *regs, uintptr_t site, uintptr_t pa
 	 * x30 it restores.  A -pg site's prologue has saved x30 already, and
 	 * the function returns through the saved copy. */
 	*key = regs->sp;
-	if (!mcr_site_at_entry(site))
+	if (!mcr_site_at_entry(site, 0))
 		return NULL;
 	return regs->x[30] == parent ? (uintptr_t *)&regs->x[30] : NULL;
 }
 
-bool mcr_site_at_entry(uintptr_t site)
+bool mcr_site_at_entry(uintptr_t site, uintptr_t fn)
 {
+	(void)fn;
 	return word(site - 4) != A64_ADD_X9_X30;
 }
 

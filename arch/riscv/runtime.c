@@ -148,15 +148,16 @@ void mcr_jump_stub(uint8_t *buf, uintptr_t target)
 	memcpy(buf + 16, &target, 8);
 }
 
-bool mcr_site_at_entry(uintptr_t site)
+bool mcr_site_at_entry(uintptr_t site, uintptr_t fn)
 {
+	(void)fn;
 	return !is_auipc_t1(word(site - 4));
 }
 
 uintptr_t *mcr_return_slot(struct mcloc_regs *regs, uintptr_t site, uintptr_t parent,
 			   uintptr_t *key)
 {
-	if (!mcr_site_at_entry(site))
+	if (!mcr_site_at_entry(site, 0))
 		return NULL;	/* (a -pg site: ra is saved in the frame already) */
 	/* At the site the function has not touched the stack, and its
 	 * return address is in ra, which the regs trampoline restores. */

@@ -217,13 +217,15 @@ MC_X86_LEAVE
 "	.size	mcr_direct_tramp, .-mcr_direct_tramp\n"
 );
 
-bool mcr_site_at_entry(uintptr_t site)
+bool mcr_site_at_entry(uintptr_t site, uintptr_t fn)
 {
-	/* -pg without -mfentry calls mcount right after the frame that -pg
-	 * forces: push %rbp; mov %rsp, %rbp. */
-	static const uint8_t frame[4] = { 0x55, 0x48, 0x89, 0xe5 };
+	/* -pg without -mfentry calls mcount after the frame -pg forces and
+	 * whatever registers the function saves: at least 4 bytes in, like a
+	 * site after endbr64, which the bytes before tell apart. */
+	static const uint8_t endbr64[4] = { 0xf3, 0x0f, 0x1e, 0xfa };
 
-	return !mcr_before_mapped(site) || memcmp((const void *)(site - 4), frame, 4) != 0;
+	return !fn || site == fn ||
+	       (site == fn + 4 && !memcmp((const void *)fn, endbr64, 4));
 }
 
 uintptr_t *mcr_return_slot(struct mcloc_regs *regs, uintptr_t site, uintptr_t parent,
