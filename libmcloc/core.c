@@ -575,7 +575,6 @@ static void stub_offs_init(struct stub_offs *so)
  * pokes are written as bytes, which may alias anything, so fields read
  * through the image were read again for every site. */
 struct site_view {
-	const struct image *im;
 	struct mcloc_rec *recs;
 	size_t first, nrecs;
 	uintptr_t base, args, regs;
@@ -585,7 +584,7 @@ struct site_view {
 
 static struct site_view view_of(const struct image *im)
 {
-	return (struct site_view){ im, im->recs, im->first, im->nrecs, im->base,
+	return (struct site_view){ im->recs, im->first, im->nrecs, im->base,
 				   im->desc->tramp_args, im->desc->tramp_regs, im->stubs, im->slots };
 }
 
