@@ -41,6 +41,19 @@
  */
 #define MCR_PARK 0xa9
 #define MCR_CALL_LEN(len) 5u
+/* A site that changes by its first byte alone (parked, and the call of
+ * the same target) is this long, and its call's first byte is this. */
+#define MCR_FLIP_LEN 5u
+#define MCR_CALL 0xe8
+/* Where the call at SITE, a site that flips, goes: parked, a call, or
+ * either under a change's breakpoint (the displacement stays). */
+static inline uintptr_t mcr_flip_dest(uintptr_t site)
+{
+	int32_t rel;
+
+	__builtin_memcpy(&rel, (const void *)(site + 1), 4);
+	return site + MCR_FLIP_LEN + (intptr_t)rel;
+}
 #else
 #define MCR_CALL_LEN(len) (len)
 #define MCR_ONE_STORE 1

@@ -321,6 +321,7 @@ static uint32_t count_unit(const struct mcloc_ops *ops, int delta)
 
 static void rec_add(size_t g, uint32_t unit);
 static int update_sites(void);
+static void count(const struct mcloc_ops *ops, int delta);
 
 /* Make OPS's bitmap word W hold TO: the records it gains and loses
  * change their counts, then the word the dispatcher reads changes. */
@@ -588,16 +589,31 @@ static struct site_view view_of(const struct image *im)
 				   im->desc->tramp_args, im->desc->tramp_regs, im->stubs, im->slots };
 }
 
+/* Which of O's owners alone covers record R of IV (state S) where that
+ * decides its call (one ops on a site with an ops slot or a stub page);
+ * -1 if none does or it does not matter. */
+static inline int owner_of(const struct site_view *iv, size_t r, uint32_t s,
+			   const struct owners *o)
+{
+	if ((s & REC_REF_MASK) != 1 || !(iv->slots || iv->stubs))
+		return -1;
+	for (size_t i = 0; i < o->n; i++)
+		if (mcr_bit_of(o->v[i].covers, iv->first + r))
+			return (int)i;
+	return -1;
+}
+
 /*
  * Where the site of record R of IV should call, from its state S (0:
- * nowhere, the NOP), and in *FLAGS the REC_ENABLED* bits that will say so:
- * the regs trampoline if any ops needs registers; else, where sites have
- * ops slots, the args trampoline with *SLOT the one ops that covers it or
- * the list ops; else the one ops's stub if one alone covers it and has a
- * direct slot, else the list (args trampoline).
+ * nowhere, the NOP) and its owner WHO (owner_of()), and in *FLAGS the
+ * REC_ENABLED* bits that will say so: the regs trampoline if any ops
+ * needs registers; else, where sites have ops slots, the args trampoline
+ * with *SLOT the one ops that covers it or the list ops; else the one
+ * ops's stub if one alone covers it and has a direct slot, else the list
+ * (args trampoline).
  */
 static inline uintptr_t wanted(const struct site_view *iv, size_t r, uint32_t s,
-			       const struct owners *o, const struct stub_offs *so,
+			       const struct owners *o, int who, const struct stub_offs *so,
 			       uint32_t *flags, uintptr_t *slot)
 {
 	*flags = 0;
@@ -620,26 +636,14 @@ static inline uintptr_t wanted(const struct site_view *iv, size_t r, uint32_t s,
 		return iv->regs;
 	}
 	if (iv->slots) {
-		size_t g = iv->first + r;
-
-		*slot = (uintptr_t)&mcr_list_ops;
-		for (size_t i = 0; (s & REC_REF_MASK) == 1 && i < o->n; i++)
-			if (mcr_bit_of(o->v[i].covers, g)) {
-				*flags |= REC_ENABLED_DIRECT;
-				*slot = (uintptr_t)o->v[i].ops;
-				break;
-			}
+		*slot = who < 0 ? (uintptr_t)&mcr_list_ops : (uintptr_t)o->v[who].ops;
+		*flags |= who < 0 ? 0 : REC_ENABLED_DIRECT;
 		return iv->args;
 	}
-	if ((s & REC_REF_MASK) == 1 && iv->stubs) {
-		size_t g = iv->first + r;
-
-		for (size_t i = 0; i < o->n; i++)
-			if (mcr_bit_of(o->v[i].covers, g)) {
-				*flags |= REC_ENABLED_DIRECT;
-				return (uintptr_t)iv->stubs + so->of_len[s >> REC_LEN_SHIFT] +
-				       (size_t)o->v[i].slot * MCR_DIRECT_STUB;
-			}
+	if (who >= 0) {
+		*flags |= REC_ENABLED_DIRECT;
+		return (uintptr_t)iv->stubs + so->of_len[s >> REC_LEN_SHIFT] +
+		       (size_t)o->v[who].slot * MCR_DIRECT_STUB;
 	}
 	return iv->args;
 }
@@ -686,17 +690,82 @@ encode_call(uintptr_t site, unsigned len, uintptr_t to, bool user, bool park,
 	return user ? mcr_encode(site, len, to, out) : mcr_encode_tramp(site, len, to, out);
 }
 
-/* Patch every record whose wanted state differs from its enabled one:
- * one pass over the records, one batch. */
-static int update_sites(void)
+#ifdef MCR_FLIP_LEN
+/* The last flip update_sites() decided, for the next records like it:
+ * their state and owner, the target their call must have (0: any), the
+ * first bytes, and the state after. */
+struct flip_memo {
+	uint32_t s;
+	int who;
+	uintptr_t expect;
+	uint8_t old, new_byte;
+	uint32_t now;
+};
+#endif
+
+/* Images in address order: the patcher's flips and pokes must be. */
+static size_t images_by_address(const struct image **out)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < mcr_nimages; i++) {
+		const struct image *im = mcr_images[i];
+		size_t j = k++;
+
+		if (!im) {
+			k--;
+			continue;
+		}
+		for (; j > 0 && out[j - 1]->lo > im->lo; j--)
+			out[j] = out[j - 1];
+		out[j] = im;
+	}
+	return k;
+}
+
+/* Give back the states of a batch that was refused: the pokes' from
+ * their tags; a flip's by its old first byte (MCR_PARK: it was parked,
+ * else enabled), the kind of call being the same on both sides. */
+static void restore_states(const struct mcr_poke *v, size_t n, const uint64_t *flips, size_t nf)
+{
+	for (size_t k = 0; k < n + nf; k++) {
+		uintptr_t a = k < n ? v[k].addr : (uintptr_t)(flips[k - n] & ((1ull << 48) - 1));
+		struct image *im = (struct image *)mcr_image_of(a);
+		long r = im ? mcr_rec_at(im, a) : -1;
+
+		if (r < 0)
+			continue;
+		uint32_t *st = &im->recs[r].state;
+		if (k < n) {
+			*st = (*st & ~REC_SITE_BITS) | (uint32_t)v[k].tag << REC_SITE_SHIFT;
+			continue;
+		}
+#ifdef MCR_PARK
+		bool parked = (uint8_t)(flips[k - n] >> 48) == MCR_PARK;
+		*st = (*st & ~(REC_ENABLED | REC_PARKED)) | (parked ? REC_PARKED : REC_ENABLED);
+#endif
+	}
+}
+
+/*
+ * Patch every record whose wanted state differs from its enabled one:
+ * one pass over the records, one batch.  A site that changes by its first
+ * byte alone (x86_64: parked, and enabled again to the same target, or
+ * the reverse) is armed as it is decided (patch.h: mcr_flip()); the
+ * others become pokes, armed by mcr_patch_batch().
+ */
+static int update_sites_with(const struct mcloc_ops *cops, int delta)
 {
 	/* Kept from batch to batch (under the lock): a fresh 100,000-site
 	 * buffer costs more in page faults than the batch's own writes. */
 	static struct mcr_poke *v;
 	static struct mcr_slot_write *sv;
+	static uint64_t *fl;
 	static size_t vcap;
+	const struct image *order[MCR_MAX_IMAGES];
 	struct owners own;
 	struct stub_offs so;
+	struct mcr_batch b;
 	size_t cap = 1, n = 0, ns = 0;
 	char err[256];
 	int ret = 0;
@@ -707,30 +776,73 @@ static int update_sites(void)
 		struct mcr_poke *nv = realloc(v, cap * sizeof(*v));
 		struct mcr_slot_write *nsv = nv && MCR_ONE_STORE ?
 					     realloc(sv, cap * sizeof(*sv)) : sv;
+		uint64_t *nfl = nv && !MCR_ONE_STORE ? realloc(fl, cap * sizeof(*fl)) : fl;
 
 		if (nv)
 			v = nv;
-		if (!nv || (MCR_ONE_STORE && !nsv))
+		if (nsv)
+			sv = nsv;
+		if (nfl)
+			fl = nfl;
+		if (!nv || (MCR_ONE_STORE ? !nsv : !nfl)) {
+			if (cops)
+				count(cops, delta);
 			return -ENOMEM;
-		sv = nsv;
+		}
 		vcap = cap;
 	}
 	owners_now(&own);
 	stub_offs_init(&so);
-	for (size_t i = 0; i < mcr_nimages; i++) {
-		if (!mcr_images[i])
-			continue;
-		const struct site_view iv = view_of(mcr_images[i]);
+	size_t nim = images_by_address(order);
+	/* COPS's counts change as the records go by: a pass of its own over
+	 * a hundred thousand records was a tenth of a batch.  After a
+	 * refusal, the rest of the records are only counted. */
+	const uint64_t *covers = cops ? cops->priv->covers : NULL;
+	size_t ncovered = cops ? cops->priv->ncovered : 0;
+	uint32_t unit = cops ? count_unit(cops, delta) : 0;
+	mcr_batch_begin(&b, fl);
+	for (size_t i = 0; i < nim; i++) {
+		const struct site_view iv = view_of(order[i]);
 		struct mcloc_rec *recs = iv.recs;
+#ifdef MCR_FLIP_LEN
+		uintptr_t hint = order[i]->hi + MCR_MAX_SITE;
+		struct flip_memo m = { .s = REC_REFUSED };	/* (never one's state) */
+#endif
 
 		for (size_t r = 0; r < iv.nrecs; r++) {
 			uint32_t s = recs[r].state, f;
+			size_t g = iv.first + r;
 
+			if (g < ncovered && (covers[g / 64] >> (g % 64) & 1))
+				recs[r].state = s += unit;
+			if (ret)
+				continue;
 			if (!(s & (REC_REF_MASK | REC_ENABLED)) || (s & REC_REFUSED))
 				continue;
-			uintptr_t slot = 0;
-			uintptr_t to = wanted(&iv, r, s, &own, &so, &f, &slot);
+			int who = owner_of(&iv, r, s, &own);
 			uintptr_t site = iv.base + recs[r].off;
+#ifdef MCR_FLIP_LEN
+			/* Records in a row mostly share their state and owner,
+			 * and then flip as the one before did: only the target
+			 * is checked again. */
+			if (s == m.s && who == m.who &&
+			    (!m.expect || mcr_flip_dest(site) == m.expect)) {
+				int k = mcr_flip(&b, site, m.old, m.new_byte, hint, err, sizeof(err));
+
+				if (k < 0) {
+					ret = k;
+					continue;
+				}
+				if (!k) {
+					recs[r].state = m.now;
+					continue;
+				}
+			}
+#endif
+			uintptr_t slot = 0;
+			uintptr_t to = wanted(&iv, r, s, &own, who, &so, &f, &slot);
+			bool was = s & (REC_ENABLED | REC_PARKED);
+			uintptr_t from = was ? current(&iv, r, s) : 0;
 #if MCR_ONE_STORE
 			/* The slot before the call that reads it; a site that
 			 * stops calling keeps its stale slot, which the
@@ -743,14 +855,41 @@ static int update_sites(void)
 				continue;
 			unsigned len = s >> REC_LEN_SHIFT;
 			struct mcr_poke *p = &v[n];
-			bool was = s & (REC_ENABLED | REC_PARKED);
-			uintptr_t from = was ? current(&iv, r, s) : 0;
 			/* Same target, another meaning (one ops's slot or the
 			 * list, through the same trampoline): no store. */
 			if ((s & REC_ENABLED) && f && from == to) {
 				recs[r].state = (s & ~REC_ENABLED_ALL) | f;
 				continue;
 			}
+#ifdef MCR_FLIP_LEN
+			/* Parked and enabled again, to the same target and as
+			 * the same kind of call, or enabled and parked: the
+			 * first byte alone, whose tail is checked here (a
+			 * disabled stub call goes wherever it went). */
+			if (len == MCR_FLIP_LEN &&
+			    (f ? (s & REC_PARKED) && (f & REC_KIND) == (s & REC_KIND) &&
+				 mcr_flip_dest(site) == to
+			       : (s & REC_ENABLED) && (!from || mcr_flip_dest(site) == from))) {
+				struct flip_memo fm = {
+					s, who, f ? to : from, f ? MCR_PARK : MCR_CALL,
+					f ? MCR_CALL : MCR_PARK,
+					(s & ~(REC_ENABLED | REC_PARKED)) | (f ? REC_ENABLED : REC_PARKED)
+				};
+				int k = mcr_flip(&b, site, fm.old, fm.new_byte, hint, err, sizeof(err));
+
+				if (k < 0) {
+					ret = k;
+					continue;
+				}
+				if (!k) {
+					/* (Not for a trampoline of the site's own.) */
+					if (!(s & (REC_HAS_DIRECT | REC_ENABLED_USER)))
+						m = fm;
+					recs[r].state = fm.now;
+					continue;
+				}
+			}
+#endif
 			/* Disabled, a site parks its call where it can (then
 			 * keeping the bits that say which), else it is the NOP
 			 * again; enabled, a 6-byte x86_64 site is a 5-byte one
@@ -792,19 +931,21 @@ static int update_sites(void)
 			n++;
 		}
 	}
-	ret = mcr_patch(v, n, sv, ns, err, sizeof(err));
+	size_t nflips = b.nflips;
+	if (ret)
+		mcr_batch_abort(&b);
+	else
+		ret = mcr_patch_batch(&b, v, n, sv, ns, err, sizeof(err));
 	if (ret) {
 		mcr_say(0, "%s", err);
-		for (size_t k = 0; k < n; k++) {
-			struct image *im = (struct image *)mcr_image_of(v[k].addr);
-			long r = im ? mcr_rec_at(im, v[k].addr) : -1;
-
-			if (r >= 0)
-				im->recs[r].state = (im->recs[r].state & ~REC_SITE_BITS) |
-						    (uint32_t)v[k].tag << REC_SITE_SHIFT;
-		}
+		restore_states(v, n, fl, nflips);
 	}
 	return ret;
+}
+
+static int update_sites(void)
+{
+	return update_sites_with(NULL, 0);
 }
 
 /* Add UNIT (count_unit()) to the state of global record G. */
@@ -823,7 +964,7 @@ static void rec_add(size_t g, uint32_t unit)
 /* Add DELTA to the counts of every record OPS covers: its bitmap's set
  * bits, word by word (an image loaded after it registered has records
  * past its ncovered, which it does not cover). */
-static void count(struct mcloc_ops *ops, int delta)
+static void count(const struct mcloc_ops *ops, int delta)
 {
 	const uint64_t *covers = ops->priv->covers;
 	size_t ncovered = ops->priv->ncovered;
@@ -1020,12 +1161,10 @@ int mcloc_register_ops(struct mcloc_ops *ops)
 		release_slot(ops, true);
 		goto out;
 	}
-	count(ops, +1);
-	ret = update_sites();
+	ret = update_sites_with(ops, +1);	/* (counted, then patched) */
 	if (ret) {
 		p->leaving = true;
-		count(ops, -1);
-		bool back = !update_sites();
+		bool back = !update_sites_with(ops, -1);
 		publish(NULL, ops);
 		release_slot(ops, back);
 		goto out;
@@ -1048,8 +1187,7 @@ int mcloc_unregister_ops(struct mcloc_ops *ops)
 		goto out;
 	}
 	ops->priv->leaving = true;
-	count(ops, -1);
-	ret = update_sites();
+	ret = update_sites_with(ops, -1);
 	if (ret)
 		mcr_say(0, "unregister: sites stay enabled; the ops is removed anyway");
 	/* Out of the set, then a grace period: after it, no thread is in

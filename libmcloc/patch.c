@@ -10,7 +10,10 @@
  * when none does, as the kernel skips it: a site that x86_64 parked
  * (arch/runtime.h) goes back to the same call by its first byte alone,
  * and so does a site being parked, so a batch that toggles sites between
- * the same targets writes each site twice and syncs twice.  At most three
+ * the same targets writes each site twice and syncs twice.  Such a site
+ * (a flip, patch.h) is armed while the core decides it, not listed for a
+ * pass of its own: a batch then reads each site's text once to decide and
+ * arm it, and once more for its new first byte.  At most three
  * syncs per batch, whatever its size.  The sync is
  * membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE): every running
  * thread of the process executes a core-serialising instruction before it
@@ -80,8 +83,10 @@ static bool (*site_known)(uintptr_t addr);	/* set once, by mcr_init() */
 #if !MCR_ONE_STORE
 static struct sigaction prev_trap;
 
-/* The batch the SIGTRAP handler consults; published before the first
- * breakpoint is written, withdrawn after the last sync. */
+/* The batch the SIGTRAP handler consults, its flips and its pokes;
+ * published before the first breakpoint is written, withdrawn after the
+ * last sync. */
+static struct mcr_batch *volatile active_b;
 static struct mcr_poke *volatile active_v;
 static volatile size_t active_n;
 /* Set while a batch is being undone: a thread that meets one of its
@@ -127,6 +132,25 @@ static const struct mcr_poke *find_poke(uintptr_t site)
 	return lo < active_n && v[lo].addr == site ? &v[lo] : NULL;
 }
 
+#define FLIP_ADDR(f) ((uintptr_t)((f) & ((1ull << 48) - 1)))
+
+/* The flip of the active batch at SITE, 0 if none. */
+static uint64_t find_flip(uintptr_t site)
+{
+	const struct mcr_batch *b = active_b;
+	size_t lo = 0, hi = b ? __atomic_load_n(&b->nflips, __ATOMIC_ACQUIRE) : 0;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (FLIP_ADDR(b->flips[mid]) < site)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return b && lo < b->nflips && FLIP_ADDR(b->flips[lo]) == site ? b->flips[lo] : 0;
+}
+
 void mcr_wait_handlers(void)
 {
 	while (__atomic_load_n(&in_handlers, __ATOMIC_SEQ_CST))
@@ -142,8 +166,17 @@ static void on_trap(int sig, siginfo_t *si, void *ctx)
 	/* Counted before the batch is looked at (see mcr_patch()). */
 	__atomic_add_fetch(&in_handlers, 1, __ATOMIC_SEQ_CST);
 	const struct mcr_poke *p = find_poke(site);
+	uint64_t f = p ? 0 : find_flip(site);
 	if (p) {
 		mcr_emulate(uc, site, active_undo ? p->old_bytes : p->new_bytes, p->len);
+		ours = true;
+	} else if (f) {
+		/* A flip's tail stays: the new (or old) first byte and it. */
+		uint8_t insn[MCR_MAX_SITE];
+
+		memcpy(insn + 1, (const void *)(site + 1), MCR_FLIP_LEN - 1);
+		insn[0] = (uint8_t)(f >> (active_undo ? 48 : 56));
+		mcr_emulate(uc, site, insn, MCR_FLIP_LEN);
 		ours = true;
 	} else if (site_known(site) && *(volatile uint8_t *)site != mcr_breakpoint) {
 		/* A site whose batch ended between the trap and now: run
@@ -203,24 +236,13 @@ int mcr_init(bool (*is_site)(uintptr_t addr), char *err, size_t errlen)
 	return 0;
 }
 
-/* One run of pages to make writable, with the protection to restore. */
-struct span {
-	uintptr_t lo, hi;
-	int prot;
-};
-
 /* The mappings, from /proc/self/maps: the protections to restore. */
-struct mapping {
-	uintptr_t lo, hi;
-	int prot;
-};
-
-static struct mapping *read_maps(size_t *n)
+static struct mcr_span *read_maps(size_t *n)
 {
 	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
 	size_t cap = 1 << 16, len = 0, nm = 0;
 	char *buf = malloc(cap + 1);
-	struct mapping *m = NULL;
+	struct mcr_span *m = NULL;
 	ssize_t k;
 
 	if (fd < 0 || !buf)
@@ -251,7 +273,7 @@ static struct mapping *read_maps(size_t *n)
 		if (*e == '-')
 			hi = strtoul(e + 1, &e, 16);
 		if (hi > lo && e[0] == ' ' && e[1] && e[2] && e[3])
-			m[nm++] = (struct mapping){ lo, hi,
+			m[nm++] = (struct mcr_span){ lo, hi,
 				(e[1] == 'r' ? PROT_READ : 0) | (e[2] == 'w' ? PROT_WRITE : 0) |
 				(e[3] == 'x' ? PROT_EXEC : 0) };
 		l = strchr(l, '\n');
@@ -266,7 +288,7 @@ out:
 	return m;
 }
 
-static const struct mapping *mapping_of(const struct mapping *m, size_t n, uintptr_t a)
+static const struct mcr_span *mapping_of(const struct mcr_span *m, size_t n, uintptr_t a)
 {
 	size_t lo = 0, hi = n;
 
@@ -281,130 +303,123 @@ static const struct mapping *mapping_of(const struct mapping *m, size_t n, uintp
 	return lo < n && m[lo].lo <= a ? &m[lo] : NULL;
 }
 
-struct writer {
-	struct span *spans;
-	size_t nspans;
-	int memfd;		/* /proc/self/mem, when mprotect was refused */
-};
-
-/* Add the pages of [A, A + LEN) to W's spans, with MAPS' protections:
- * one more span, or the last one grown. */
-static int add_range(struct writer *w, size_t *cap, const struct mapping *maps, size_t nm,
-		     uintptr_t at, size_t len, char *err, size_t errlen)
+static double now_ms(void)
 {
-	for (uintptr_t a = at; a < at + len;) {
-		uintptr_t pg = a & ~(uintptr_t)(page_size - 1);
-		struct span *s = w->nspans ? &w->spans[w->nspans - 1] : NULL;
+	struct timespec ts;
 
-		if (s && pg >= s->lo && pg < s->hi) {
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* How much text one mprotect() opens at most: a batch over a large image
+ * makes a few calls, a batch of one site does not open the whole image. */
+#define SPAN_MAX ((uintptr_t)1 << 20)
+
+void mcr_batch_begin(struct mcr_batch *b, uint64_t *flips)
+{
+	*b = (struct mcr_batch){ .flips = flips, .memfd = -1, .t0 = now_ms() };
+#if !MCR_ONE_STORE
+	active_undo = false;
+	__atomic_store_n(&active_b, b, __ATOMIC_SEQ_CST);
+#endif
+}
+
+/*
+ * Make [AT, AT + LEN) writable for batch B, unless it is already: the
+ * pages from AT's up to HINT (rounded up, at most SPAN_MAX on, within
+ * AT's mapping) become one more span, with the protection /proc/self/maps
+ * gives them, read once a batch.  Where the kernel refuses a writable
+ * mapping of text (a hardened kernel, an LSM), writes go through
+ * /proc/self/mem from then on, which the kernel allows.
+ */
+static int make_writable(struct mcr_batch *b, uintptr_t at, size_t len, uintptr_t hint,
+			 char *err, size_t errlen)
+{
+	uintptr_t pg = (uintptr_t)page_size;
+
+	for (uintptr_t a = at; a < at + len && b->memfd < 0;) {
+		const struct mcr_span *s = NULL;
+
+		for (size_t i = b->nspans; i-- > 0 && !s;)
+			if (a >= b->spans[i].lo && a < b->spans[i].hi)
+				s = &b->spans[i];
+		if (s) {
+			b->wlo = s->lo;
+			b->whi = s->hi;
 			a = s->hi;
 			continue;
 		}
-		const struct mapping *m = mapping_of(maps, nm, pg);
+		if (!b->maps && !(b->maps = read_maps(&b->nmaps))) {
+			snprintf(err, errlen, "cannot read /proc/self/maps");
+			return -EIO;
+		}
+		const struct mcr_span *m = mapping_of(b->maps, b->nmaps, a);
 		if (!m) {
 			snprintf(err, errlen, "site %#lx is not mapped", (unsigned long)at);
 			return -EFAULT;
 		}
-		if (s && s->hi == pg && s->prot == m->prot) {
-			s->hi = pg + (uintptr_t)page_size;
-		} else {
-			if (w->nspans == *cap) {
-				struct span *ns = realloc(w->spans, 2 * *cap * sizeof(*ns));
+		uintptr_t lo = a & ~(pg - 1), hi = (hint > a + 1 ? hint : a + 1) + pg - 1;
 
-				if (!ns) {
-					snprintf(err, errlen, "out of memory");
-					return -ENOMEM;
-				}
-				w->spans = ns;
-				*cap *= 2;
+		hi &= ~(pg - 1);
+		hi = hi > lo + SPAN_MAX ? lo + SPAN_MAX : hi;
+		hi = hi > m->hi ? m->hi : hi;
+		if (b->nspans == b->cap) {
+			size_t nc = b->cap ? 2 * b->cap : 16;
+			struct mcr_span *ns = realloc(b->spans, nc * sizeof(*ns));
+
+			if (!ns) {
+				snprintf(err, errlen, "out of memory");
+				return -ENOMEM;
 			}
-			w->spans[w->nspans++] = (struct span){ pg, pg + (uintptr_t)page_size, m->prot };
+			b->spans = ns;
+			b->cap = nc;
 		}
-		a = pg + (uintptr_t)page_size;
+		if (mprotect((void *)lo, hi - lo, m->prot | PROT_WRITE) < 0) {
+			int e = errno;
+
+			b->wlo = b->whi = 0;
+			b->memfd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+			if (b->memfd < 0) {
+				snprintf(err, errlen, "text is not writable (mprotect: %s) and "
+					 "/proc/self/mem cannot be opened: %s", strerror(e),
+					 strerror(errno));
+				return -EPERM;
+			}
+			break;
+		}
+		b->spans[b->nspans++] = (struct mcr_span){ lo, hi, m->prot };
+		b->wlo = lo;
+		b->whi = hi;
+		a = hi;
 	}
 	return 0;
 }
 
-/* Make writable the text of the N sites of V (sorted) and the NS slots of
- * S, or open /proc/self/mem when the kernel refuses. */
-static int open_text(struct writer *w, const struct mcr_poke *v, size_t n,
-		     const struct mcr_slot_write *sl, size_t ns, char *err, size_t errlen)
-{
-	size_t nm, cap = 64;
-	struct mapping *maps = read_maps(&nm);
-	int ret = 0;
-
-	w->spans = malloc(cap * sizeof(*w->spans));
-	w->nspans = 0;
-	w->memfd = -1;
-	if (!maps || !w->spans) {
-		free(maps);
-		snprintf(err, errlen, "cannot read /proc/self/maps");
-		return -EIO;
-	}
-	/* When the lowest and the highest address to write lie in one
-	 * mapping, so does everything between, and one span covers it all
-	 * (the usual case: one image's text); otherwise spans grow page by
-	 * page within each mapping. */
-	uintptr_t lo = UINTPTR_MAX, hi = 0;
-	if (n) {
-		lo = v[0].addr;
-		hi = v[n - 1].addr + v[n - 1].len;
-	}
-	for (size_t i = 0; i < ns; i++) {
-		lo = sl[i].at < lo ? sl[i].at : lo;
-		hi = sl[i].at + 8 > hi ? sl[i].at + 8 : hi;
-	}
-	const struct mapping *first = mapping_of(maps, nm, lo);
-	if (first && hi <= first->hi) {
-		uintptr_t pg = (uintptr_t)page_size;
-
-		w->spans[w->nspans++] = (struct span){ lo & ~(pg - 1), (hi + pg - 1) & ~(pg - 1),
-						       first->prot };
-		n = ns = 0;	/* (nothing left for the walks below) */
-	}
-	for (size_t i = 0; i < n && !ret; i++)
-		ret = add_range(w, &cap, maps, nm, v[i].addr, v[i].len, err, errlen);
-	for (size_t i = 0; i < ns && !ret; i++)
-		ret = add_range(w, &cap, maps, nm, sl[i].at, 8, err, errlen);
-	free(maps);
-	if (ret)
-		return ret;
-	for (size_t i = 0; i < w->nspans; i++) {
-		struct span *s = &w->spans[i];
-
-		if (mprotect((void *)s->lo, s->hi - s->lo, s->prot | PROT_WRITE) == 0)
-			continue;
-		/* Refused (a hardened kernel, an LSM): undo, and write
-		 * through /proc/self/mem, which the kernel allows. */
-		int e = errno;
-		for (size_t k = 0; k < i; k++)
-			mprotect((void *)w->spans[k].lo, w->spans[k].hi - w->spans[k].lo,
-				 w->spans[k].prot);
-		w->nspans = 0;
-		w->memfd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
-		if (w->memfd < 0) {
-			snprintf(err, errlen, "text is not writable (mprotect: %s) and "
-				 "/proc/self/mem cannot be opened: %s", strerror(e),
-				 strerror(errno));
-			return -EPERM;
-		}
-		break;
-	}
-	return 0;
-}
-
-static int close_text(struct writer *w)
+/* Give the text its protection back: spans that meet and share one are
+ * given it in one call. */
+static int close_text(struct mcr_batch *b)
 {
 	int ret = 0;
 
-	for (size_t i = 0; i < w->nspans; i++)
-		if (mprotect((void *)w->spans[i].lo, w->spans[i].hi - w->spans[i].lo,
-			     w->spans[i].prot) < 0)
+	for (size_t i = 0; i < b->nspans;) {
+		size_t j = i + 1;
+
+		while (j < b->nspans && b->spans[j].lo == b->spans[j - 1].hi &&
+		       b->spans[j].prot == b->spans[i].prot)
+			j++;
+		if (mprotect((void *)b->spans[i].lo, b->spans[j - 1].hi - b->spans[i].lo,
+			     b->spans[i].prot) < 0)
 			ret = -errno;
-	if (w->memfd >= 0)
-		close(w->memfd);
-	free(w->spans);
+		i = j;
+	}
+	if (b->memfd >= 0)
+		close(b->memfd);
+	free(b->spans);
+	free(b->maps);
+	b->spans = b->maps = NULL;
+	b->nspans = b->cap = 0;
+	b->wlo = b->whi = 0;
+	b->memfd = -1;
 	return ret;
 }
 
@@ -426,7 +441,7 @@ static inline __attribute__((always_inline)) bool same_bytes(const void *p, cons
 #endif
 
 /* One write through /proc/self/mem. */
-static int poke(struct writer *w, uintptr_t addr, const uint8_t *bytes, size_t len)
+static int poke(struct mcr_batch *w, uintptr_t addr, const uint8_t *bytes, size_t len)
 {
 	return pwrite(w->memfd, bytes, len, (off_t)addr) == (ssize_t)len ? 0 : -errno;
 }
@@ -469,7 +484,7 @@ static const uint8_t *step_bytes(const struct mcr_poke *p, enum step step)
  * each; one that fails does not stop the others (an undo must reach every
  * site), and the first error is returned.
  */
-static int write_step(struct writer *w, const struct mcr_poke *v, size_t n, enum step step)
+static int write_step(struct mcr_batch *w, const struct mcr_poke *v, size_t n, enum step step)
 {
 	bool first = step == BREAKPOINT || step == NEW_FIRST || step == OLD_FIRST;
 
@@ -517,7 +532,7 @@ static int write_step(struct writer *w, const struct mcr_poke *v, size_t n, enum
  * breakpoint: fewer than N when site [return] holds something else (or
  * could not be written, *ERR), and nothing was written over that one.
  */
-static size_t arm_step(struct writer *w, struct mcr_poke *v, size_t n, int *err, size_t *tails)
+static size_t arm_step(struct mcr_batch *w, struct mcr_poke *v, size_t n, int *err, size_t *tails)
 {
 	*err = 0;
 	*tails = 0;
@@ -553,14 +568,6 @@ static size_t arm_step(struct writer *w, struct mcr_poke *v, size_t n, int *err,
 
 #endif
 
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 static int cmp_poke(const void *a, const void *b)
 {
 	const struct mcr_poke *x = a, *y = b;
@@ -569,14 +576,76 @@ static int cmp_poke(const void *a, const void *b)
 }
 
 #if !MCR_ONE_STORE
-/* The breakpoint protocol (top of the file), over text W has opened. */
-static int patch_breakpoints(struct writer *w_, struct mcr_poke *v, size_t n,
+/* The first bytes of B's flips: the new ones, the old ones, or the
+ * breakpoint (BYTE_SHIFT 56, 48, or 0). */
+static int write_flips(struct mcr_batch *b, int byte_shift)
+{
+	int ret = 0;
+
+	if (b->memfd < 0) {
+		for (size_t i = 0; i < b->nflips; i++)
+			*(volatile uint8_t *)FLIP_ADDR(b->flips[i]) =
+				byte_shift ? (uint8_t)(b->flips[i] >> byte_shift) : mcr_breakpoint;
+		return 0;
+	}
+	for (size_t i = 0; i < b->nflips; i++) {
+		uint8_t x = byte_shift ? (uint8_t)(b->flips[i] >> byte_shift) : mcr_breakpoint;
+		int r = poke(b, FLIP_ADDR(b->flips[i]), &x, 1);
+
+		if (r && !ret)
+			ret = r;
+	}
+	return ret;
+}
+
+int mcr_flip_slow(struct mcr_batch *b, uintptr_t site, uint8_t old, uint8_t new_byte,
+		  uintptr_t hint, char *err, size_t errlen)
+{
+	if (site >> 48 || site <= b->last)
+		return 1;
+	int ret = make_writable(b, site, MCR_FLIP_LEN, hint, err, errlen);
+	if (ret)
+		return ret;
+	if (*(volatile const uint8_t *)site != old) {
+		snprintf(err, errlen, "site %#lx does not hold the expected instruction; refused",
+			 (unsigned long)site);
+		return -EILSEQ;
+	}
+	b->flips[b->nflips] = site | (uint64_t)old << 48 | (uint64_t)new_byte << 56;
+	__atomic_store_n(&b->nflips, b->nflips + 1, __ATOMIC_RELEASE);
+	if (b->memfd < 0)
+		*(volatile uint8_t *)site = mcr_breakpoint;
+	else if ((ret = poke(b, site, &mcr_breakpoint, 1)))
+		snprintf(err, errlen, "writing text failed: %s", strerror(-ret));
+	b->last = site;
+	if (b->memfd < 0)
+		b->wlo = site + 1;
+	return ret;
+}
+
+/* Withdraw batch B from the SIGTRAP handler: after this no handler reads
+ * it or its pokes. */
+static void withdraw(struct mcr_batch *b)
+{
+	(void)b;
+	__atomic_store_n(&active_v, NULL, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&active_b, NULL, __ATOMIC_SEQ_CST);
+	/* A handler that found the batch before it was withdrawn may still
+	 * be reading it. */
+	mcr_wait_handlers();
+	active_n = 0;
+}
+
+/*
+ * The breakpoint protocol (top of the file) for B's pokes V, over the
+ * flips it has armed already.  The flips' tails never change: they take
+ * part in the syncs and the first-byte step only.
+ */
+static int patch_breakpoints(struct mcr_batch *b, struct mcr_poke *v, size_t n,
 			     char *err, size_t errlen)
 {
-	struct writer w = *w_;
-	int ret;
+	int ret = 0;
 
-	active_undo = false;
 	active_n = n;
 	__atomic_store_n(&active_v, v, __ATOMIC_SEQ_CST);
 
@@ -584,26 +653,29 @@ static int patch_breakpoints(struct writer *w_, struct mcr_poke *v, size_t n,
 	 * is refused and no site is left changed.  The tails are still the
 	 * old ones, so the armed sites take their old first byte back
 	 * without a sync in between. */
-	int werr;
-	size_t tails, armed = arm_step(&w, v, n, &werr, &tails);
+	int werr = 0;
+	size_t tails = 0, armed = n ? arm_step(b, v, n, &werr, &tails) : 0;
 	if (armed < n) {
 		__atomic_store_n(&active_undo, true, __ATOMIC_SEQ_CST);
-		write_step(&w, v, armed, OLD_FIRST);
+		write_step(b, v, armed, OLD_FIRST);
+		write_flips(b, 48);
 		sync_cores();
 		if (!werr)
 			snprintf(err, errlen, "site %#lx does not hold the expected "
 				 "instruction; refused", (unsigned long)v[armed].addr);
 		ret = werr ? werr : -EILSEQ;
-		goto withdraw;
+		goto out;
 	}
 	ret = sync_cores();
 	if (!ret && tails) {
-		ret = write_step(&w, v, n, NEW_TAIL);
+		ret = write_step(b, v, n, NEW_TAIL);
 		if (!ret)
 			ret = sync_cores();
 	}
 	if (!ret)
-		ret = write_step(&w, v, n, NEW_FIRST);
+		ret = write_step(b, v, n, NEW_FIRST);
+	if (!ret)
+		ret = write_flips(b, 56);
 	if (!ret)
 		ret = sync_cores();
 
@@ -612,27 +684,41 @@ static int patch_breakpoints(struct writer *w_, struct mcr_poke *v, size_t n,
 		 * to its old instruction, in the same order, so that nothing
 		 * stays half-written. */
 		__atomic_store_n(&active_undo, true, __ATOMIC_SEQ_CST);
-		write_step(&w, v, n, BREAKPOINT);
+		write_step(b, v, n, BREAKPOINT);
+		write_flips(b, 0);
 		sync_cores();
-		write_step(&w, v, n, OLD_TAIL);
+		write_step(b, v, n, OLD_TAIL);
 		sync_cores();
-		write_step(&w, v, n, OLD_FIRST);
+		write_step(b, v, n, OLD_FIRST);
+		write_flips(b, 48);
 		sync_cores();
 	}
-withdraw:
+out:
 	if (ret && ret != -EILSEQ)	/* (a refusal is worded where it was found) */
 		snprintf(err, errlen, "writing text failed: %s", strerror(-ret));
-	__atomic_store_n(&active_v, NULL, __ATOMIC_SEQ_CST);
-	/* A handler that found the batch before it was withdrawn may still
-	 * be reading it. */
-	mcr_wait_handlers();
-	active_n = 0;
-	mcr_stats.insn_stores += ret ? 0 : n;
+	withdraw(b);
+	mcr_stats.insn_stores += ret ? 0 : n + b->nflips;
 	return ret;
 }
+
+void mcr_batch_abort(struct mcr_batch *b)
+{
+	if (b->nflips) {
+		__atomic_store_n(&active_undo, true, __ATOMIC_SEQ_CST);
+		write_flips(b, 48);
+		sync_cores();
+	}
+	withdraw(b);
+	close_text(b);
+}
 #else
+void mcr_batch_abort(struct mcr_batch *b)
+{
+	close_text(b);	/* (no flips: nothing was written) */
+}
+
 /* Store the 4-byte instruction INSN at A, or the slot value V at A. */
-static int store_insn(struct writer *w, uintptr_t a, const uint8_t *insn)
+static int store_insn(struct mcr_batch *w, uintptr_t a, const uint8_t *insn)
 {
 	uint32_t x;
 
@@ -643,7 +729,7 @@ static int store_insn(struct writer *w, uintptr_t a, const uint8_t *insn)
 	return 0;
 }
 
-static int store_slot(struct writer *w, uintptr_t a, uintptr_t v)
+static int store_slot(struct mcr_batch *w, uintptr_t a, uintptr_t v)
 {
 	if (w->memfd >= 0)
 		return poke(w, a, (const uint8_t *)&v, 8);
@@ -654,7 +740,7 @@ static int store_slot(struct writer *w, uintptr_t a, uintptr_t v)
 /* Instruction-cache maintenance over the written text: per span of
  * pages, or (through /proc/self/mem, no spans) from the first site to
  * the last. */
-static void flush_written(const struct writer *w, const struct mcr_poke *v, size_t n)
+static void flush_written(const struct mcr_batch *w, const struct mcr_poke *v, size_t n)
 {
 	if (!w->nspans) {
 		mcr_flush_icache(v[0].addr, v[n - 1].addr + 4);
@@ -665,7 +751,7 @@ static void flush_written(const struct writer *w, const struct mcr_poke *v, size
 }
 
 /* One store per site (top of the file), over text W has opened. */
-static int patch_one_store(struct writer *w, struct mcr_poke *v, size_t n,
+static int patch_one_store(struct mcr_batch *w, struct mcr_poke *v, size_t n,
 			   const struct mcr_slot_write *sl, size_t ns, char *err, size_t errlen)
 {
 	int ret = 0;
@@ -713,37 +799,58 @@ static int patch_one_store(struct writer *w, struct mcr_poke *v, size_t n,
 }
 #endif
 
-int mcr_patch(struct mcr_poke *v, size_t n, const struct mcr_slot_write *sl, size_t ns,
-	      char *err, size_t errlen)
+int mcr_patch_batch(struct mcr_batch *b, struct mcr_poke *v, size_t n,
+		    const struct mcr_slot_write *sl, size_t ns, char *err, size_t errlen)
 {
-	struct writer w;
-	double t0 = now_ms();
-	int ret;
+	int ret = 0;
 
-	if (!n && !ns)
+	if (!n && !ns && !b->nflips) {
+		mcr_batch_abort(b);	/* (nothing armed: only withdrawn) */
 		return 0;
-	/* The core hands sites over in record order, sorted per image. */
+	}
+	/* The core hands sites over in address order, image by image. */
 	for (size_t i = 1; i < n; i++)
 		if (v[i - 1].addr > v[i].addr) {
 			qsort(v, n, sizeof(*v), cmp_poke);
 			break;
 		}
-	ret = open_text(&w, v, n, sl, ns, err, errlen);
-	if (ret < 0)
+	uintptr_t hint = n ? v[n - 1].addr + v[n - 1].len : 0;
+	for (size_t i = 0; i < n && !ret; i++)
+		if (v[i].addr < b->wlo || v[i].addr + v[i].len > b->whi)
+			ret = make_writable(b, v[i].addr, v[i].len, hint, err, errlen);
+	for (size_t i = 0; i < ns && !ret; i++)
+		ret = make_writable(b, sl[i].at, 8, sl[i].at + 8, err, errlen);
+	if (ret) {
+		mcr_batch_abort(b);
 		return ret;
+	}
 #if MCR_ONE_STORE
-	ret = patch_one_store(&w, v, n, sl, ns, err, errlen);
+	ret = patch_one_store(b, v, n, sl, ns, err, errlen);
 #else
 	(void)sl;
-	ret = patch_breakpoints(&w, v, n, err, errlen);
+	size_t nflips = b->nflips;
+	ret = patch_breakpoints(b, v, n, err, errlen);
 #endif
-	int r2 = close_text(&w);
+	int r2 = close_text(b);
 	if (!ret && r2) {
 		snprintf(err, errlen, "cannot restore the text's protection: %s", strerror(-r2));
 		ret = r2;
 	}
 	mcr_stats.batches++;
+#if MCR_ONE_STORE
 	mcr_stats.sites += ret ? 0 : n;
-	mcr_stats.last_batch_ms = now_ms() - t0;
+#else
+	mcr_stats.sites += ret ? 0 : n + nflips;
+#endif
+	mcr_stats.last_batch_ms = now_ms() - b->t0;
 	return ret;
+}
+
+int mcr_patch(struct mcr_poke *v, size_t n, const struct mcr_slot_write *sl, size_t ns,
+	      char *err, size_t errlen)
+{
+	struct mcr_batch b;
+
+	mcr_batch_begin(&b, NULL);
+	return mcr_patch_batch(&b, v, n, sl, ns, err, errlen);
 }

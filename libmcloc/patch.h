@@ -47,6 +47,80 @@ struct mcr_stats {
 };
 extern struct mcr_stats mcr_stats;
 
+/* A run of pages made writable for a batch, with the protection to
+ * restore; a mapping of /proc/self/maps. */
+struct mcr_span {
+	uintptr_t lo, hi;
+	int prot;
+};
+
+/*
+ * A batch under way (patch.c's; the caller only passes it on).  Sites
+ * that change by their first byte alone (x86_64's parked sites: arch/
+ * runtime.h) are armed as the caller decides them, by mcr_flip(), rather
+ * than listed as pokes for a later pass: on a batch that toggles every
+ * one of 100,000 sites, each pass over the sites and each list written
+ * costs as much as the protocol's own stores.  Each armed flip is
+ * FLIPS[i]: its address in bits 0-47, its old first byte in 48-55 and its
+ * new one in 56-63, in address order, so the SIGTRAP handler can search
+ * them.
+ */
+struct mcr_batch {
+	uint64_t *flips;	/* the caller's, room for every site */
+	size_t nflips;
+	uintptr_t last;		/* the last flip's address */
+	uintptr_t wlo, whi;	/* where mcr_flip() need not look further */
+	int memfd;		/* /proc/self/mem, when mprotect was refused */
+	struct mcr_span *spans;
+	size_t nspans, cap;
+	struct mcr_span *maps;
+	size_t nmaps;
+	double t0;
+};
+
+/* Start a batch whose flips go to FLIPS. */
+void mcr_batch_begin(struct mcr_batch *b, uint64_t *flips);
+
+/* mcr_flip() for a site outside the span at hand, or through
+ * /proc/self/mem, or that cannot be listed (out of order, a high
+ * address). */
+int mcr_flip_slow(struct mcr_batch *b, uintptr_t site, uint8_t old, uint8_t new_byte,
+		  uintptr_t hint, char *err, size_t errlen);
+
+#ifdef MCR_FLIP_LEN
+/*
+ * Arm the site at SITE (MCR_FLIP_LEN bytes, its tail already checked by
+ * the caller) to change its first byte from OLD to NEW_BYTE: the byte is
+ * checked, the flip listed, then the breakpoint written.  HINT is the end
+ * of what the caller will write soon (its image's last site), so that the
+ * text is made writable in few calls.  Returns 0; 1 when the site must go
+ * as a poke instead (sites out of address order); or -EILSEQ when it does
+ * not hold OLD (ERR says which), or another -errno: the caller then gives
+ * the batch up with mcr_batch_abort().
+ */
+static inline int mcr_flip(struct mcr_batch *b, uintptr_t site, uint8_t old, uint8_t new_byte,
+			   uintptr_t hint, char *err, size_t errlen)
+{
+	/* [wlo, whi): where the next flip may go straight to memory (past
+	 * the last one, within a writable span; empty through /proc/self/mem). */
+	if (site < b->wlo || site + MCR_FLIP_LEN > b->whi)
+		return mcr_flip_slow(b, site, old, new_byte, hint, err, errlen);
+	if (*(volatile const uint8_t *)site != old)
+		return mcr_flip_slow(b, site, old, new_byte, hint, err, errlen);
+	b->flips[b->nflips] = site | (uint64_t)old << 48 | (uint64_t)new_byte << 56;
+	/* Listed before the breakpoint that makes a thread look for it. */
+	__atomic_store_n(&b->nflips, b->nflips + 1, __ATOMIC_RELEASE);
+	*(volatile uint8_t *)site = mcr_breakpoint;
+	b->last = site;
+	b->wlo = site + 1;
+	return 0;
+}
+#endif
+
+/* Give a batch up before mcr_patch_batch(): every armed flip goes back
+ * to its old byte, and the text to its protection. */
+void mcr_batch_abort(struct mcr_batch *b);
+
 /* Set the patcher up: register for membarrier, and (where sites change
  * under a breakpoint) install the SIGTRAP handler.  IS_SITE tells the trap handler whether an address
  * is a site of a registered image (a trap that raced the end of its
@@ -59,6 +133,11 @@ int mcr_init(bool (*is_site)(uintptr_t addr), char *err, size_t errlen);
  * calls).  All or nothing: on failure no site changes. */
 int mcr_patch(struct mcr_poke *v, size_t n, const struct mcr_slot_write *s, size_t ns,
 	      char *err, size_t errlen);
+
+/* The same, finishing batch B: its flips change with V's sites, or, on
+ * failure, go back with them. */
+int mcr_patch_batch(struct mcr_batch *b, struct mcr_poke *v, size_t n,
+		    const struct mcr_slot_write *s, size_t ns, char *err, size_t errlen);
 
 /* Wait until no SIGTRAP handler is running: one that started before
  * what it reads was withdrawn is done with it. */

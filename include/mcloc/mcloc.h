@@ -139,7 +139,7 @@ struct mcloc_stats {
 	size_t images, records, enabled, refused;
 	size_t record_bytes;	/* memory of all records */
 	size_t batches, sites_patched, syncs;
-	double last_batch_ms;
+	double last_batch_ms;	/* the last batch, from its first decision to its last sync */
 	size_t direct;		/* of the enabled, those calling one ops directly */
 	/* Every store into text since start: instructions (a site's change
 	 * is one on aarch64 and riscv64, its bytes on x86_64), and ops slots
