@@ -384,11 +384,11 @@ static int fix_table(struct mce_file *f, const struct mc_arch *a, struct op_tabl
 
 	snprintf(b, sizeof(b), "__start_%s", t->name);
 	snprintf(e, sizeof(e), "__stop_%s", t->name);
-	if (t->own_section || t->bound[0] > 0) {
-		if (set_bound(f, &t->bound[0], b, t, t->start, st) < 0 ||
-		    set_bound(f, &t->bound[1], e, t, stop, st) < 0)
-			goto out;
-	}
+	/* The GNU pair always (a vmlinux's table, inside .init.data, has
+	 * only the kernel's); the kernel's where that is the first table. */
+	if (set_bound(f, &t->bound[0], b, t, t->start, st) < 0 ||
+	    set_bound(f, &t->bound[1], e, t, stop, st) < 0)
+		goto out;
 	if (kernel_names || t->bound[2] > 0) {
 		if (set_bound(f, &t->bound[2], "__start_mcount_loc", t, t->start, st) < 0 ||
 		    set_bound(f, &t->bound[3], "__stop_mcount_loc", t, stop, st) < 0)

@@ -31,6 +31,14 @@ setup_file() {
 	assert_output --partial "50000 of 50000 entries kept"
 	run "$OBJPATCH" check "$T/vmlinux"
 	assert_success
+	# Both bound pairs, as the man page says: the GNU one is added
+	# beside the kernel's, at the same addresses.
+	nm "$T/vmlinux" > "$T/syms"
+	for e in start stop; do
+		k=$(awk -v s="__${e}_mcount_loc" '$3 == s { print $1 }' "$T/syms")
+		g=$(awk -v s="__${e}___mcount_loc" '$3 == s { print $1 }' "$T/syms")
+		[ -n "$k" ] && [ "$k" = "$g" ] || { echo "__${e}: kernel '$k' GNU '$g'"; false; }
+	done
 	cp "$T/vmlinux" "$T/again"
 	run "$OBJPATCH" sort "$T/again"
 	assert_success
