@@ -42,15 +42,19 @@ static void summarize(const struct op_sites *s, struct summary *sum)
 
 /* The function an entry belongs to.  A patchable NOP run may start before
  * its function's symbol (-fpatchable-function-entry=N,M), so look across
- * the run. */
+ * the run.  An entry past the end of the sized function before it lies in
+ * none (a weak definition the link replaced leaves one behind): -1. */
 static long function_of(struct mce_file *f, const struct op_entry *e)
 {
-	uint64_t start;
+	uint64_t start, at = e->off + (e->state == OP_PATCHABLE ? e->len - 1 : 0);
 
 	if (!e->resolved)
 		return -1;
-	return mce_label_before(f, e->shndx, e->off + (e->state == OP_PATCHABLE ? e->len - 1 : 0),
-				&start);
+	long sym = mce_label_before(f, e->shndx, at, &start);
+	if (sym >= 0 && f->syms[sym].type == STT_FUNC && f->syms[sym].size &&
+	    at - start >= f->syms[sym].size)
+		return -1;
+	return sym;
 }
 
 static const char *where(struct mce_file *f, const struct op_entry *e, char *buf, size_t n)

@@ -50,6 +50,28 @@ stats_add
 stats_mean"
 }
 
+@test "inspect --functions lists no function for an entry past its end (a replaced weak definition)" {
+	# quiet has no site of its own; the weak hook's code follows it, and
+	# its entry stays in an unsorted link once the strong hook wins.
+	printf '%s\n' '__attribute__((noinline, no_instrument_function)) int quiet(int x) { return x * 3; }' \
+		'__attribute__((weak, noinline)) int hook(int x) { return x + 1; }' > "$T/w.c"
+	echo 'int hook(int x) { return x + 2; }' > "$T/s.c"
+	echo 'int quiet(int), hook(int); int main(int c, char **v) { (void)v; return quiet(c) + hook(c) == 0; }' > "$T/m.c"
+	for o in w s m; do
+		gcc -O2 -pg -mfentry -c "$T/$o.c" -o "$T/$o.o"
+	done
+	"$RECORDMCOUNT" "$T"/{w,s,m}.o
+	run "$OBJPATCH" link --no-sort -- gcc "$T"/{w,s,m}.o -o "$T/prog"
+	assert_success
+	run "$OBJPATCH" check "$T/prog"
+	assert_output --partial "quiet+0x"
+	assert_output --partial "lies in no function"
+	run "$OBJPATCH" inspect --functions "$T/prog"
+	assert_success
+	assert_output "hook
+main"
+}
+
 @test "-j and -p print the same JSON, before or after the subcommand" {
 	gcc -O2 -pg -mfentry -c "$DEMO/fib.c" -I"$DEMO" -o "$T/f.o"
 	"$RECORDMCOUNT" "$T/f.o"
