@@ -37,6 +37,8 @@ struct checker {
 	size_t problems;
 	size_t ntables;
 	bool runtime;		/* the image has libmcloc's descriptor */
+	bool kernel;		/* --kernel: the kernel's conventions */
+	size_t in_no_function;	/* entries --kernel accepted there */
 };
 
 static void problem(struct checker *k, uint32_t shndx, uint64_t off, bool placed,
@@ -126,9 +128,23 @@ static void check_placement(struct checker *k, const struct op_entry *e)
 	if (k->f->syms[fn].size && e->off >= start + k->f->syms[fn].size) {
 		/* A linked image keeps every function's symbol; code no
 		 * symbol covers is a weak definition another replaced. */
-		if (mce_linked(k->f))
-			problem(k, e->shndx, e->off, true, "lies in no function (the code of "
-				"a weak definition the link replaced?); objpatch sort drops it");
+		if (!mce_linked(k->f))
+			return;
+		/* The kernel keeps them (6.1's sorttable does not drop them)
+		 * and marks them invalid at boot. */
+		if (k->kernel) {
+			k->in_no_function++;
+			if (mc_noting()) {
+				char w[256];
+
+				mce_where(k->f, e->shndx, e->off, w, sizeof(w));
+				mc_note(k->path, "%s: lies in no function; kept, as the kernel "
+					"keeps it", w);
+			}
+			return;
+		}
+		problem(k, e->shndx, e->off, true, "lies in no function (the code of "
+			"a weak definition the link replaced?); objpatch sort drops it");
 		return;
 	}
 	if (k->a->landing_pad)
@@ -220,12 +236,12 @@ static size_t check_complete(struct checker *k, const struct op_entry *sorted, s
 	return calls;
 }
 
-static int check_one(const char *path, const struct op_common *c, struct json *j,
+static int check_one(const char *path, const struct op_common *c, struct json *j, bool kernel,
 		     size_t *total)
 {
 	struct mce_file f;
 	struct op_sites s = { 0 };
-	struct checker k = { .path = path, .f = &f, .c = c, .j = j };
+	struct checker k = { .path = path, .f = &f, .c = c, .j = j, .kernel = kernel };
 	struct op_entry *sorted = NULL;
 	int ret = -1;
 
@@ -300,6 +316,8 @@ static int check_one(const char *path, const struct op_common *c, struct json *j
 		check_complete(&k, sorted, n);
 	if (c->json) {
 		json_end(j, ']');
+		if (k.kernel)
+			json_u64(j, "in_no_function", k.in_no_function);
 		json_end(j, '}');
 	}
 	*total += k.problems;
@@ -317,8 +335,21 @@ int cmd_check(int argc, char **argv, const struct op_common *c)
 	size_t total = 0;
 	int status = 0;
 
-	if (getopt(argc, argv, "") != -1)
-		return 2;
+	static const struct option longopts[] = {
+		{ "kernel", no_argument, NULL, 'k' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ 0 }
+	};
+	bool kernel = false;
+	int opt;
+
+	while ((opt = getopt_long(argc, argv, "v", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'k': kernel = true; break;
+		case 'v': mc_verbose++; break;
+		default: return 2;
+		}
+	}
 	if (optind >= argc) {
 		fprintf(stderr, "objpatch check: no input files\n");
 		return 2;
@@ -327,7 +358,7 @@ int cmd_check(int argc, char **argv, const struct op_common *c)
 	if (c->json)
 		json_begin(&j, NULL, '[');
 	for (int i = optind; i < argc; i++)
-		if (check_one(argv[i], c, &j, &total) != 0)
+		if (check_one(argv[i], c, &j, kernel, &total) != 0)
 			status = 1;
 	if (c->json) {
 		json_end(&j, ']');

@@ -30,18 +30,23 @@ static void report(const char *path, const struct fix_opts *o, const struct fix_
 		mc_note(path, "%zu call site%s NOPed", st->nopped, st->nopped == 1 ? "" : "s");
 }
 
-static int parse_verbose(int argc, char **argv, const char *cmd)
+/* -v, and (where KERNEL is given) --kernel. */
+static int parse_verbose(int argc, char **argv, const char *cmd, bool *kernel)
 {
 	static const struct option longopts[] = {
 		{ "verbose", no_argument, NULL, 'v' },
+		{ "kernel", no_argument, NULL, 'k' },
 		{ 0 }
 	};
 	int opt;
 
 	while ((opt = getopt_long(argc, argv, "+v", longopts, NULL)) != -1) {
-		if (opt != 'v')
+		if (opt == 'k' && kernel)
+			*kernel = true;
+		else if (opt == 'v')
+			mc_verbose++;
+		else
 			return -1;
-		mc_verbose++;
 	}
 	if (optind >= argc) {
 		fprintf(stderr, "objpatch %s: no input files\n", cmd);
@@ -50,12 +55,12 @@ static int parse_verbose(int argc, char **argv, const char *cmd)
 	return 0;
 }
 
-static int run_fix(int argc, char **argv, const char *cmd, const struct fix_opts *o)
+static int run_fix(int argc, char **argv, const char *cmd, struct fix_opts *o)
 {
 	struct fix_stats st;
 	int status = 0;
 
-	if (parse_verbose(argc, argv, cmd) < 0)
+	if (parse_verbose(argc, argv, cmd, o->sort ? &o->kernel : NULL) < 0)
 		return 2;
 	for (int i = optind; i < argc; i++) {
 		if (op_fix_file(argv[i], o, &st) < 0)

@@ -291,7 +291,7 @@ static const struct mce_sec *exec_section(struct mce_file *f, uint64_t addr,
  * mc_sort_u64_into() merges in two streaming reads of the table.
  */
 static int sort_entries(struct mce_file *f, const uint64_t *src, size_t n, uint64_t *v,
-			size_t *m, struct fix_stats *st)
+			size_t *m, bool keep_all, struct fix_stats *st)
 {
 	uint64_t *skip = calloc(n / 64 + 1, sizeof(*skip));
 	const struct mce_sec *last[2] = { NULL, NULL };
@@ -300,7 +300,8 @@ static int sort_entries(struct mce_file *f, const uint64_t *src, size_t n, uint6
 	if (!skip)
 		return mce_fail(f, "out of memory");
 	for (size_t i = 0; i < n; i++) {
-		bool zero = !src[i], out = !zero && !exec_section(f, src[i], last);
+		bool zero = !keep_all && !src[i];
+		bool out = !keep_all && !zero && !exec_section(f, src[i], last);
 
 		st->zero += zero;
 		st->outside += out;
@@ -323,7 +324,7 @@ static int sort_entries(struct mce_file *f, const uint64_t *src, size_t n, uint6
  * changes nothing.
  */
 static int fix_table(struct mce_file *f, const struct mc_arch *a, struct op_table *t,
-		     bool kernel_names, struct fix_stats *st)
+		     bool kernel_names, bool keep_all, struct fix_stats *st)
 {
 	size_t n = (t->end - t->start) / f->addrsize, m = 0, kept = 0;
 	uint64_t *own = NULL, *v = malloc((n + 1) * sizeof(*v)), *bits = NULL;
@@ -337,7 +338,7 @@ static int fix_table(struct mce_file *f, const struct mc_arch *a, struct op_tabl
 		mce_fail(f, "out of memory");
 		goto out;
 	}
-	if (sort_entries(f, src, n, v, &m, st) < 0)
+	if (sort_entries(f, src, n, v, &m, keep_all, st) < 0)
 		goto out;
 	free(own);
 	own = NULL;
@@ -349,7 +350,7 @@ static int fix_table(struct mce_file *f, const struct mc_arch *a, struct op_tabl
 		mce_fail(f, "out of memory");
 		goto out;
 	}
-	if (have_symbols && m) {
+	if (have_symbols && m && !keep_all) {
 		if (mark_covered(f, v, m, covered) < 0 ||
 		    settle_uncovered(f, a, v, m, covered, stale) < 0)
 			goto out;
@@ -363,7 +364,7 @@ static int fix_table(struct mce_file *f, const struct mc_arch *a, struct op_tabl
 					(unsigned long long)v[i]);
 			continue;
 		}
-		if (kept && v[kept - 1] == v[i]) {
+		if (kept && v[kept - 1] == v[i] && !keep_all) {
 			st->duplicate++;
 			continue;
 		}
@@ -381,6 +382,11 @@ static int fix_table(struct mce_file *f, const struct mc_arch *a, struct op_tabl
 
 	uint64_t stop = t->start + kept * f->addrsize;
 	char b[64], e[64];
+
+	if (keep_all) {		/* (every entry kept: the bounds stand) */
+		ret = 0;
+		goto out;
+	}
 
 	snprintf(b, sizeof(b), "__start_%s", t->name);
 	snprintf(e, sizeof(e), "__stop_%s", t->name);
@@ -742,7 +748,7 @@ int op_fix(struct mce_file *f, const struct mc_arch *a, struct op_sites *s,
 	if (o->nop && o->no_call_left && no_call_left(f, a) < 0)
 		goto fail;
 	for (size_t k = 0; o->sort && k < s->ntables; k++)
-		if (fix_table(f, a, &s->tables[k], k == 0, st) < 0)
+		if (fix_table(f, a, &s->tables[k], k == 0, o->kernel, st) < 0)
 			goto fail;
 	if (set_image_bounds(f, s, o->runtime, st) < 0)
 		goto fail;

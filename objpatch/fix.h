@@ -10,6 +10,8 @@
 
 struct fix_opts {
 	bool sort;		/* clean and sort (linked images) */
+	bool kernel;		/* with sort: as the kernel's 6.1 sorttable, which
+				 * keeps every entry and adds no symbol */
 	bool nop;		/* NOP every call site */
 	bool missing_ok;	/* a file without a table is left alone (link) */
 	bool no_call_left;	/* with nop: a call in no table fails (link) */

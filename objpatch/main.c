@@ -23,8 +23,8 @@ static const struct {
 	const char *usage;
 } cmds[] = {
 	{ "inspect", cmd_inspect, "inspect [-j|-p] [--functions] [--lines] FILE..." },
-	{ "check", cmd_check, "check [-j|-p] FILE..." },
-	{ "sort", cmd_sort, "sort [-v] IMAGE..." },
+	{ "check", cmd_check, "check [--kernel] [-v] FILE..." },
+	{ "sort", cmd_sort, "sort [--kernel] [-v] IMAGE..." },
 	{ "nop", cmd_nop, "nop [-v] FILE..." },
 	{ "link", cmd_link, "link [--nop] [--no-sort] [--check] [--runtime] [-v] -- LINK-COMMAND..." },
 	{ "tramp", cmd_tramp, "tramp --arch ARCH -o FILE.o|FILE.S" },

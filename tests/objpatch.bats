@@ -70,6 +70,29 @@ stats_mean"
 	assert_success
 	assert_output "hook
 main"
+	# The kernel's conventions: check --kernel takes the entry in no
+	# function as a note but still fails on the disorder; sort --kernel
+	# sorts it in, as 6.1's sorttable does, and adds no symbol.
+	run "$OBJPATCH" check --kernel "$T/prog"
+	assert_failure 1
+	refute_output --partial "lies in no function"
+	assert_output --partial "the table is not sorted"
+	run "$OBJPATCH" check --kernel -v "$T/prog"
+	assert_output --partial "note: objpatch: quiet+0x"
+	cp "$T/prog" "$T/kern"
+	run "$OBJPATCH" sort --kernel -v "$T/kern"
+	assert_success
+	assert_output --partial "3 of 3 entries kept"
+	run "$OBJPATCH" check --kernel "$T/kern"
+	assert_success
+	run "$OBJPATCH" check "$T/kern"
+	assert_failure 1
+	assert_output --partial "lies in no function"
+	run "$OBJPATCH" -j inspect "$T/kern"
+	assert_output --partial '"entries":3'
+	[ "$(nm "$T/kern" | grep -c mcount_loc)" = "$(nm "$T/prog" | grep -c mcount_loc)" ]
+	run "$OBJPATCH" sort -v "$T/prog"
+	assert_output --partial "2 of 3 entries kept"
 }
 
 @test "-j and -p print the same JSON, before or after the subcommand" {
