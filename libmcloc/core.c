@@ -729,7 +729,7 @@ static size_t images_by_address(const struct image **out)
 static void restore_states(const struct mcr_poke *v, size_t n, const uint64_t *flips, size_t nf)
 {
 	for (size_t k = 0; k < n + nf; k++) {
-		uintptr_t a = k < n ? v[k].addr : (uintptr_t)(flips[k - n] & ((1ull << 48) - 1));
+		uintptr_t a = k < n ? v[k].addr : MCR_FLIP_ADDR(flips[k - n]);
 		struct image *im = (struct image *)mcr_image_of(a);
 		long r = im ? mcr_rec_at(im, a) : -1;
 
@@ -741,7 +741,7 @@ static void restore_states(const struct mcr_poke *v, size_t n, const uint64_t *f
 			continue;
 		}
 #ifdef MCR_PARK
-		bool parked = (uint8_t)(flips[k - n] >> 48) == MCR_PARK;
+		bool parked = MCR_FLIP_OLD(flips[k - n]) == MCR_PARK;
 		*st = (*st & ~(REC_ENABLED | REC_PARKED)) | (parked ? REC_PARKED : REC_ENABLED);
 #endif
 	}

@@ -132,8 +132,6 @@ static const struct mcr_poke *find_poke(uintptr_t site)
 	return lo < active_n && v[lo].addr == site ? &v[lo] : NULL;
 }
 
-#define FLIP_ADDR(f) ((uintptr_t)((f) & ((1ull << 48) - 1)))
-
 /* The flip of the active batch at SITE, 0 if none. */
 static uint64_t find_flip(uintptr_t site)
 {
@@ -143,12 +141,12 @@ static uint64_t find_flip(uintptr_t site)
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (FLIP_ADDR(b->flips[mid]) < site)
+		if (MCR_FLIP_ADDR(b->flips[mid]) < site)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return b && lo < b->nflips && FLIP_ADDR(b->flips[lo]) == site ? b->flips[lo] : 0;
+	return b && lo < b->nflips && MCR_FLIP_ADDR(b->flips[lo]) == site ? b->flips[lo] : 0;
 }
 
 void mcr_wait_handlers(void)
@@ -584,13 +582,13 @@ static int write_flips(struct mcr_batch *b, int byte_shift)
 
 	if (b->memfd < 0) {
 		for (size_t i = 0; i < b->nflips; i++)
-			*(volatile uint8_t *)FLIP_ADDR(b->flips[i]) =
+			*(volatile uint8_t *)MCR_FLIP_ADDR(b->flips[i]) =
 				byte_shift ? (uint8_t)(b->flips[i] >> byte_shift) : mcr_breakpoint;
 		return 0;
 	}
 	for (size_t i = 0; i < b->nflips; i++) {
 		uint8_t x = byte_shift ? (uint8_t)(b->flips[i] >> byte_shift) : mcr_breakpoint;
-		int r = poke(b, FLIP_ADDR(b->flips[i]), &x, 1);
+		int r = poke(b, MCR_FLIP_ADDR(b->flips[i]), &x, 1);
 
 		if (r && !ret)
 			ret = r;

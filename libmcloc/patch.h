@@ -78,6 +78,10 @@ struct mcr_batch {
 	double t0;
 };
 
+/* A flip's address, old and new first byte (the layout above). */
+#define MCR_FLIP_ADDR(f) ((uintptr_t)((f) & ((1ull << 48) - 1)))
+#define MCR_FLIP_OLD(f) ((uint8_t)((f) >> 48))
+
 /* Start a batch whose flips go to FLIPS. */
 void mcr_batch_begin(struct mcr_batch *b, uint64_t *flips);
 
