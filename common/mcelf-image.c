@@ -273,8 +273,7 @@ static uint8_t *place_words(struct mce_file *f, uint64_t va, size_t n, struct mc
 	return p;
 }
 
-/* Whether any dynamic relocation applies in [VA, END). */
-static bool dynrels_within(const struct mce_file *f, uint64_t va, uint64_t end)
+bool mce_dynrels_within(const struct mce_file *f, uint64_t va, uint64_t end)
 {
 	size_t lo = f->dynrels_loaded ? dynrel_lower(f, va) : f->ndynrels;
 
@@ -287,7 +286,7 @@ const uint64_t *mce_words_view(struct mce_file *f, uint64_t va, size_t n)
 	uint8_t *p = place_words(f, va, n, &s);
 
 	if (!p || f->addrsize != 8 || f->msb != (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__) ||
-	    (uintptr_t)p % _Alignof(uint64_t) || dynrels_within(f, va, va + n * 8))
+	    (uintptr_t)p % _Alignof(uint64_t) || mce_dynrels_within(f, va, va + n * 8))
 		return NULL;
 	return (const uint64_t *)p;
 }
@@ -318,7 +317,7 @@ long mce_words_write(struct mce_file *f, uint64_t va, size_t n, const uint64_t *
 	if (!p)
 		return mce_fail(f, "no contents for %zu words at address 0x%llx", n,
 				(unsigned long long)va);
-	if (!dynrels_within(f, va, va + n * f->addrsize)) {
+	if (!mce_dynrels_within(f, va, va + n * f->addrsize)) {
 		/* Nothing to keep in step: store straight into the data,
 		 * skipping the runs that are the same already. */
 		if (f->addrsize == 8 && f->msb == (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__)) {

@@ -150,10 +150,19 @@ static int read_rel(struct mce_file *f, const struct mce_sec *rs, const Elf_Data
 	if (f->symtab && rs->sh.sh_link == f->symtab->idx && r->sym >= f->nsyms)
 		return mce_fail(f, "%s: relocation %zu: symbol index %u out of range",
 			    rs->name, i, r->sym);
-	if (tgt && tgt->sh.sh_type != SHT_NOBITS && r->offset >= tgt->sh.sh_size)
-		return mce_fail(f, "%s: relocation %zu: offset 0x%llx outside %s (size 0x%llx)",
+	/* In a linked image (ld --emit-relocs keeps them, as an x86 kernel
+	 * with KASLR is linked) an offset is an address in the section.  An
+	 * all-zero entry (R_*_NONE is 0 everywhere) applies nothing: the
+	 * kernel's sorttable leaves those of the tables it sorted. */
+	bool zero = !r->type && !r->sym && !r->offset && !r->addend;
+
+	if (tgt && tgt->sh.sh_type != SHT_NOBITS && !zero &&
+	    r->offset - (mce_linked(f) ? tgt->sh.sh_addr : 0) >= tgt->sh.sh_size)
+		return mce_fail(f, "%s: relocation %zu: offset 0x%llx outside %s (%s0x%llx)",
 			    rs->name, i, (unsigned long long)r->offset, tgt->name,
-			    (unsigned long long)tgt->sh.sh_size);
+			    mce_linked(f) ? "ending at " : "size ",
+			    (unsigned long long)(tgt->sh.sh_size +
+						 (mce_linked(f) ? tgt->sh.sh_addr : 0)));
 	return 0;
 }
 
@@ -345,4 +354,25 @@ int mce_rel_retire(struct mce_file *f, struct mce_sec *rs, size_t i,
 		return mce_fail(f, "%s: no relocation %zu", rs->name, i);
 	rs->rels[i] = (struct mce_rel){ .offset = rs->rels[i].offset, .type = none };
 	return mce_store_rel(f, rs, i);
+}
+
+long mce_rels_clear(struct mce_file *f, struct mce_sec *rs)
+{
+	Elf_Data *d;
+	size_t live = 0;
+
+	if (mce_load_rels(f, rs) < 0 || !(d = mce_sec_data(f, rs)))
+		return -1;
+	for (size_t i = 0; i < rs->nrels; i++)
+		live += rs->rels[i].offset || rs->rels[i].type || rs->rels[i].sym ||
+			rs->rels[i].addend;
+	if (!live)
+		return 0;
+	/* Zero in memory is zero in the file, in either byte order. */
+	memset(d->d_buf, 0, d->d_size);
+	memset(rs->rels, 0, rs->nrels * sizeof(*rs->rels));
+	free(rs->byoff);
+	rs->byoff = NULL;
+	rs->dirty = f->dirty = true;
+	return (long)live;
 }

@@ -23,7 +23,7 @@
 #include <sys/stat.h>
 
 struct mce_rel {
-	uint64_t offset;
+	uint64_t offset;	/* in the section; an address in a linked image */
 	int64_t addend;		/* RELA only; REL addends live in the section */
 	uint32_t sym;
 	uint32_t type;		/* MIPS64: the first of the three types */
@@ -198,6 +198,11 @@ int mce_reserve_sections(struct mce_file *f, size_t extra);
 int mce_rel_retire(struct mce_file *f, struct mce_sec *rs, size_t i,
 		   uint32_t none);
 
+/* Zero every relocation of RS (offset, info and addend), as the kernel's
+ * sorttable does to those of a table it reordered.  Returns how many were
+ * not zero already, or -1. */
+long mce_rels_clear(struct mce_file *f, struct mce_sec *rs);
+
 /*
  * Append a new section.  DATA (SIZE bytes, memory representation of TYPE,
  * e.g. ELF_T_ADDR or ELF_T_RELA) is copied.  Returns the new section index.
@@ -335,6 +340,8 @@ struct mce_dynrel {
  * architecture's R_*_RELATIVE type, which the word accessors below follow.
  */
 int mce_dynrels_load(struct mce_file *f, uint32_t relative);
+/* Whether any dynamic relocation applies in [VA, END). */
+bool mce_dynrels_within(const struct mce_file *f, uint64_t va, uint64_t end);
 /* The dynamic relocation at exactly VA, or NULL. */
 const struct mce_dynrel *mce_dynrel_at(struct mce_file *f, uint64_t va);
 /* The dynamic symbol a relocation names ("" if none). */
