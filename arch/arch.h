@@ -70,6 +70,20 @@ struct mc_insn {
 	uint64_t target;	/* the callee's address, or the slot's */
 };
 
+/*
+ * How a kernel lays out its exception table (__ex_table) on an
+ * architecture: which word says where the faulting instruction is, and
+ * how, which is what the kernel's build-time sort orders the table by.
+ */
+enum mc_extable {
+	MC_EXTABLE_NONE,	/* not known here */
+	/* 12 bytes: insn and fixup, 32-bit offsets each from its own
+	 * place, then 4 bytes of type and data that move with them */
+	MC_EXTABLE_REL_DATA,
+	MC_EXTABLE_REL,		/* 8 bytes: insn and fixup, as above */
+	MC_EXTABLE_ABS,		/* two address-sized words: insn, fixup */
+};
+
 struct mc_arch {
 	const char *name;		/* "x86_64", "aarch64", ... */
 	uint16_t machine;		/* EM_* */
@@ -131,6 +145,17 @@ struct mc_arch {
 		    struct mc_insn *out);
 	/* The slot a PLT entry at OFF (address PC) jumps through, or 0. */
 	uint64_t (*plt_slot)(const struct mc_text *t, uint64_t off, uint64_t pc);
+
+	/* --- a kernel image's other sorted tables (objpatch sort) --- */
+	uint8_t extable;		/* enum mc_extable */
+	/*
+	 * ORC unwind tables (.orc_unwind_ip, .orc_unwind): the bytes of one
+	 * .orc_unwind entry, 0 where the kernel has none; and whether entry
+	 * E is a weak terminator, which objtool puts at the end of a section
+	 * and which goes before a real entry for the same address.
+	 */
+	uint8_t orc_entry_size;
+	bool (*orc_weak)(const uint8_t *e);
 
 	/* --- the runtime's one-store sites (objpatch link --runtime) --- */
 	/*

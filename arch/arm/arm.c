@@ -94,4 +94,6 @@ const struct mc_arch mc_arch_arm = {
 	.base_avoid_func = true,
 	.decode = arm_decode,
 	.make_nop = arm_make_nop,
+	.relative_reloc = R_ARM_RELATIVE,
+	.extable = MC_EXTABLE_ABS,
 };

@@ -167,6 +167,7 @@ const struct mc_arch mc_arch_aarch64 = {
 	.nops = nops,
 	.landing_pad = arm64_landing_pad,
 	.relative_reloc = R_AARCH64_RELATIVE,
+	.extable = MC_EXTABLE_REL_DATA,
 	.tramp_asm = mc_tramp_aarch64,
 	.cross_prefix = "aarch64-linux-gnu-",
 	.insn = arm64_decode_linked,

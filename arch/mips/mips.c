@@ -138,6 +138,7 @@ const struct mc_arch mc_arch_mips64 = {
 	.call_relocs = relocs,
 	.decode = mips_decode,
 	.make_nop = mips_make_nop,
+	.extable = MC_EXTABLE_ABS,
 };
 
 const struct mc_arch mc_arch_mips32 = {
@@ -150,4 +151,5 @@ const struct mc_arch mc_arch_mips32 = {
 	.call_relocs = relocs,
 	.decode = mips_decode,
 	.make_nop = mips_make_nop,
+	.extable = MC_EXTABLE_ABS,
 };

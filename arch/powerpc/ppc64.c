@@ -50,4 +50,6 @@ const struct mc_arch mc_arch_ppc64 = {
 	.call_relocs = relocs,
 	.decode = ppc64_decode,
 	.nops = nops,
+	.relative_reloc = R_PPC64_RELATIVE,
+	.extable = MC_EXTABLE_REL,
 };

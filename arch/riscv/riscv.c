@@ -195,6 +195,7 @@ const struct mc_arch mc_arch_riscv64 = {
 	.site_align = 4,
 	.relax_reloc = R_RISCV_RELAX,
 	.relative_reloc = R_RISCV_RELATIVE,
+	.extable = MC_EXTABLE_REL_DATA,
 	.tramp_asm = mc_tramp_riscv64,
 	.cross_prefix = "riscv64-linux-gnu-",
 	.insn = riscv_insn,

@@ -45,4 +45,6 @@ const struct mc_arch mc_arch_s390x = {
 	.call_relocs = relocs,
 	.decode = s390_decode,
 	.nops = nops,
+	.relative_reloc = R_390_RELATIVE,
+	.extable = MC_EXTABLE_REL_DATA,
 };

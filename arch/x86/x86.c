@@ -185,6 +185,18 @@ static const struct mc_nop nops32[] = {
 	{ 0 }
 };
 
+/*
+ * The 6.1 kernel's struct orc_entry: s16 sp_offset, s16 bp_offset, then
+ * the bit-fields sp_reg:4, bp_reg:4 (byte 4) and type:2, end:1 (byte 5),
+ * little-endian.  A weak terminator has no sp register (ORC_REG_UNDEFINED,
+ * 0) and does not end the stack.  (6.4 changed the layout and added an
+ * .orc_header section, which objpatch refuses rather than misreads.)
+ */
+static bool x86_orc_weak(const uint8_t *e)
+{
+	return (e[4] & 0xf) == 0 && !(e[5] & 0x4);
+}
+
 const struct mc_arch mc_arch_x86_64 = {
 	.name = "x86_64",
 	.machine = EM_X86_64,
@@ -198,6 +210,9 @@ const struct mc_arch mc_arch_x86_64 = {
 	.decode = x86_decode,
 	.nops = nops64,
 	.relative_reloc = R_X86_64_RELATIVE,
+	.extable = MC_EXTABLE_REL_DATA,
+	.orc_entry_size = 6,
+	.orc_weak = x86_orc_weak,
 	.tramp_asm = mc_tramp_x86_64,
 	.cross_prefix = "x86_64-linux-gnu-",
 	.insn = x86_insn,
@@ -217,6 +232,7 @@ const struct mc_arch mc_arch_i386 = {
 	.decode = x86_decode,
 	.nops = nops32,
 	.relative_reloc = R_386_RELATIVE,
+	.extable = MC_EXTABLE_REL_DATA,
 	.insn = x86_insn,
 	.plt_slot = x86_plt_slot,
 };
