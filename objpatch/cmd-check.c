@@ -12,7 +12,11 @@
  *   - no entry twice, and none missing: decoding every call to an mcount
  *     symbol finds no call the table lacks;
  *   - sites are aligned as the architecture's atomic patching needs.
+ * And in a linked kernel image, its other sorted tables (ktables.h): the
+ * exception table and the ORC tables are well formed, sorted, and point
+ * into code.
  */
+#include "ktables.h"
 #include "objpatch.h"
 #include "sites.h"
 
@@ -162,6 +166,50 @@ static void check_placement(struct checker *k, const struct op_entry *e)
 			(unsigned long long)(e->off - start));
 }
 
+/* The kernel's other tables of a linked image: one problem per kind of
+ * defect and table, naming the first entry (a table holds thousands). */
+static void check_ktables(struct checker *k)
+{
+	struct kt_tables t;
+	struct kt_summary sum[2];
+	long flag;
+	int n;
+
+	if (!mce_linked(k->f))
+		return;
+	if (kt_find(k->f, k->a, &t) < 0 || (n = kt_summarize(k->f, k->a, &t, sum, &flag)) < 0) {
+		problem(k, 0, 0, false, "%s", k->f->err);
+		return;
+	}
+	for (int i = 0; i < n; i++) {
+		const struct kt_summary *s = &sum[i];
+
+		if (s->unsorted)
+			problem(k, 0, 0, false, "%s: %zu of %zu entries out of order (the first: "
+				"entry %zu, 0x%llx): run objpatch sort", s->name, s->unsorted,
+				s->entries, s->first_unsorted,
+				(unsigned long long)s->unsorted_addr);
+		if (s->outside)
+			problem(k, 0, 0, false, "%s: %zu entr%s point%s outside code (the first: "
+				"entry %zu, 0x%llx)", s->name, s->outside,
+				s->outside == 1 ? "y" : "ies", s->outside == 1 ? "s" : "",
+				s->first_outside, (unsigned long long)s->outside_addr);
+	}
+	if (k->c->json) {
+		/* The problems end here; check_one() ends the tables. */
+		json_end(k->j, ']');
+		json_begin(k->j, "tables", '[');
+		for (int i = 0; i < n; i++) {
+			json_begin(k->j, NULL, '{');
+			json_str(k->j, "name", sum[i].name);
+			json_u64(k->j, "entries", sum[i].entries);
+			json_u64(k->j, "unsorted", sum[i].unsorted);
+			json_u64(k->j, "outside_code", sum[i].outside);
+			json_end(k->j, '}');
+		}
+	}
+}
+
 static bool in_table(const struct op_entry *sorted, size_t n, uint32_t shndx, uint64_t off)
 {
 	size_t lo = 0, hi = n;
@@ -285,6 +333,8 @@ static int check_one(const char *path, const struct op_common *c, struct json *j
 				"which is not executable", e->table, e->idx, f.secs[e->shndx].name);
 			continue;
 		}
+		if (!e->classified)
+			continue;	/* (nothing decoded: said once, below) */
 		if (e->state == OP_OTHER) {
 			problem(&k, e->shndx, e->off, true, "%s entry %u: neither a call to an "
 				"mcount symbol nor a NOP (%s)", e->table, e->idx,
@@ -312,8 +362,13 @@ static int check_one(const char *path, const struct op_common *c, struct json *j
 		struct linked_scan c = { &k, sorted, n, 0 };
 
 		op_mcount_calls(&f, k.a, linked_call, &c);
+		if (!k.a->insn && mc_noting())
+			mc_note(path, "linked %s code is not decoded: the call-site tables' "
+				"order and bounds are checked, not the code they point at",
+				k.a->name);
 	} else
 		check_complete(&k, sorted, n);
+	check_ktables(&k);
 	if (c->json) {
 		json_end(j, ']');
 		if (k.kernel)

@@ -22,10 +22,17 @@ static void report(const char *path, const struct fix_opts *o, const struct fix_
 {
 	if (!mc_noting())
 		return;
-	if (o->sort)
+	if (o->sort && st->tables)
 		mc_note(path, "%zu of %zu entries kept (dropped: %zu zero, %zu outside code, "
 			"%zu in no function, %zu duplicate)%s", st->kept, st->entries, st->zero,
 			st->outside, st->stale, st->duplicate, st->changed ? "" : "; unchanged");
+	if (o->sort && st->kt.ex)
+		mc_note(path, "__ex_table: %zu entries, %zu moved; %zu relocation%s zeroed; "
+			"main_extable_sort_needed %s", st->kt.ex, st->kt.ex_moved,
+			st->kt.rels_cleared, st->kt.rels_cleared == 1 ? "" : "s",
+			st->kt.flag_cleared ? "cleared" : "left as it was");
+	if (o->sort && st->kt.orc)
+		mc_note(path, "ORC: %zu entries, %zu moved", st->kt.orc, st->kt.orc_moved);
 	if (o->nop)
 		mc_note(path, "%zu call site%s NOPed", st->nopped, st->nopped == 1 ? "" : "s");
 }

@@ -3,8 +3,10 @@
  * objpatch inspect: the offline available_filter_functions.  For every
  * entry of an object's call-site table: where it is, in which function,
  * and what the code there is now (a call to what, a NOP of what length, a
- * patchable NOP run, or something else), then a summary.
+ * patchable NOP run, or something else), then a summary; and for a linked
+ * kernel image, its exception and ORC tables' counts and order.
  */
+#include "ktables.h"
 #include "objpatch.h"
 #include "sites.h"
 
@@ -66,6 +68,10 @@ static const char *where(struct mce_file *f, const struct op_entry *e, char *buf
 
 static void state_text(const struct op_entry *e, char *buf, size_t n)
 {
+	if (!e->classified) {
+		snprintf(buf, n, "not decoded");
+		return;
+	}
 	switch (e->state) {
 	case OP_CALL: snprintf(buf, n, "call %s (%u bytes)", e->target, e->len); break;
 	case OP_NOP: snprintf(buf, n, "nop (%u bytes)", e->len); break;
@@ -93,6 +99,16 @@ static int inspect_one(const char *path, const struct op_common *c, bool functio
 		goto out;
 	}
 	summarize(&s, &sum);
+	struct kt_tables kt = { 0 };
+	struct kt_summary ks[2];
+	long flag = -1;
+	int nk = 0;
+
+	if (mce_linked(&f) &&
+	    (kt_find(&f, a, &kt) < 0 || (nk = kt_summarize(&f, a, &kt, ks, &flag)) < 0)) {
+		mc_error(path, "%s", f.err);
+		goto out;
+	}
 	if (lines && !functions) {
 		char err[256];
 
@@ -155,6 +171,19 @@ static int inspect_one(const char *path, const struct op_common *c, bool functio
 		json_bool(j, "sorted", sum.sorted);
 		json_u64(j, "duplicates", sum.duplicates);
 		json_end(j, '}');
+		json_begin(j, "tables", '[');
+		for (int i = 0; i < nk; i++) {
+			json_begin(j, NULL, '{');
+			json_str(j, "name", ks[i].name);
+			json_u64(j, "entries", ks[i].entries);
+			json_bool(j, "sorted", !ks[i].unsorted);
+			json_u64(j, "unsorted", ks[i].unsorted);
+			json_u64(j, "outside_code", ks[i].outside);
+			json_end(j, '}');
+		}
+		json_end(j, ']');
+		if (flag >= 0)
+			json_u64(j, "main_extable_sort_needed", (uint64_t)flag);
 		json_end(j, '}');
 	} else {
 		printf("%s: %zu entr%s in %zu table%s (%s)\n", path, s.n, s.n == 1 ? "y" : "ies",
@@ -185,6 +214,16 @@ static int inspect_one(const char *path, const struct op_common *c, bool functio
 		       sum.states[OP_CALL], sum.states[OP_NOP], sum.states[OP_PATCHABLE],
 		       sum.states[OP_OTHER], sum.sorted ? "sorted" : "not sorted",
 		       sum.duplicates, sum.duplicates == 1 ? "" : "s");
+		for (int i = 0; i < nk; i++) {
+			printf("%s: %zu entr%s%s, %s, %zu outside code", ks[i].name, ks[i].entries,
+			       ks[i].entries == 1 ? "y" : "ies",
+			       kt.orc && !strcmp(ks[i].name, ".orc_unwind_ip") ?
+			       " (with .orc_unwind)" : "",
+			       ks[i].unsorted ? "not sorted" : "sorted", ks[i].outside);
+			if (flag >= 0 && kt.ex && !strcmp(ks[i].name, "__ex_table"))
+				printf("; main_extable_sort_needed = %ld", flag);
+			printf("\n");
+		}
 	}
 	ret = 0;
 out:

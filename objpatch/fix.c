@@ -245,6 +245,12 @@ static int settle_uncovered(struct mce_file *f, const struct mc_arch *a, const u
 	for (size_t i = 0; i < k; i++) {
 		if (has_pred[i] && sizeless[i])
 			continue;
+		if (!a->insn) {
+			/* (No decoder of linked code: a patchable run before
+			 * its function cannot be told apart.) */
+			stale[idx[i] / 64] |= 1ull << (idx[i] % 64);
+			continue;
+		}
 		struct mce_sec *s = mce_sec_of_vaddr(f, u[i]);
 		struct op_entry e = { 0 };
 
@@ -770,6 +776,8 @@ int op_fix_file(const char *path, const struct fix_opts *o, struct fix_stats *st
 	const struct mc_arch *a = op_open_flags(&f, path, o->nop || o->runtime ? 0 : MCE_OPEN_LAZY_SYMS);
 	int ret = -1;
 
+	struct kt_tables kt = { 0 };
+
 	memset(st, 0, sizeof(*st));
 	if (!a)
 		goto out;
@@ -777,13 +785,19 @@ int op_fix_file(const char *path, const struct fix_opts *o, struct fix_stats *st
 		mc_error(path, "not a linked image: tables are sorted after the link");
 		goto out;
 	}
+	if (!a->insn && (o->nop || o->runtime)) {
+		mc_error(path, "linked %s images can be sorted, not changed otherwise yet",
+			 a->name);
+		goto out;
+	}
 	/* Sorting reads the tables' words itself; NOPing needs every site
-	 * decoded. */
-	if ((o->nop ? op_sites_load(&f, a, &s) : op_tables_find(&f, &s)) < 0) {
+	 * decoded.  Every table is checked before anything changes. */
+	if ((o->nop ? op_sites_load(&f, a, &s) : op_tables_find(&f, &s)) < 0 ||
+	    (o->sort && kt_find(&f, a, &kt) < 0)) {
 		mc_error(path, "%s", f.err);
 		goto out;
 	}
-	if (!s.ntables) {
+	if (!s.ntables && !kt_any(&kt)) {
 		if (o->nop && o->no_call_left && no_call_left(&f, a) < 0) {
 			mc_error(path, "%s", f.err);
 			goto out;
@@ -793,12 +807,24 @@ int op_fix_file(const char *path, const struct fix_opts *o, struct fix_stats *st
 				mc_note(path, "no call-site table: left as it is");
 			ret = 0;
 		} else {
-			mc_error(path, "no __mcount_loc or __patchable_function_entries table");
+			mc_error(path, o->sort ? "no table to sort (__mcount_loc, "
+				 "__patchable_function_entries, __ex_table, ORC)" :
+				 "no __mcount_loc or __patchable_function_entries table");
 		}
 		goto out;
 	}
 	if (op_fix(&f, a, &s, o, st) < 0)
 		goto out;
+	st->tables = s.ntables != 0;
+	if (o->sort && kt_any(&kt)) {
+		if (kt_sort(&f, a, &kt, o->kernel, &st->kt) < 0) {
+			mc_error(path, "%s", f.err);
+			goto out;
+		}
+		if (st->kt.ex_moved || st->kt.orc_moved || st->kt.rels_cleared ||
+		    st->kt.flag_cleared)
+			st->changed = true;
+	}
 	if (st->changed && mce_write(&f, NULL) < 0) {
 		mc_error(path, "%s", f.err);
 		goto out;

@@ -6,6 +6,7 @@
 #ifndef MCLOC_OBJPATCH_FIX_H
 #define MCLOC_OBJPATCH_FIX_H
 
+#include "ktables.h"
 #include "sites.h"
 
 struct fix_opts {
@@ -26,6 +27,8 @@ struct fix_stats {
 	size_t prepared;	/* patchable entries made run-time sites */
 	size_t symbols_added;
 	size_t names;		/* functions in .mcloc_names */
+	bool tables;		/* there were call-site tables */
+	struct kt_sort_stats kt;	/* with sort: __ex_table and ORC */
 	bool changed;
 };
 

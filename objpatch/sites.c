@@ -34,11 +34,6 @@ const struct mc_arch *op_open_flags(struct mce_file *f, const char *path, unsign
 		mc_error(path, "unsupported machine %u", f->eh.e_machine);
 		return NULL;
 	}
-	if (mce_linked(f) && !a->insn) {
-		mc_error(path, "linked %s images are not supported yet (relocatable objects are)",
-			 a->name);
-		return NULL;
-	}
 	/* Validate every relocation up front: a bad one is an error here,
 	 * never something a later pass silently skips. */
 	for (size_t i = 1; i < f->shnum; i++)
@@ -146,6 +141,8 @@ size_t op_mcount_calls(struct mce_file *f, const struct mc_arch *a,
 	struct op_callee_memo memo = { 0 };
 	size_t calls = 0;
 
+	if (!a->insn)
+		return 0;	/* (callers say that nothing was decoded) */
 	for (size_t i = 1; i < f->nsyms; i++) {
 		const struct mce_sym *m = &f->syms[i];
 
@@ -193,6 +190,11 @@ void op_classify(struct mce_file *f, const struct mc_arch *a, uint32_t shndx,
 	e->classified = true;
 	if (!t.buf || off >= t.size)
 		return;
+	if (mce_linked(f) && !a->insn) {
+		/* No decoder of this ISA's linked code: nothing is known. */
+		e->classified = false;
+		return;
+	}
 
 	/* Linked: no relocations left; decode, and name what is called. */
 	if (mce_linked(f)) {

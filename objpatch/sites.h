@@ -27,7 +27,8 @@ struct op_entry {
 	uint8_t len;		/* bytes of the call or NOP(s) */
 	bool resolved;		/* its relocation names a place (linked: its
 				 * address lies in a section) */
-	bool classified;	/* state, len, target and bytes are filled in */
+	bool classified;	/* state, len, target and bytes are filled in (false:
+				 * a linked image of an ISA objpatch cannot decode) */
 	char bytes[24];		/* OP_OTHER: the first 8 bytes there, in hex */
 };
 
@@ -90,7 +91,8 @@ const char *op_callee(struct mce_file *f, const struct mc_arch *a,
  * A linked image has no relocations to say where mcount is called: decode
  * every function its symbol table names, first byte to last, resolve each
  * call's target (a symbol, a PLT entry, a GOT slot), and call FN for each
- * call to an mcount symbol.  Returns how many there were.
+ * call to an mcount symbol.  Returns how many there were (0 where A has no
+ * decoder of linked code).
  */
 size_t op_mcount_calls(struct mce_file *f, const struct mc_arch *a,
 		       void (*fn)(void *ctx, uint32_t shndx, uint64_t off, const char *callee),

@@ -1,0 +1,277 @@
+#!/usr/bin/env bats
+# The kernel's other build-time sorted tables: __ex_table on every
+# architecture objpatch knows, and ORC on x86_64 (from linux-kbuild's own
+# objtool --orc).  Each image (tests/lib/gen-ktables.py) is linked out of
+# order, as a kernel is, then shuffled at random; objpatch sort must
+# restore the order that an independent reader (tests/lib/ktables.py)
+# checks, keep every entry, and clear main_extable_sort_needed.  Where
+# linux-source-6.1 is installed, the kernel's own scripts/sorttable is
+# built from it and objpatch sort --kernel must give its bytes exactly.
+
+load helpers
+
+KT="$PY $SRC/tests/lib/ktables.py"
+OBJTOOL=$(ls /usr/lib/linux-kbuild-*/tools/objtool/objtool 2>/dev/null | sort -V | tail -1)
+LINUX_SOURCE=$(ls /usr/src/linux-source-6.1.tar.* 2>/dev/null | head -1)
+
+# toolchain ARCH: sets CC, LD, CFLAGS and LDFLAGS for ARCH, or skips.
+toolchain() {
+	CFLAGS="-O0 -fno-pie -fno-asynchronous-unwind-tables"
+	LDFLAGS=
+	case $1 in
+	x86_64) CC=gcc LD=ld LDFLAGS=--emit-relocs ;;
+	i386) CC=i686-linux-gnu-gcc LD=i686-linux-gnu-ld ;;
+	aarch64) CC=aarch64-linux-gnu-gcc LD=aarch64-linux-gnu-ld ;;
+	riscv64) CC=riscv64-linux-gnu-gcc LD=riscv64-linux-gnu-ld CFLAGS="$CFLAGS -mno-relax" ;;
+	s390x) CC=s390x-linux-gnu-gcc LD=s390x-linux-gnu-ld ;;
+	ppc64le) CC=powerpc64le-linux-gnu-gcc LD=powerpc64le-linux-gnu-ld ;;
+	arm) CC=arm-linux-gnueabihf-gcc LD=arm-linux-gnueabihf-ld ;;
+	mips64el) CC=mips64el-linux-gnuabi64-gcc LD=mips64el-linux-gnuabi64-ld
+		CFLAGS="$CFLAGS -fno-pic -mno-abicalls" ;;
+	mips) CC=mips64el-linux-gnuabi64-gcc LD=mips64el-linux-gnuabi64-ld
+		CFLAGS="$CFLAGS -fno-pic -mno-abicalls -mabi=32 -march=mips32r2"
+		LDFLAGS="-m elf32ltsmip" ;;
+	esac
+	need "$CC"
+}
+
+# image ARCH: $BATS_FILE_TMPDIR/ARCH/vmlinux, built once (and its
+# System.map, which the kernel's sorttable reads for __mcount_loc).
+image() {
+	local d=$BATS_FILE_TMPDIR/$1
+	toolchain "$1"
+	[ -f "$d/vmlinux" ] && return 0
+	$PY "$SRC/tests/lib/gen-ktables.py" "$d" "$1" 400
+	$CC $CFLAGS -c "$d/k.c" -o "$d/k.o"
+	local objs=$d/k.o
+	if [ "$1" = x86_64 ]; then
+		[ -x "$OBJTOOL" ] || skip "linux-kbuild's objtool is not installed"
+		"$OBJTOOL" --orc "$d/k.o"
+		$CC -c "$d/orc.s" -o "$d/orc.o"
+		objs="$objs $d/orc.o"
+	fi
+	$LD $LDFLAGS -T "$d/k.lds" $objs -o "$d/vmlinux"
+	nm -n "$d/vmlinux" > "$d/System.map"
+}
+
+# sorted_right ARCH FILE SORTED: SORTED holds FILE's tables in order, every
+# entry still there, and main_extable_sort_needed is 0.
+sorted_right() {
+	$KT order "$3"
+	$KT dump "$2" | grep -v '^flag' | sort > "$3.before"
+	$KT dump "$3" | grep -v '^flag' | sort > "$3.after"
+	cmp "$3.before" "$3.after"
+	[ "$($KT dump "$3" | tail -1)" = "flag 0" ]
+	[ "$(grep -c '^ex' "$3.after")" -gt 400 ]
+}
+
+sort_test() {
+	image "$1"
+	local d=$BATS_FILE_TMPDIR/$1
+	cp "$d/vmlinux" "$T/shuffled"
+	$KT shuffle "$T/shuffled" 7
+	# The shuffle leaves the tables out of order, for both readers.
+	run $KT order "$T/shuffled"
+	assert_failure 1
+	run "$OBJPATCH" check "$T/shuffled"
+	assert_failure 1
+	assert_output --partial "__ex_table: "
+	assert_output --partial "entries out of order"
+	cp "$T/shuffled" "$T/sorted"
+	run "$OBJPATCH" sort -v "$T/sorted"
+	assert_success
+	assert_output --partial "main_extable_sort_needed cleared"
+	sorted_right "$1" "$T/shuffled" "$T/sorted"
+	run "$OBJPATCH" check "$T/sorted"
+	assert_success
+	# Sorting a sorted image changes nothing.
+	cp "$T/sorted" "$T/again"
+	"$OBJPATCH" sort "$T/again"
+	cmp "$T/sorted" "$T/again"
+}
+
+@test "x86_64: sort restores a shuffled __ex_table and ORC, every entry kept" {
+	sort_test x86_64
+	run "$OBJPATCH" inspect "$T/sorted"
+	assert_line --regexp '^__ex_table: [0-9]+ entries, sorted, 0 outside code; main_extable_sort_needed = 0$'
+	assert_line --regexp '^\.orc_unwind_ip: [0-9]+ entries \(with \.orc_unwind\), sorted, 0 outside code$'
+	# ORC: for one address, the weak terminators come first, then the
+	# real entries (tests/lib/gen-ktables.py's orc.s has both).
+	$KT dump "$T/sorted" | awk '$1 == "orc" { print $2, $3 }' | uniq -c |
+		awk '$1 > 1 { n++ } END { exit n ? 0 : 1 }'
+}
+
+@test "i386: sort restores a shuffled __ex_table (12-byte relative entries)" {
+	sort_test i386
+}
+
+@test "aarch64: sort restores a shuffled __ex_table" {
+	sort_test aarch64
+}
+
+@test "riscv64: sort restores a shuffled __ex_table" {
+	sort_test riscv64
+}
+
+@test "s390x: sort restores a shuffled __ex_table" {
+	sort_test s390x
+}
+
+@test "ppc64le: sort restores a shuffled __ex_table (8-byte relative entries)" {
+	sort_test ppc64le
+}
+
+@test "arm: sort restores a shuffled __ex_table (absolute 32-bit pairs)" {
+	sort_test arm
+}
+
+@test "mips64el: sort restores a shuffled __ex_table (absolute 64-bit pairs)" {
+	sort_test mips64el
+}
+
+@test "mips (o32): sort restores a shuffled __ex_table (absolute 32-bit pairs)" {
+	sort_test mips
+}
+
+@test "the relocations --emit-relocs kept for __ex_table are zeroed, as sorttable does" {
+	image x86_64
+	cp "$BATS_FILE_TMPDIR/x86_64/vmlinux" "$T/v"
+	run bash -c "readelf -rW '$T/v' | awk '/^Relocation section .\.rela__ex_table/ { on = 1; next } /^Relocation section/ { on = 0 } on && /R_X86_64_PC32/' | wc -l"
+	[ "$output" -gt 400 ]
+	"$OBJPATCH" sort "$T/v"
+	run bash -c "readelf -rW '$T/v' | awk '/^Relocation section .\.rela__ex_table/ { on = 1; next } /^Relocation section/ { on = 0 } on && /R_X86_64_PC32/' | wc -l"
+	assert_output 0
+	# And the zeroed relocations are no defect to read back.
+	run "$OBJPATCH" inspect "$T/v"
+	assert_success
+}
+
+# ---- against the kernel's own sorttable --------------------------------
+
+# sorttable VARIANT: the 6.1 kernel's scripts/sorttable, built from
+# linux-source-6.1 as its Makefile builds it: "orc" with ORC and mcount
+# sorting (an x86_64 kernel with both), "plain" with neither.
+sorttable() {
+	[ -n "$LINUX_SOURCE" ] || skip "linux-source-6.1 is not installed (/usr/src/linux-source-6.1.tar.xz)"
+	local k=$BATS_FILE_TMPDIR/sorttable
+	if [ ! -d "$k" ]; then
+		mkdir -p "$k.tmp"
+		tar -xf "$LINUX_SOURCE" -C "$k.tmp" --strip-components=1 --wildcards \
+			'*/scripts/sorttable.[ch]' '*/tools/include/*' '*/tools/arch/x86/include/*'
+		mv "$k.tmp" "$k"
+	fi
+	[ -x "$k/$1" ] && return 0
+	local flags="-I$k/tools/include"
+	[ "$1" = plain ] || flags="$flags -I$k/tools/arch/x86/include -DUNWINDER_ORC_ENABLED -DMCOUNT_SORT_ENABLED"
+	cc -O2 $flags "$k/scripts/sorttable.c" -o "$k/$1" -lpthread
+}
+
+identical_test() {
+	local variant=plain
+	[ "$1" != x86_64 ] || variant=orc
+	sorttable $variant
+	image "$1"
+	local d=$BATS_FILE_TMPDIR/$1
+	for seed in 1 2; do
+		cp "$d/vmlinux" "$T/theirs"
+		$KT shuffle "$T/theirs" $seed
+		cp "$T/theirs" "$T/ours"
+		# sorttable reads System.map from the current directory.
+		(cd "$d" && "$BATS_FILE_TMPDIR/sorttable/$variant" "$T/theirs")
+		run "$OBJPATCH" sort --kernel "$T/ours"
+		assert_success
+		cmp "$T/theirs" "$T/ours"
+	done
+}
+
+@test "x86_64: sort --kernel gives the 6.1 sorttable's bytes (__ex_table, ORC, __mcount_loc)" {
+	identical_test x86_64
+}
+
+@test "i386: sort --kernel gives the 6.1 sorttable's bytes" {
+	identical_test i386
+}
+
+@test "aarch64: sort --kernel gives the 6.1 sorttable's bytes" {
+	identical_test aarch64
+}
+
+@test "riscv64: sort --kernel gives the 6.1 sorttable's bytes" {
+	identical_test riscv64
+}
+
+@test "s390x: sort --kernel gives the 6.1 sorttable's bytes" {
+	identical_test s390x
+}
+
+@test "ppc64le: sort --kernel gives the 6.1 sorttable's bytes" {
+	identical_test ppc64le
+}
+
+@test "arm: sort --kernel gives the 6.1 sorttable's bytes" {
+	identical_test arm
+}
+
+@test "mips64el: sort --kernel gives the 6.1 sorttable's bytes" {
+	identical_test mips64el
+}
+
+@test "mips (o32): sort --kernel gives the 6.1 sorttable's bytes" {
+	identical_test mips
+}
+
+# ---- bad tables -----------------------------------------------------------
+
+# corrupt_size FILE SECTION DELTA: change one section header's size.
+corrupt_size() {
+	$PY - "$1" "$2" "$3" <<'EOF'
+import sys
+from elftools.elf.elffile import ELFFile
+path, name, delta = sys.argv[1], sys.argv[2], int(sys.argv[3])
+with open(path, "rb") as f:
+    e = ELFFile(f)
+    idx = next(i for i, s in enumerate(e.iter_sections()) if s.name == name)
+    size = e.get_section(idx)["sh_size"] + delta
+    off = e["e_shoff"] + idx * e["e_shentsize"] + (32 if e.elfclass == 64 else 20)
+    n = 8 if e.elfclass == 64 else 4
+    order = "little" if e.little_endian else "big"
+with open(path, "r+b") as f:
+    f.seek(off)
+    f.write(size.to_bytes(n, order))
+EOF
+}
+
+@test "a corrupt table gets one line naming it, and the file stays as it was" {
+	image x86_64
+	local v=$BATS_FILE_TMPDIR/x86_64/vmlinux
+	cp "$v" "$T/partial"
+	corrupt_size "$T/partial" __ex_table -4
+	cp "$v" "$T/orc"
+	corrupt_size "$T/orc" .orc_unwind -6
+	for f in partial orc; do
+		cp "$T/$f" "$T/$f.orig"
+		run "$OBJPATCH" sort "$T/$f"
+		assert_failure 1
+		[ "${#lines[@]}" -eq 1 ]
+		cmp "$T/$f" "$T/$f.orig"
+	done
+	run "$OBJPATCH" sort "$T/partial"
+	assert_output --partial "__ex_table: "
+	assert_output --partial "not a whole number of 12-byte entries"
+	run "$OBJPATCH" sort "$T/orc"
+	assert_output --partial "ORC unwind tables disagree"
+	run "$OBJPATCH" check "$T/orc"
+	assert_failure 1
+	assert_output --partial "ORC unwind tables disagree"
+}
+
+@test "an ORC table without its partner is refused, as the kernel's sorttable refuses it" {
+	image x86_64
+	cp "$BATS_FILE_TMPDIR/x86_64/vmlinux" "$T/v"
+	objcopy --remove-section .orc_unwind "$T/v" "$T/half"
+	cp "$T/half" "$T/half.orig"
+	run "$OBJPATCH" sort "$T/half"
+	assert_failure 1
+	assert_output --partial "incomplete ORC unwind tables: .orc_unwind_ip without .orc_unwind"
+	cmp "$T/half" "$T/half.orig"
+}
