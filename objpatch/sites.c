@@ -35,9 +35,13 @@ const struct mc_arch *op_open_flags(struct mce_file *f, const char *path, unsign
 		return NULL;
 	}
 	/* Validate every relocation up front: a bad one is an error here,
-	 * never something a later pass silently skips. */
+	 * never something a later pass silently skips.  Except those a
+	 * linked image keeps from ld --emit-relocs (not allocated; a
+	 * KASLR kernel's run to megabytes): no loader applies them and
+	 * nothing here reads them, but to zero __ex_table's. */
 	for (size_t i = 1; i < f->shnum; i++)
 		if ((f->secs[i].sh.sh_type == SHT_REL || f->secs[i].sh.sh_type == SHT_RELA) &&
+		    !(mce_linked(f) && !(f->secs[i].sh.sh_flags & SHF_ALLOC)) &&
 		    mce_load_rels(f, &f->secs[i]) < 0) {
 			mc_error(path, "%s", f->err);
 			return NULL;

@@ -146,6 +146,23 @@ sort_test() {
 	assert_success
 }
 
+@test "check and inspect name an __ex_table entry that points outside code" {
+	image aarch64
+	cp "$BATS_FILE_TMPDIR/aarch64/vmlinux" "$T/v"
+	"$OBJPATCH" sort "$T/v"
+	data=$(nm "$T/v" | awk '$3 == "main_extable_sort_needed" { print "0x" $1 }')
+	$KT point "$T/v" 0 "$data"
+	run "$OBJPATCH" check "$T/v"
+	assert_failure 1
+	assert_output --partial "__ex_table: 1 entry points outside code (the first: entry 0, $data)"
+	run "$OBJPATCH" -j inspect "$T/v"
+	assert_output --partial '{"name":"__ex_table","entries":'
+	assert_output --partial '"outside_code":1}'
+	assert_output --partial '"main_extable_sort_needed":0'
+	run "$OBJPATCH" -j check "$T/v"
+	assert_output --regexp '"tables":\[\{"name":"__ex_table","entries":[0-9]+,"unsorted":[0-9]+,"outside_code":1\}\]'
+}
+
 # ---- against the kernel's own sorttable --------------------------------
 
 # sorttable VARIANT: the 6.1 kernel's scripts/sorttable, built from

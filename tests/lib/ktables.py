@@ -8,6 +8,7 @@ of objpatch (pyelftools and the layouts written out here), for the tests.
   ktables.py order FILE       exit 0 when every table is in the order the
                               kernel's binary searches need; else print the
                               first entry out of order and exit 1
+  ktables.py point FILE I ADDR  make __ex_table entry I's instruction ADDR
   ktables.py shuffle FILE SEED
                               permute each table at random in place, moving
                               relative offsets with their entries and the
@@ -155,6 +156,19 @@ def shuffle(img, seed):
             f.write(b)
 
 
+def point(img, i, addr):
+    s = img.sec("__ex_table")
+    off = s["sh_offset"] + i * img.esize
+    if img.kind == "abs":
+        b = addr.to_bytes(img.asize, img.order)
+    else:
+        b = ((addr - (s["sh_addr"] + i * img.esize)) & 0xffffffff).to_bytes(4, img.order)
+    img.f.close()
+    with open(img.path, "r+b") as f:
+        f.seek(off)
+        f.write(b)
+
+
 def main():
     if len(sys.argv) < 3:
         sys.exit(__doc__)
@@ -163,6 +177,8 @@ def main():
         dump(img)
     elif sys.argv[1] == "order":
         sys.exit(order(img))
+    elif sys.argv[1] == "point":
+        point(img, int(sys.argv[3]), int(sys.argv[4], 0))
     elif sys.argv[1] == "shuffle":
         shuffle(img, int(sys.argv[3]))
     else:
