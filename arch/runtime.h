@@ -64,6 +64,45 @@ static inline uintptr_t mcr_flip_dest(uintptr_t site)
 #endif
 
 /*
+ * A cheap clock of constant rate, for timing calls: the x86 TSC, the
+ * arm64 virtual counter, the riscv64 time CSR, read in a few cycles where
+ * clock_gettime() costs tens of nanoseconds on a VM (kvm-clock).  Its
+ * rate is not known here: a caller converts by the CLOCK_MONOTONIC time
+ * elapsed over a span of ticks.  mcr_ticks_constant() says whether the
+ * rate really is constant (x86: the CPU says constant_tsc and
+ * nonstop_tsc); where it is not, a caller uses clock_gettime().
+ */
+static inline uint64_t mcr_ticks(void)
+{
+#if defined(__x86_64__)
+	uint32_t lo, hi;
+
+	__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+	return (uint64_t)hi << 32 | lo;
+#elif defined(__aarch64__)
+	uint64_t v;
+
+	__asm__ volatile("isb\n\tmrs %0, cntvct_el0" : "=r"(v) : : "memory");
+	return v;
+#elif defined(__riscv)
+	uint64_t v;
+
+	__asm__ volatile("rdtime %0" : "=r"(v));
+	return v;
+#else
+#error "mcr_ticks: no constant-rate counter known for this architecture"
+#endif
+}
+#if defined(__x86_64__)
+bool mcr_ticks_constant(void);
+#else
+static inline bool mcr_ticks_constant(void)
+{
+	return true;	/* (architected counters of a fixed frequency) */
+}
+#endif
+
+/*
  * The instruction for a site of LEN bytes at SITE: a call to TARGET, or
  * (TARGET 0) the NOP.  A return address never lands inside an
  * instruction: the call is the site's only one, or (x86_64, a 6-byte

@@ -526,13 +526,16 @@ const char *mcloc_site_name(uintptr_t ip)
 	return name;
 }
 
-void mcr_each_site_name(void (*fn)(const char *name, void *arg), void *arg)
+void mcr_each_site_name(void (*fn)(uintptr_t site, const char *name, void *arg), void *arg)
 {
 	pthread_mutex_lock(&mcr_lock);
-	for (size_t i = 0; i < mcr_nimages; i++)
-		for (size_t r = 0; mcr_images[i] && mcr_images[i]->names && r < mcr_images[i]->nrecs; r++)
-			if (mcr_images[i]->names[r])
-				fn(mcr_images[i]->names[r], arg);
+	for (size_t i = 0; i < mcr_nimages; i++) {
+		const struct image *im = mcr_images[i];
+
+		for (size_t r = 0; im && im->names && r < im->nrecs; r++)
+			if (im->names[r])
+				fn(im->base + im->recs[r].off, im->names[r], arg);
+	}
 	pthread_mutex_unlock(&mcr_lock);
 }
 

@@ -219,7 +219,8 @@ struct mcr_hooks {
 };
 extern struct mcr_hooks mcr_hooks;
 
-/* Each name in every registered image's table, once per record. */
-void mcr_each_site_name(void (*fn)(const char *name, void *arg), void *arg);
+/* Each record of every registered image: its site's address (what a
+ * callback's IP is) and its function's name, where known. */
+void mcr_each_site_name(void (*fn)(uintptr_t site, const char *name, void *arg), void *arg);
 
 #endif

@@ -9,10 +9,21 @@
  *                          time, most time first
  *   MCLOC_FILTER=globs     what to trace (default: everything)
  *   MCLOC_NOTRACE=globs    what not to trace; wins over the filter
- *   MCLOC_OUTPUT=path      where (default: standard error)
+ *   MCLOC_OUTPUT=path      where (default: standard error); %p in it is
+ *                          the process's pid, so that each process of a
+ *                          pipeline keeps its own
+ *
+ * A value that cannot work (an unknown tracer, an output that cannot be
+ * opened, a filter pattern that never matched a traced function) gets one
+ * "libmcloc:" line on standard error.  Every output starts with the pid
+ * and command it belongs to.
  *
  * Lines go to a buffer per thread, written out whole when it fills, when
- * the thread exits and at process exit: no lock is taken per call.
+ * the thread exits and at process exit: no lock and no system call per
+ * call (the thread id is read once per thread; sched_getcpu and
+ * clock_gettime read the vDSO and rseq).  A process killed by a signal
+ * whose default action ends it (SIGINT, SIGTERM, SIGSEGV...) writes out
+ * what it recorded first, where the program left that signal alone.
  *
  * The profile times a function by hijacking its return address, as the
  * kernel's function-graph tracer does: the callback (with registers) swaps
@@ -36,6 +47,8 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -51,6 +64,7 @@ struct tbuf {
 	size_t len;
 	atomic_int busy;		/* the owner is writing; exit waits */
 	struct tbuf *next;
+	long tid;
 	char comm[20];
 	char data[TBUF_SIZE];
 };
@@ -69,19 +83,33 @@ static pthread_key_t tkey;
 static struct tbuf *all_bufs;
 static __thread struct tbuf *mybuf __attribute__((tls_model("initial-exec")));
 
-/* profile: calls and time per site, by name */
+/* profile: calls and time per function name */
 struct hit {
 	const char *name;
 	atomic_ulong n;
-	atomic_ulong timed, ns;		/* calls timed, and their total time */
+	atomic_ulong timed, ns;		/* calls timed, and their total time (in
+					 * stamp() units until written) */
 };
 static struct hit *hits;
 static size_t nhits, caphits;
-/* Arrays replaced while timed calls may still return into them: kept,
- * never freed, so that a late return adds to memory that is still there
- * (and is ignored, its generation being old). */
-static struct hit *retired_hits[32];
-static size_t nretired_hits;
+/* Each site's hit, by the site's address (open addressing): one multiply
+ * and, mostly, one cache line per call, where a search by name cost a
+ * lookup of the site's record and a dozen string compares. */
+struct site_hit {
+	uintptr_t site;			/* 0: empty */
+	struct hit *hit;
+};
+struct site_table {
+	size_t mask;
+	struct site_hit slot[];
+};
+static struct site_table *site_tab;
+/* Arrays replaced while timed calls may still return into them (and, for
+ * tables, callbacks still read them): kept, never freed, so that a late
+ * return adds to memory that is still there (and is ignored, its
+ * generation being old). */
+static void *retired[64];
+static size_t nretired;
 static atomic_uint hits_gen;
 
 /* The shadow stack of a thread's timed calls. */
@@ -140,9 +168,9 @@ static struct tbuf *get_buf(void)
 	b = calloc(1, sizeof(*b));
 	if (!b)
 		return NULL;
-	pid_t tid = (pid_t)syscall(SYS_gettid);
+	b->tid = (long)syscall(SYS_gettid);
 	char path[64];
-	snprintf(path, sizeof(path), "/proc/self/task/%d/comm", (int)tid);
+	snprintf(path, sizeof(path), "/proc/self/task/%ld/comm", b->tid);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	ssize_t n = fd >= 0 ? read(fd, b->comm, sizeof(b->comm) - 1) : -1;
 	if (fd >= 0)
@@ -187,7 +215,7 @@ static void function_cb(uintptr_t ip, uintptr_t parent, struct mcloc_ops *ops,
 	}
 	int n = snprintf(b->data + b->len, TBUF_SIZE - b->len,
 			 "%16s-%-7ld [%03d] %5ld.%06ld: %s <-%s\n", b->comm,
-			 (long)syscall(SYS_gettid), sched_getcpu(), (long)ts.tv_sec,
+			 b->tid, sched_getcpu(), (long)ts.tv_sec,
 			 ts.tv_nsec / 1000, fn ? fn : "?", pn);
 	if (n > 0)
 		b->len += (size_t)n < TBUF_SIZE - b->len ? (size_t)n : TBUF_SIZE - b->len - 1;
@@ -199,12 +227,72 @@ static int cmp_name(const void *a, const void *b)
 	return strcmp(((const struct hit *)a)->name, ((const struct hit *)b)->name);
 }
 
+static size_t site_hash(uintptr_t site, size_t mask)
+{
+	return (size_t)(((uint64_t)site * 0x9e3779b97f4a7c15ull) >> 32) & mask;
+}
+
+static struct hit *site_hit(uintptr_t site)
+{
+	const struct site_table *t = __atomic_load_n(&site_tab, __ATOMIC_ACQUIRE);
+
+	if (!t)
+		return NULL;
+	for (size_t i = site_hash(site, t->mask);; i = (i + 1) & t->mask) {
+		if (t->slot[i].site == site)
+			return t->slot[i].hit;
+		if (!t->slot[i].site)
+			return NULL;
+	}
+}
+
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * The profile's clock: the CPU's constant-rate counter (mcr_ticks()), two
+ * of which per call cost less than one clock_gettime() on a VM, converted
+ * to nanoseconds when the profile is written by the rate measured over
+ * the whole profile (CLOCK_MONOTONIC and ticks at its start and end);
+ * else clock_gettime() itself.
+ */
+static bool use_ticks;
+static uint64_t span_ns, span_ticks;	/* at the profile's start */
+
+static inline uint64_t stamp(void)
+{
+	return use_ticks ? mcr_ticks() : now_ns();
+}
+
+static void stamp_start(void)
+{
+	use_ticks = mcr_ticks_constant();
+	span_ns = now_ns();
+	span_ticks = mcr_ticks();
+}
+
+/* Nanoseconds per stamp() unit, as NUM / DEN, measured up to now (what a
+ * signal handler may call: clock_gettime is async-signal-safe). */
+struct rate {
+	uint64_t num, den;
+};
+static struct rate stamp_rate(void)
+{
+	uint64_t t = now_ns(), k = mcr_ticks();
+
+	if (!use_ticks || t <= span_ns || k <= span_ticks)
+		return (struct rate){ 1, 1 };
+	return (struct rate){ t - span_ns, k - span_ticks };
+}
+
+static uint64_t to_ns(uint64_t v, struct rate r)
+{
+	return (uint64_t)((unsigned __int128)v * r.num / r.den);
 }
 
 static void shadow_key_make(void)
@@ -230,13 +318,9 @@ static struct shadow *get_shadow(void)
 static void profile_cb(uintptr_t ip, uintptr_t parent, struct mcloc_ops *ops,
 		       struct mcloc_regs *regs)
 {
-	const char *fn = mcloc_site_name(ip);
-	struct hit key = { .name = fn };
+	struct hit *h = site_hit(ip);
 
 	(void)ops;
-	if (!fn)
-		return;
-	struct hit *h = bsearch(&key, hits, nhits, sizeof(*hits), cmp_name);
 	if (!h)
 		return;
 	atomic_fetch_add_explicit(&h->n, 1, memory_order_relaxed);
@@ -248,7 +332,7 @@ static void profile_cb(uintptr_t ip, uintptr_t parent, struct mcloc_ops *ops,
 		return;		/* counted, not timed */
 	sh->f[sh->depth] = (struct frame){ sp, *slot, h,
 					   atomic_load_explicit(&hits_gen, memory_order_relaxed),
-					   now_ns() };
+					   stamp() };
 	/* The entry first: a signal arriving between the two finds it. */
 	__atomic_store_n(&sh->depth, sh->depth + 1, __ATOMIC_RELAXED);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
@@ -258,7 +342,7 @@ static void profile_cb(uintptr_t ip, uintptr_t parent, struct mcloc_ops *ops,
 __attribute__((used)) uintptr_t mcr_return_hook(uintptr_t sp)
 {
 	struct shadow *sh = myshadow;
-	uint64_t t = now_ns();
+	uint64_t t = stamp();
 
 	/* The returning call's entry is the newest that returns to SP;
 	 * newer ones were left by a longjmp past them. */
@@ -298,15 +382,135 @@ static int cmp_hits(const void *a, const void *b)
 	return x < y ? 1 : x > y ? -1 : strcmp(p->name, q->name);
 }
 
+/* One "libmcloc:" line on standard error: how the environment interface
+ * says that a value cannot work. */
+static void env_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void env_warn(const char *fmt, ...)
+{
+	char msg[600];
+	va_list ap;
+	int n = snprintf(msg, sizeof(msg), "libmcloc: ");
+
+	va_start(ap, fmt);
+	n += vsnprintf(msg + n, sizeof(msg) - (size_t)n - 1, fmt, ap);
+	va_end(ap);
+	if (n > (int)sizeof(msg) - 2)
+		n = (int)sizeof(msg) - 2;
+	msg[n++] = '\n';
+	if (write(2, msg, (size_t)n) < 0)
+		return;
+}
+
+/* The program's command name, for output headers. */
+static void own_comm(char *buf, size_t len)
+{
+	int fd = open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, len - 1) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	if (n > 0 && buf[n - 1] == '\n')
+		n--;
+	buf[n > 0 ? n : 0] = 0;
+}
+
+/* The first lines of an output: whose it is, and (function) ftrace's
+ * column header. */
+static void write_header(void)
+{
+	char comm[20], line[400];
+	int n;
+
+	own_comm(comm, sizeof(comm));
+	if (kind == FUNCTION)
+		n = snprintf(line, sizeof(line), "# tracer: function\n# pid %ld (%s)\n#\n"
+			     "#            TASK-PID     CPU#     TIMESTAMP  FUNCTION\n"
+			     "#               | |         |          |         |\n",
+			     (long)getpid(), comm);
+	else
+		n = snprintf(line, sizeof(line), "# tracer: profile\n# pid %ld (%s)\n",
+			     (long)getpid(), comm);
+	write_all(line, (size_t)n);
+}
+
+/* The profile's table, most time first. */
+static void write_profile(void)
+{
+	char line[512];
+
+	/* Sorted in a copy: a timed call still running in another thread
+	 * adds to the array it started with. */
+	struct hit *v = malloc((nhits + 1) * sizeof(*v));
+	struct rate r = stamp_rate();
+	if (!v)
+		return;
+	for (size_t i = 0; i < nhits; i++) {
+		v[i].name = hits[i].name;
+		atomic_init(&v[i].n, atomic_load(&hits[i].n));
+		atomic_init(&v[i].timed, atomic_load(&hits[i].timed));
+		atomic_init(&v[i].ns, to_ns(atomic_load(&hits[i].ns), r));
+	}
+	qsort(v, nhits, sizeof(*v), cmp_hits);
+	int n = snprintf(line, sizeof(line), "%-40s %12s %14s %12s\n", "Function", "Hit",
+			 "Time (us)", "Avg (us)");
+	write_all(line, (size_t)n);
+	n = snprintf(line, sizeof(line), "%-40s %12s %14s %12s\n", "--------", "---",
+		     "---------", "--------");
+	write_all(line, (size_t)n);
+	for (size_t i = 0; i < nhits && atomic_load(&v[i].n); i++) {
+		unsigned long timed = atomic_load(&v[i].timed), ns = atomic_load(&v[i].ns);
+
+		if (timed)
+			n = snprintf(line, sizeof(line), "%-40s %12lu %14.3f %12.3f\n",
+				     v[i].name, atomic_load(&v[i].n), ns / 1e3,
+				     ns / 1e3 / (double)timed);
+		else	/* (an mcount site: counted, not timed) */
+			n = snprintf(line, sizeof(line), "%-40s %12lu %14s %12s\n",
+				     v[i].name, atomic_load(&v[i].n), "-", "-");
+		write_all(line, (size_t)n);
+	}
+	free(v);
+}
+
+static void retire(void *p)
+{
+	/* (Past that many image loads, the oldest arrays leak.) */
+	if (p && nretired < sizeof(retired) / sizeof(retired[0]))
+		retired[nretired++] = p;
+}
+
+/* Set once the output is written: a fatal signal during exit, or exit
+ * from inside a signal's flush, writes nothing twice. */
+static atomic_bool written;
+/* A tracer from the environment, and which of its filter's patterns ever
+ * matched a traced function (bit i: the i-th pattern). */
+static bool from_env, ever_armed;
+static uint64_t patterns_matched;
+
 /* Stop the tracer and write out what it holds. */
 static void finish(void)
 {
+	bool was_active = active;
+
 	active = false;
+	if (was_active && from_env && cur_filter[0]) {
+		char buf[sizeof(cur_filter)], *save = NULL;
+		unsigned i = 0;
+
+		snprintf(buf, sizeof(buf), "%s", cur_filter);
+		for (char *p = strtok_r(buf, ", \t\n", &save); p;
+		     p = strtok_r(NULL, ", \t\n", &save), i++)
+			if (i < 64 && !(patterns_matched >> i & 1))
+				env_warn("MCLOC_FILTER: '%s' matched no traced function%s", p,
+					 ever_armed ? "" : "; nothing was traced");
+	}
 	if (!started)
 		return;
 	mcloc_unregister_ops(&tracer_ops);
 	mcloc_ops_free(&tracer_ops);
 	started = false;
+	if (atomic_exchange(&written, true))
+		return;
 	if (kind == FUNCTION) {
 		pthread_mutex_lock(&tlock);
 		for (struct tbuf *b = all_bufs; b; b = b->next) {
@@ -316,44 +520,13 @@ static void finish(void)
 		}
 		pthread_mutex_unlock(&tlock);
 	} else if (kind == PROFILE) {
-		char line[512];
-
-		/* Sorted in a copy: a timed call still running in another
-		 * thread adds to the array it started with. */
-		struct hit *v = malloc((nhits + 1) * sizeof(*v));
-		if (!v)
-			return;
-		for (size_t i = 0; i < nhits; i++) {
-			v[i].name = hits[i].name;
-			atomic_init(&v[i].n, atomic_load(&hits[i].n));
-			atomic_init(&v[i].timed, atomic_load(&hits[i].timed));
-			atomic_init(&v[i].ns, atomic_load(&hits[i].ns));
-		}
-		qsort(v, nhits, sizeof(*v), cmp_hits);
-		int n = snprintf(line, sizeof(line), "%-40s %12s %14s %12s\n", "Function", "Hit",
-				 "Time (us)", "Avg (us)");
-		write_all(line, (size_t)n);
-		n = snprintf(line, sizeof(line), "%-40s %12s %14s %12s\n", "--------", "---",
-			     "---------", "--------");
-		write_all(line, (size_t)n);
-		for (size_t i = 0; i < nhits && atomic_load(&v[i].n); i++) {
-			unsigned long timed = atomic_load(&v[i].timed), ns = atomic_load(&v[i].ns);
-
-			if (timed)
-				n = snprintf(line, sizeof(line), "%-40s %12lu %14.3f %12.3f\n",
-					     v[i].name, atomic_load(&v[i].n), ns / 1e3,
-					     ns / 1e3 / (double)timed);
-			else	/* (an mcount site: counted, not timed) */
-				n = snprintf(line, sizeof(line), "%-40s %12lu %14s %12s\n",
-					     v[i].name, atomic_load(&v[i].n), "-", "-");
-			write_all(line, (size_t)n);
-		}
-		free(v);
+		write_profile();
 		/* A later start counts afresh; returns still in flight add to
 		 * the retired array, if anything (its generation is old). */
 		atomic_fetch_add(&hits_gen, 1);
-		if (nretired_hits < sizeof(retired_hits) / sizeof(retired_hits[0]))
-			retired_hits[nretired_hits++] = hits;
+		retire(hits);
+		retire(site_tab);
+		__atomic_store_n(&site_tab, NULL, __ATOMIC_RELEASE);
 		hits = NULL;
 		nhits = caphits = 0;
 	}
@@ -366,8 +539,96 @@ static void at_exit(void)
 	pthread_mutex_unlock(&api_lock);
 }
 
-static void add_name(const char *name, void *arg)
+/* ---- a fatal signal ----------------------------------------------------
+ *
+ * What was recorded is written before the process dies, for the signals
+ * whose default action ends it and which the program has not taken over.
+ * Only what a signal handler may do: write(2) from memory as it is, with
+ * no lock, no allocation and no floating point: another thread may be
+ * half-way through a line (its buffer is written as far as it got), and
+ * the profile is written unsorted, in microseconds. */
+
+static const int fatal_signals[] = { SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2,
+				     SIGPIPE, SIGALRM, SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT };
+
+static void on_fatal_signal(int sig)
 {
+	int saved = errno;
+
+	if (!atomic_exchange(&written, true)) {
+		char line[256];
+		int n;
+
+		if (kind == FUNCTION) {
+			for (struct tbuf *b = all_bufs; b; b = b->next)
+				flush(b);
+		} else if (kind == PROFILE && hits) {
+			struct rate rt = stamp_rate();
+
+			n = snprintf(line, sizeof(line), "# killed by signal %d: unsorted\n%-40s "
+				     "%12s %14s %12s\n", sig, "Function", "Hit", "Time (us)",
+				     "Avg (us)");
+			write_all(line, (size_t)n);
+			for (size_t i = 0; i < nhits; i++) {
+				unsigned long c = atomic_load(&hits[i].n);
+				unsigned long t = atomic_load(&hits[i].timed);
+				unsigned long ns = to_ns(atomic_load(&hits[i].ns), rt);
+
+				if (!c)
+					continue;
+				if (t)
+					n = snprintf(line, sizeof(line), "%-40s %12lu %10lu.%03lu "
+						     "%8lu.%03lu\n", hits[i].name, c, ns / 1000000,
+						     ns / 1000 % 1000, ns / t / 1000, ns / t % 1000);
+				else
+					n = snprintf(line, sizeof(line), "%-40s %12lu %14s %12s\n",
+						     hits[i].name, c, "-", "-");
+				write_all(line, (size_t)n);
+			}
+		}
+	}
+	/* Die of it as the program would have. */
+	signal(sig, SIG_DFL);
+	errno = saved;
+	raise(sig);
+}
+
+static void catch_fatal_signals(void)
+{
+	static bool done;
+
+	if (done)
+		return;
+	done = true;
+	for (size_t i = 0; i < sizeof(fatal_signals) / sizeof(fatal_signals[0]); i++) {
+		struct sigaction old, sa = { .sa_handler = on_fatal_signal,
+					     .sa_flags = SA_RESETHAND | SA_NODEFER };
+
+		if (sigaction(fatal_signals[i], NULL, &old) == 0 && old.sa_handler == SIG_DFL &&
+		    !(old.sa_flags & SA_SIGINFO))
+			sigaction(fatal_signals[i], &sa, NULL);
+	}
+}
+
+/* A child of fork() has its own thread ids, and the buffered lines it
+ * inherited are its parent's to write. */
+static void forked_child(void)
+{
+	for (struct tbuf *b = all_bufs; b; b = b->next)
+		b->len = 0;
+	all_bufs = NULL;
+	if (mybuf && key_made)
+		pthread_setspecific(tkey, NULL);
+	mybuf = NULL;
+	pthread_mutex_init(&tlock, NULL);
+	pthread_mutex_init(&api_lock, NULL);
+}
+
+/* ---- the profile's counters ------------------------------------------- */
+
+static void add_name(uintptr_t site, const char *name, void *arg)
+{
+	(void)site;
 	(void)arg;
 	if (nhits == caphits) {
 		size_t cap = caphits ? 2 * caphits : 1024;
@@ -385,9 +646,24 @@ static void add_name(const char *name, void *arg)
 	nhits++;
 }
 
+static void add_site(uintptr_t site, const char *name, void *arg)
+{
+	struct site_table *t = arg;
+	struct hit key = { .name = name };
+	struct hit *h = bsearch(&key, hits, nhits, sizeof(*hits), cmp_name);
+
+	if (!h)
+		return;
+	for (size_t i = site_hash(site, t->mask);; i = (i + 1) & t->mask)
+		if (!t->slot[i].site || t->slot[i].site == site) {
+			t->slot[i] = (struct site_hit){ site, h };
+			return;
+		}
+}
+
 /* The profile's counters, one per traced function name, keeping what was
  * counted before (a new image was loaded: the ops is unregistered, so no
- * callback runs meanwhile). */
+ * callback runs meanwhile), and the table of sites that finds them. */
 static void build_hits(void)
 {
 	struct hit *old = hits;
@@ -398,6 +674,7 @@ static void build_hits(void)
 	hits = NULL;
 	nhits = caphits = 0;
 	mcr_each_site_name(add_name, NULL);
+	size_t nsites = nhits;
 	qsort(hits, nhits, sizeof(*hits), cmp_name);
 	size_t u = 0;
 	for (size_t i = 0; i < nhits; i++)
@@ -413,21 +690,36 @@ static void build_hits(void)
 			atomic_store(&h->ns, atomic_load(&old[i].ns));
 		}
 	}
-	if (old && nretired_hits < sizeof(retired_hits) / sizeof(retired_hits[0]))
-		retired_hits[nretired_hits++] = old;	/* see retired_hits */
-	/* (Past that many image loads, the oldest arrays leak.) */
+	retire(old);	/* see retired */
+
+	size_t cap = 16;
+	while (cap < 2 * nsites)
+		cap *= 2;
+	struct site_table *t = calloc(1, sizeof(*t) + cap * sizeof(t->slot[0]));
+	if (t) {
+		t->mask = cap - 1;
+		mcr_each_site_name(add_site, t);
+	}
+	retire(site_tab);
+	__atomic_store_n(&site_tab, t, __ATOMIC_RELEASE);
 }
 
-/* Add each pattern of GLOBS with SET; how many matched something. */
+/* Add each pattern of GLOBS with SET; how many matched something.  With
+ * MATCHED, bit i is set for the i-th pattern if it did. */
 static int add_patterns(struct mcloc_ops *ops, const char *globs,
-			int (*set)(struct mcloc_ops *, const char *, int))
+			int (*set)(struct mcloc_ops *, const char *, int), uint64_t *matched)
 {
 	char buf[sizeof(cur_filter)], *save = NULL;
 	int ok = 0;
+	unsigned i = 0;
 
 	snprintf(buf, sizeof(buf), "%s", globs);
-	for (char *p = strtok_r(buf, ", \t\n", &save); p; p = strtok_r(NULL, ", \t\n", &save))
-		ok += set(ops, p, 0) >= 0;
+	for (char *p = strtok_r(buf, ", \t\n", &save); p; p = strtok_r(NULL, ", \t\n", &save), i++)
+		if (set(ops, p, 0) >= 0) {
+			ok++;
+			if (matched && i < 64)
+				*matched |= 1ull << i;
+		}
 	return ok;
 }
 
@@ -445,14 +737,16 @@ static int arm(void)
 	/* Pattern by pattern: one may match only in a library loaded later.
 	 * A filter none of whose patterns matches yet traces nothing (an
 	 * empty filter would mean everything). */
-	if (cur_filter[0] && add_patterns(&tracer_ops, cur_filter, mcloc_set_filter) == 0)
+	if (cur_filter[0] &&
+	    add_patterns(&tracer_ops, cur_filter, mcloc_set_filter, &patterns_matched) == 0)
 		return 0;
 	if (cur_notrace[0])
-		add_patterns(&tracer_ops, cur_notrace, mcloc_set_notrace);
+		add_patterns(&tracer_ops, cur_notrace, mcloc_set_notrace, NULL);
 	if (kind == PROFILE)
 		build_hits();
 	int ret = mcloc_register_ops(&tracer_ops);
 	started = ret == 0;
+	ever_armed |= started;
 	return ret;
 }
 
@@ -492,10 +786,19 @@ int mcloc_tracer_start(const char *which, const char *filter, const char *notrac
 	}
 	if (!at_exit_set) {
 		atexit(at_exit);
+		pthread_atfork(NULL, NULL, forked_child);
 		at_exit_set = true;
 	}
+	patterns_matched = 0;
+	ever_armed = false;
+	atomic_store(&written, false);
+	if (kind == PROFILE)
+		stamp_start();
+	write_header();
 	ret = arm();
 	active = ret == 0;
+	if (active)
+		catch_fatal_signals();
 out:
 	pthread_mutex_unlock(&api_lock);
 	return ret;
@@ -508,25 +811,72 @@ void mcloc_tracer_stop(void)
 	pthread_mutex_unlock(&api_lock);
 }
 
+/* MCLOC_OUTPUT with each %p made the pid (%% a %): PATH, or NULL when
+ * it does not fit. */
+static char *output_path(const char *o, char *path, size_t len)
+{
+	size_t n = 0;
+
+	for (; *o; o++) {
+		char num[24];
+		const char *add = num;
+
+		if (o[0] == '%' && o[1] == 'p') {
+			snprintf(num, sizeof(num), "%ld", (long)getpid());
+			o++;
+		} else if (o[0] == '%' && o[1] == '%') {
+			num[0] = '%', num[1] = 0;
+			o++;
+		} else {
+			num[0] = *o, num[1] = 0;
+		}
+		size_t k = strlen(add);
+		if (n + k >= len)
+			return NULL;
+		memcpy(path + n, add, k);
+		n += k;
+	}
+	path[n] = 0;
+	return path;
+}
+
 /* Start (or extend to a newly loaded image) the tracer MCLOC_TRACER asks
  * for: core calls it after every image registration. */
 static void env_tracer_kick(void)
 {
-	static bool read_env, from_env;
+	static bool read_env;
 
 	if (!read_env) {
 		read_env = true;
 		const char *t = secure_getenv("MCLOC_TRACER");
 		const char *o = secure_getenv("MCLOC_OUTPUT");
+		char path[4096];
 
 		if (!t || !*t)
 			return;
-		int fd = o && *o ? open(o, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644)
-				 : 2;
-		if (fd < 0)
+		if (strcmp(t, "function") && strcmp(t, "profile")) {
+			env_warn("MCLOC_TRACER=%.64s: no such tracer (function, profile); not "
+				 "tracing", t);
 			return;
-		from_env = mcloc_tracer_start(t, secure_getenv("MCLOC_FILTER"),
-					      secure_getenv("MCLOC_NOTRACE"), fd) == 0;
+		}
+		int fd = 2;
+		if (o && *o) {
+			if (!output_path(o, path, sizeof(path))) {
+				env_warn("MCLOC_OUTPUT: too long; not tracing");
+				return;
+			}
+			fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+			if (fd < 0) {
+				env_warn("MCLOC_OUTPUT=%.256s: %s; not tracing", path, strerror(errno));
+				return;
+			}
+		}
+		from_env = true;
+		int ret = mcloc_tracer_start(t, secure_getenv("MCLOC_FILTER"),
+					     secure_getenv("MCLOC_NOTRACE"), fd);
+		if (ret)
+			env_warn("MCLOC_TRACER=%s: %s; not tracing", t, strerror(-ret));
+		from_env = ret == 0;
 		if (fd != 2)
 			close(fd);
 		return;

@@ -144,6 +144,63 @@ build_rt() {
 	assert_output "sum=143 max=55 mean=14.30"
 }
 
+@test "MCLOC_* mistakes get one line each, %p keeps each process's output, a signal keeps what was recorded" {
+	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
+	[ -z "${MCLOC_SANITIZED:-}" ] || skip "LD_PRELOAD of a sanitized library into a plain program"
+	demo_objs "$T/o" record
+	"$OBJPATCH" link --nop --runtime -- cc "$T"/o/*.o -o "$T/demo"
+	lib=$LIBDIR/libmcloc.so
+	run env LD_PRELOAD="$lib" MCLOC_TRACER=functoin "$T/demo"
+	assert_success
+	assert_equal "$output" "libmcloc: MCLOC_TRACER=functoin: no such tracer (function, profile); not tracing
+sum=143 max=55 mean=14.30"
+	run env LD_PRELOAD="$lib" MCLOC_TRACER=profile MCLOC_OUTPUT=/nonexistent/x "$T/demo"
+	assert_success
+	assert_equal "$output" "libmcloc: MCLOC_OUTPUT=/nonexistent/x: No such file or directory; not tracing
+sum=143 max=55 mean=14.30"
+	# One pattern of two matches nothing: traced by the other, and said.
+	run env LD_PRELOAD="$lib" MCLOC_TRACER=function MCLOC_FILTER='stats_add,nosuch*' \
+		MCLOC_OUTPUT="$T/f" "$T/demo"
+	assert_success
+	assert_line "libmcloc: MCLOC_FILTER: 'nosuch*' matched no traced function"
+	[ "$(grep -c ': stats_add <-' "$T/f")" -eq 10 ]
+	run head -2 "$T/f"
+	assert_line --index 0 "# tracer: function"
+	assert_line --index 1 --regexp '^# pid [0-9]+ \(demo\)$'
+	# %p: both processes of a pipeline keep their profile, each headed
+	# by its own pid.
+	env LD_PRELOAD="$lib" MCLOC_TRACER=profile MCLOC_OUTPUT="$T/p.%p" "$T/demo" |
+		env LD_PRELOAD="$lib" MCLOC_TRACER=profile MCLOC_OUTPUT="$T/p.%p" "$T/demo" >/dev/null
+	[ "$(ls "$T"/p.* | wc -l)" -eq 2 ]
+	for f in "$T"/p.*; do
+		grep -qx "# pid ${f##*.} (demo)" "$f"
+		grep -Eq '^fib +10 ' "$f"
+	done
+
+	# Killed by a signal: what was recorded is written, and the process
+	# still dies of that signal.
+	printf '%s\n' '#include <signal.h>' '#include <stdlib.h>' \
+		'__attribute__((noinline)) int work(int x) { return x * 2; }' \
+		'int main(int argc, char **argv)' '{' '	int s = 0;' \
+		'	for (int i = 0; i < 5; i++)' '		s += work(i);' \
+		'	if (argc > 1)' '		raise(atoi(argv[1]));' \
+		'	*(volatile int *)0 = s;	/* SIGSEGV */' '	return 0;' '}' > "$T/sig.c"
+	cc -O1 -pg -mfentry -c "$T/sig.c" -o "$T/sig.o"
+	"$RECORDMCOUNT" "$T/sig.o"
+	"$OBJPATCH" link --nop --runtime -- cc "$T/sig.o" -o "$T/sig"
+	run env LD_PRELOAD="$lib" MCLOC_TRACER=profile MCLOC_OUTPUT="$T/term" "$T/sig" 15
+	assert_equal "$status" 143
+	grep -qx '# killed by signal 15: unsorted' "$T/term"
+	grep -Eq '^work +5 +[0-9]+\.[0-9]{3} +[0-9]+\.[0-9]{3}$' "$T/term"
+	run env LD_PRELOAD="$lib" MCLOC_TRACER=function MCLOC_OUTPUT="$T/segv" "$T/sig"
+	assert_equal "$status" 139
+	[ "$(grep -c ': work <-main$' "$T/segv")" -eq 5 ]
+	# A signal the program ignores stays ignored: it goes on to SIGSEGV.
+	run env LD_PRELOAD="$lib" MCLOC_TRACER=profile MCLOC_OUTPUT="$T/ign" \
+		bash -c "trap '' TERM; exec '$T/sig' 15"
+	assert_equal "$status" 139
+}
+
 @test "-g tables, --gc-sections and link --runtime: unused functions go, the tracer sees the rest" {
 	# A __start___mcount_loc reference in the descriptor once kept every
 	# table section, and so every function, alive; link --runtime now
@@ -233,8 +290,12 @@ build_rt() {
 	awk '$1 == "jumper" { ok = $2 == 20 && $3 == "-" } END { exit !ok }' "$T/prof"
 	awk '$1 == "fret" { ok = $2 == 100 && $4 != "-" } END { exit !ok }' "$T/prof"
 	awk '$1 == "lret" { ok = $2 == 100 && $4 != "-" } END { exit !ok }' "$T/prof"
-	# Most time first: main, then nap (7 naps), then outer (6 of them).
-	run awk 'NR > 2 { print $1 }' "$T/prof"
+	# Whose profile it is, then the table, most time first: main, then
+	# nap (7 naps), then outer (6 of them).
+	run head -2 "$T/prof"
+	assert_line --index 0 "# tracer: profile"
+	assert_line --index 1 --regexp '^# pid [0-9]+ \(profile\)$'
+	run awk '/^#/ { next } ++n > 2 { print $1 }' "$T/prof"
 	[ "${lines[0]}" = main ] && [ "${lines[1]}" = nap ] && [ "${lines[2]}" = outer ]
 }
 
@@ -255,12 +316,14 @@ build_rt() {
 	[ "$(grep -c ': stats_add <-' "$T/trace")" -eq 10 ]
 	grep -q ': stats_mean <-' "$T/trace"
 	# Without the section a stripped image has no names: the filter
-	# matches nothing (what the section is for).
+	# matches nothing (what the section is for), and says so.
 	objcopy --remove-section=.mcloc_names "$T/demo" "$T/bare"
 	run env LD_PRELOAD="$LIBDIR/libmcloc.so" MCLOC_TRACER=function MCLOC_FILTER='stats_*' \
 		MCLOC_OUTPUT="$T/trace2" "$T/bare"
 	assert_success
-	[ ! -s "$T/trace2" ]
+	assert_line "libmcloc: MCLOC_FILTER: 'stats_*' matched no traced function; nothing was traced"
+	run grep -vc '^#' "$T/trace2"
+	assert_output 0
 }
 
 @test "MCLOC_TRACER on a program that never heard of mcloc, through LD_PRELOAD" {

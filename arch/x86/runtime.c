@@ -16,7 +16,9 @@
 
 #include <mcloc/abi.h>
 
+#include <fcntl.h>
 #include <string.h>
+#include <unistd.h>
 
 const uint8_t mcr_breakpoint = 0xcc;
 
@@ -278,3 +280,29 @@ __asm__(
 "	jmpq	*%rcx\n"
 "	.size	mcr_return_tramp, .-mcr_return_tramp\n"
 );
+
+/* The TSC ticks at one rate through frequency changes and deep sleep
+ * where the CPU says so (Linux's constant_tsc and nonstop_tsc flags). */
+bool mcr_ticks_constant(void)
+{
+	static int known;	/* 0: not read yet, 1: constant, -1: not */
+	char buf[8192];
+
+	if (__atomic_load_n(&known, __ATOMIC_RELAXED))
+		return known > 0;
+	int fd = open("/proc/cpuinfo", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	buf[n > 0 ? n : 0] = 0;
+	/* (The first CPU's flags line; every CPU has the same.) */
+	char *flags = strstr(buf, "\nflags");
+	char *end = flags ? strchr(flags + 1, '\n') : NULL;
+
+	if (end)
+		*end = 0;
+	bool ok = flags && strstr(flags, " constant_tsc") && strstr(flags, " nonstop_tsc");
+	__atomic_store_n(&known, ok ? 1 : -1, __ATOMIC_RELAXED);
+	return ok;
+}
