@@ -526,7 +526,8 @@ const char *mcloc_site_name(uintptr_t ip)
 	return name;
 }
 
-void mcr_each_site_name(void (*fn)(uintptr_t site, const char *name, void *arg), void *arg)
+void mcr_each_site_name(void (*fn)(uintptr_t site, const char *name, uint32_t state, void *arg),
+			void *arg)
 {
 	pthread_mutex_lock(&mcr_lock);
 	for (size_t i = 0; i < mcr_nimages; i++) {
@@ -534,7 +535,8 @@ void mcr_each_site_name(void (*fn)(uintptr_t site, const char *name, void *arg),
 
 		for (size_t r = 0; im && im->names && r < im->nrecs; r++)
 			if (im->names[r])
-				fn(im->base + im->recs[r].off, im->names[r], arg);
+				fn(im->base + im->recs[r].off, im->names[r],
+				   __atomic_load_n(&im->recs[r].state, __ATOMIC_RELAXED), arg);
 	}
 	pthread_mutex_unlock(&mcr_lock);
 }

@@ -219,8 +219,14 @@ struct mcr_hooks {
 };
 extern struct mcr_hooks mcr_hooks;
 
-/* Each record of every registered image: its site's address (what a
- * callback's IP is) and its function's name, where known. */
-void mcr_each_site_name(void (*fn)(uintptr_t site, const char *name, void *arg), void *arg);
+/* Each record of every registered image whose function's name is known:
+ * its site's address (what a callback's IP is), the name, and the
+ * record's state (REC_*), under mcr_lock. */
+void mcr_each_site_name(void (*fn)(uintptr_t site, const char *name, uint32_t state, void *arg),
+			void *arg);
+
+/* tracer.c: the built-in tracer running now ("function", "profile"), or
+ * "nop". */
+const char *mcr_tracer_name(void);
 
 #endif

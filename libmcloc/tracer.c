@@ -626,9 +626,10 @@ static void forked_child(void)
 
 /* ---- the profile's counters ------------------------------------------- */
 
-static void add_name(uintptr_t site, const char *name, void *arg)
+static void add_name(uintptr_t site, const char *name, uint32_t state, void *arg)
 {
 	(void)site;
+	(void)state;
 	(void)arg;
 	if (nhits == caphits) {
 		size_t cap = caphits ? 2 * caphits : 1024;
@@ -646,12 +647,13 @@ static void add_name(uintptr_t site, const char *name, void *arg)
 	nhits++;
 }
 
-static void add_site(uintptr_t site, const char *name, void *arg)
+static void add_site(uintptr_t site, const char *name, uint32_t state, void *arg)
 {
 	struct site_table *t = arg;
 	struct hit key = { .name = name };
 	struct hit *h = bsearch(&key, hits, nhits, sizeof(*hits), cmp_name);
 
+	(void)state;
 	if (!h)
 		return;
 	for (size_t i = site_hash(site, t->mask);; i = (i + 1) & t->mask)
@@ -802,6 +804,11 @@ int mcloc_tracer_start(const char *which, const char *filter, const char *notrac
 out:
 	pthread_mutex_unlock(&api_lock);
 	return ret;
+}
+
+const char *mcr_tracer_name(void)
+{
+	return !active ? "nop" : kind == FUNCTION ? "function" : "profile";
 }
 
 void mcloc_tracer_stop(void)

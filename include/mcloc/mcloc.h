@@ -103,6 +103,15 @@ MCLOC_API int mcloc_tracer_start(const char *which, const char *filter, const ch
 MCLOC_API void mcloc_tracer_stop(void);
 
 /*
+ * The control channel (also started by MCLOC_CONTROL=1 at load): a socket
+ * that the mcloc(1) command, run by the same user or root, talks to while
+ * the program runs.  <mcloc/control.h> is its protocol.  Starting it
+ * twice is harmless; -EPERM when its directory is not the user's alone.
+ */
+MCLOC_API int mcloc_control_start(void);
+MCLOC_API void mcloc_control_stop(void);
+
+/*
  * Direct calls, as the kernel's register_ftrace_direct(): the site of IP
  * (a call site, or a function's address) calls TRAMP, an assembly
  * function of yours, with nothing of ours in between when no ops covers

@@ -1,0 +1,438 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * mcloc: talk to running programs that have libmcloc's control channel
+ * on (MCLOC_CONTROL=1), as one reads and writes tracefs: which programs
+ * accept control, their traceable functions, the sites enabled now and
+ * the patcher's counters.  The protocol is <mcloc/control.h>; this file
+ * is its client.  It lives beside the runtime it speaks to
+ * (libmcloc/command/), built with it, and links nothing of the tools.
+ */
+#include <mcloc/control.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+static bool json;
+
+static void fail(const char *who, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void fail(const char *who, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "mcloc: %s%s", who ? who : "", who ? ": " : "");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static const char *control_dir(char *buf, size_t len)
+{
+	return mcloc_control_dir(buf, len, getenv("XDG_RUNTIME_DIR"), (unsigned)geteuid());
+}
+
+/* A connection to one program. */
+struct peer {
+	int fd;
+	const char *name;	/* its pid, as given: for messages */
+	uint32_t seq;
+	_Alignas(8) uint8_t buf[MCLOC_REP_MAX];
+};
+
+/* Connect to the program PID; -1 with a message (unless QUIET). */
+static int peer_open(struct peer *p, const char *pid, bool quiet)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct timeval tv = { .tv_sec = 5 };
+	char dir[sizeof(sa.sun_path)];
+	char *end;
+
+	p->name = pid;
+	p->seq = 0;
+	if (strtol(pid, &end, 10) <= 0 || *end) {
+		fail(pid, "not a process id");
+		return -1;
+	}
+	if (!control_dir(dir, sizeof(dir) - 12)) {
+		fail(NULL, "the control directory's name is too long");
+		return -1;
+	}
+	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", dir, pid) >=
+	    sizeof(sa.sun_path)) {
+		fail(pid, "the socket's name is too long");
+		return -1;
+	}
+	p->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (p->fd < 0 || connect(p->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int e = errno;
+
+		if (!quiet)
+			fail(pid, "%s (is it running with MCLOC_CONTROL=1, as this user?)",
+			     strerror(e));
+		if (p->fd >= 0)
+			close(p->fd);
+		errno = e;
+		return -1;
+	}
+	setsockopt(p->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(p->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	return 0;
+}
+
+static int peer_send(struct peer *p, uint16_t type, const void *payload, size_t len)
+{
+	struct mcloc_msg m = { .len = (uint32_t)(sizeof(m) + len), .type = type,
+			       .version = MCLOC_WIRE_VERSION, .seq = ++p->seq };
+	uint8_t buf[MCLOC_REQ_MAX];
+
+	if (sizeof(m) + len > sizeof(buf)) {
+		fail(p->name, "request too long");
+		return -1;
+	}
+	memcpy(buf, &m, sizeof(m));
+	memcpy(buf + sizeof(m), payload, len);
+	if (send(p->fd, buf, sizeof(m) + len, MSG_NOSIGNAL) != (ssize_t)(sizeof(m) + len)) {
+		/* (A program that refuses us closes the connection at once.) */
+		if (errno == EPIPE || errno == ECONNRESET)
+			fail(p->name, "the program closed the connection");
+		else
+			fail(p->name, "cannot send: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static bool read_full(int fd, void *buf, size_t n)
+{
+	while (n) {
+		ssize_t r = recv(fd, buf, n, 0);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return false;
+		buf = (uint8_t *)buf + r;
+		n -= (size_t)r;
+	}
+	return true;
+}
+
+/* The next reply into p->buf: its header in *M, its payload after it.
+ * -1 with a message on a broken reply or an error reply. */
+static int peer_recv(struct peer *p, struct mcloc_msg *m)
+{
+	if (!read_full(p->fd, m, sizeof(*m))) {
+		fail(p->name, "the program closed the connection");
+		return -1;
+	}
+	if (m->len < sizeof(*m) || m->len > MCLOC_REP_MAX || m->version != MCLOC_WIRE_VERSION) {
+		fail(p->name, "a malformed reply (%u bytes, version %u)", m->len, m->version);
+		return -1;
+	}
+	memcpy(p->buf, m, sizeof(*m));
+	if (!read_full(p->fd, p->buf + sizeof(*m), m->len - sizeof(*m))) {
+		fail(p->name, "the program closed the connection");
+		return -1;
+	}
+	if (m->type == MCLOC_REP_ERROR) {
+		const struct mcloc_rep_error *e = (const void *)(p->buf + sizeof(*m));
+
+		p->buf[m->len - 1] = 0;
+		fail(p->name, "%s", m->len > sizeof(*m) + sizeof(*e) ? e->msg : "error");
+		return -1;
+	}
+	return 0;
+}
+
+/* One request with a single reply of TYPE, at least SIZE bytes, copied
+ * into OUT. */
+static int ask(struct peer *p, uint16_t req, uint16_t type, void *out, size_t size)
+{
+	struct mcloc_msg m;
+
+	if (peer_send(p, req, NULL, 0) < 0 || peer_recv(p, &m) < 0)
+		return -1;
+	if (m.type != type || m.len - sizeof(m) < size) {
+		fail(p->name, "an unexpected reply (type %#x, %u bytes)", m.type, m.len);
+		return -1;
+	}
+	memcpy(out, p->buf + sizeof(m), size);
+	return 0;
+}
+
+static void json_str(const char *key, const char *s, bool last)
+{
+	printf("\"%s\":\"", key);
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			printf("\\%c", *s);
+		else if ((unsigned char)*s < 0x20)
+			printf("\\u%04x", *s);
+		else
+			putchar(*s);
+	}
+	printf("\"%s", last ? "" : ",");
+}
+
+/* ---- the subcommands ----------------------------------------------------- */
+
+static int cmd_list(int argc, char **argv)
+{
+	char dir[108];
+	DIR *d;
+
+	(void)argv;
+	if (argc > 1) {
+		fail("list", "takes no arguments");
+		return 2;
+	}
+	if (!control_dir(dir, sizeof(dir)) || !(d = opendir(dir))) {
+		if (!json)
+			printf("%-8s %-16s %6s %9s %8s %s\n", "PID", "COMMAND", "IMAGES",
+			       "FUNCTIONS", "ENABLED", "TRACER");
+		return 0;	/* (no program has started control yet) */
+	}
+	if (!json)
+		printf("%-8s %-16s %6s %9s %8s %s\n", "PID", "COMMAND", "IMAGES", "FUNCTIONS",
+		       "ENABLED", "TRACER");
+	for (struct dirent *e; (e = readdir(d));) {
+		struct peer *p = malloc(sizeof(*p));
+		struct mcloc_rep_hello h;
+		char *end;
+		long pid = strtol(e->d_name, &end, 10);
+
+		if (!p)
+			break;
+		if (pid <= 0 || *end || peer_open(p, e->d_name, true) < 0) {
+			/* A socket whose process is gone: ours to tidy. */
+			if (pid > 0 && !*end && kill((pid_t)pid, 0) < 0 && errno == ESRCH) {
+				char path[sizeof(dir) + sizeof(e->d_name) + 1];
+
+				snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+				unlink(path);
+			}
+			free(p);
+			continue;
+		}
+		if (ask(p, MCLOC_REQ_HELLO, MCLOC_REP_HELLO, &h, sizeof(h)) == 0) {
+			h.comm[sizeof(h.comm) - 1] = h.tracer[sizeof(h.tracer) - 1] = 0;
+			if (json) {
+				printf("{\"pid\":%u,", h.pid);
+				json_str("command", h.comm, false);
+				printf("\"images\":%u,\"functions\":%llu,\"enabled\":%llu,", h.images,
+				       (unsigned long long)h.functions,
+				       (unsigned long long)h.enabled);
+				json_str("tracer", h.tracer, true);
+				printf("}\n");
+			} else {
+				printf("%-8u %-16s %6u %9llu %8llu %s\n", h.pid, h.comm, h.images,
+				       (unsigned long long)h.functions,
+				       (unsigned long long)h.enabled, h.tracer);
+			}
+		}
+		close(p->fd);
+		free(p);
+	}
+	closedir(d);
+	return 0;
+}
+
+static int cmd_funcs(int argc, char **argv)
+{
+	struct peer *p;
+	struct mcloc_msg m;
+	const char *glob = argc > 2 ? argv[2] : "";
+	int ret = 1;
+
+	if (argc < 2 || argc > 3) {
+		fail("funcs", "usage: mcloc funcs PID [GLOB]");
+		return 2;
+	}
+	if (!(p = malloc(sizeof(*p))) || peer_open(p, argv[1], false) < 0) {
+		free(p);
+		return 1;
+	}
+	if (peer_send(p, MCLOC_REQ_FUNCS, glob, strlen(glob) + 1) < 0)
+		goto out;
+	while (peer_recv(p, &m) == 0) {
+		if (m.type == MCLOC_REP_END) {
+			ret = 0;
+			break;
+		}
+		if (m.type != MCLOC_REP_NAMES || p->buf[m.len - 1]) {
+			fail(p->name, "an unexpected reply (type %#x)", m.type);
+			break;
+		}
+		for (size_t at = sizeof(m); at < m.len;) {
+			const char *name = (const char *)p->buf + at;
+
+			if (json) {
+				putchar('{');
+				json_str("function", name, true);
+				printf("}\n");
+			} else {
+				puts(name);
+			}
+			at += strlen(name) + 1;
+		}
+	}
+out:
+	close(p->fd);
+	free(p);
+	return ret;
+}
+
+static int cmd_enabled(int argc, char **argv)
+{
+	struct peer *p;
+	struct mcloc_msg m;
+	int ret = 1;
+
+	if (argc != 2) {
+		fail("enabled", "usage: mcloc enabled PID");
+		return 2;
+	}
+	if (!(p = malloc(sizeof(*p))) || peer_open(p, argv[1], false) < 0) {
+		free(p);
+		return 1;
+	}
+	if (peer_send(p, MCLOC_REQ_ENABLED, NULL, 0) < 0)
+		goto out;
+	while (peer_recv(p, &m) == 0) {
+		if (m.type == MCLOC_REP_END) {
+			ret = 0;
+			break;
+		}
+		if (m.type != MCLOC_REP_SITES) {
+			fail(p->name, "an unexpected reply (type %#x)", m.type);
+			break;
+		}
+		for (size_t at = sizeof(m); at + sizeof(struct mcloc_rep_site) <= m.len;) {
+			struct mcloc_rep_site s;
+
+			memcpy(&s, p->buf + at, sizeof(s));
+			const char *name = (const char *)p->buf + at + sizeof(s);
+
+			if (at + sizeof(s) + s.namelen + 1 > m.len || name[s.namelen]) {
+				fail(p->name, "a malformed site entry");
+				goto out;
+			}
+			const char *state = s.flags & MCLOC_SITE_REFUSED ? "refused" :
+					    s.flags & MCLOC_SITE_ENABLED ? "enabled" :
+					    s.flags & MCLOC_SITE_PARKED ? "parked" : "nop";
+			if (json) {
+				printf("{\"site\":%llu,", (unsigned long long)s.site);
+				json_str("function", name, false);
+				printf("\"ops\":%u,\"regs\":%s,\"direct\":%s,", s.ops,
+				       s.flags & MCLOC_SITE_REGS ? "true" : "false",
+				       s.flags & MCLOC_SITE_DIRECT ? "true" : "false");
+				json_str("state", state, true);
+				printf("}\n");
+			} else {
+				/* As ftrace's enabled_functions: name (ops) flags. */
+				printf("%s (%u)%s%s\t%#llx %s\n", name, s.ops,
+				       s.flags & MCLOC_SITE_REGS ? " R" : "",
+				       s.flags & MCLOC_SITE_DIRECT ? " D" : "",
+				       (unsigned long long)s.site, state);
+			}
+			at += (sizeof(s) + s.namelen + 1 + 7) & ~(size_t)7;
+		}
+	}
+out:
+	close(p->fd);
+	free(p);
+	return ret;
+}
+
+static int cmd_stats(int argc, char **argv)
+{
+	struct peer *p;
+	struct mcloc_rep_stats s;
+	int ret = 1;
+
+	if (argc != 2) {
+		fail("stats", "usage: mcloc stats PID");
+		return 2;
+	}
+	if (!(p = malloc(sizeof(*p))) || peer_open(p, argv[1], false) < 0) {
+		free(p);
+		return 1;
+	}
+	if (ask(p, MCLOC_REQ_STATS, MCLOC_REP_STATS, &s, sizeof(s)) == 0) {
+		static const char *const names[] = { "images", "records", "enabled", "refused",
+						     "batches", "sites_patched", "syncs",
+						     "last_batch_us", "list_calls" };
+		const uint64_t v[] = { s.images, s.records, s.enabled, s.refused, s.batches,
+				       s.sites_patched, s.syncs, s.last_batch_us, s.list_calls };
+
+		for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+			if (json)
+				printf("%s\"%s\":%llu%s", i ? "" : "{", names[i],
+				       (unsigned long long)v[i], i + 1 < sizeof(v) / sizeof(v[0]) ? "," : "}\n");
+			else
+				printf("%-14s %llu\n", names[i], (unsigned long long)v[i]);
+		ret = 0;
+	}
+	close(p->fd);
+	free(p);
+	return ret;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: mcloc [-j] COMMAND [ARGS]\n"
+		   "  list                  programs that accept control (MCLOC_CONTROL=1)\n"
+		   "  funcs PID [GLOB]      their traceable functions (available_filter_functions)\n"
+		   "  enabled PID           the sites in use, with their ops (enabled_functions)\n"
+		   "  stats PID             the patcher's counters\n"
+		   "  -j, --json            JSON lines\n"
+		   "See mcloc(1).\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	int o;
+
+	while ((o = getopt_long(argc, argv, "+jh", opts, NULL)) != -1) {
+		if (o == 'j') {
+			json = true;
+		} else if (o == 'h') {
+			usage(stdout);
+			return 0;
+		} else {
+			usage(stderr);
+			return 2;
+		}
+	}
+	argc -= optind;
+	argv += optind;
+	if (argc < 1) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[0], "list"))
+		return cmd_list(argc, argv);
+	if (!strcmp(argv[0], "funcs"))
+		return cmd_funcs(argc, argv);
+	if (!strcmp(argv[0], "enabled"))
+		return cmd_enabled(argc, argv);
+	if (!strcmp(argv[0], "stats"))
+		return cmd_stats(argc, argv);
+	fail(NULL, "unknown command '%s' (list, funcs, enabled, stats)", argv[0]);
+	return 2;
+}

@@ -1,0 +1,632 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The control channel: a running program answers a controller (the mcloc
+ * command) over a Unix socket, as tracefs answers cat and echo.  Off
+ * unless asked for, with MCLOC_CONTROL=1 (read with secure_getenv: never
+ * in a setuid program) or mcloc_control_start().
+ *
+ * One thread, started with every signal blocked so that it takes none of
+ * the program's, polls the listening socket and up to CONN_MAX
+ * connections; the program's own threads never wait for it.  Each
+ * connection is checked with SO_PEERCRED: the same user, or root, else it
+ * is closed and the refusal written to standard error.  Requests are read
+ * into a fixed buffer per connection; a message that is too long, of an
+ * unknown type or version, or malformed gets an error reply and the
+ * connection is closed, as is one that leaves a request unfinished for
+ * STALL_MS.  Replies are sent with a timeout, so a controller that stops
+ * reading cannot hold the thread either.  The protocol: <mcloc/control.h>.
+ */
+#include <mcloc/mcloc.h>
+#include <mcloc/control.h>
+#include "mcr.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CONN_MAX 8
+#define STALL_MS 5000
+
+struct conn {
+	int fd;			/* -1: free */
+	pid_t pid;		/* the peer's */
+	size_t have;		/* bytes of the request in buf */
+	uint64_t since;		/* when its first byte came, ms */
+	_Alignas(8) uint8_t buf[MCLOC_REQ_MAX];
+};
+
+/* The one server of the process (there is one socket per process). */
+static struct {
+	pthread_mutex_t lock;	/* start and stop */
+	bool running;
+	int lfd, wake[2];
+	pthread_t thread;
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	struct conn conn[CONN_MAX];
+} ctl = { .lock = PTHREAD_MUTEX_INITIALIZER, .lfd = -1, .wake = { -1, -1 } };
+
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...)
+{
+	char msg[400];
+	va_list ap;
+	int n = snprintf(msg, sizeof(msg), "libmcloc: control: ");
+
+	va_start(ap, fmt);
+	n += vsnprintf(msg + n, sizeof(msg) - (size_t)n - 1, fmt, ap);
+	va_end(ap);
+	if (n > (int)sizeof(msg) - 2)
+		n = (int)sizeof(msg) - 2;
+	msg[n++] = '\n';
+	if (write(2, msg, (size_t)n) < 0)
+		return;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* ---- replies -------------------------------------------------------------- */
+
+/* A reply being built: header, then payload, up to MCLOC_REP_MAX. */
+struct reply {
+	int fd;
+	uint32_t seq;
+	uint16_t type;
+	size_t len;
+	bool failed;		/* the peer went away or stalled */
+	_Alignas(8) uint8_t buf[MCLOC_REP_MAX];
+};
+
+static void send_all(struct reply *r, const void *p, size_t n)
+{
+	while (n && !r->failed) {
+		ssize_t w = send(r->fd, p, n, MSG_NOSIGNAL);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			r->failed = true;
+			return;
+		}
+		p = (const uint8_t *)p + w;
+		n -= (size_t)w;
+	}
+}
+
+static void reply_begin(struct reply *r, uint16_t type)
+{
+	r->type = type;
+	r->len = sizeof(struct mcloc_msg);
+}
+
+static void reply_send(struct reply *r)
+{
+	struct mcloc_msg m = { .len = (uint32_t)r->len, .type = r->type,
+			       .version = MCLOC_WIRE_VERSION, .seq = r->seq };
+
+	memcpy(r->buf, &m, sizeof(m));
+	send_all(r, r->buf, r->len);
+	r->len = sizeof(struct mcloc_msg);
+}
+
+/* Append LEN bytes (8-byte aligned when ALIGN) to R, sending the message
+ * so far first when they would not fit. */
+static void reply_add(struct reply *r, const void *p, size_t len, bool align)
+{
+	size_t pad = align ? (8 - r->len % 8) % 8 : 0;
+
+	if (r->len + pad + len > sizeof(r->buf)) {
+		reply_send(r);
+		pad = 0;
+	}
+	if (r->len + pad + len > sizeof(r->buf))
+		return;		/* (longer than any reply: dropped) */
+	memset(r->buf + r->len, 0, pad);
+	memcpy(r->buf + r->len + pad, p, len);
+	r->len += pad + len;
+}
+
+static void reply_one(struct reply *r, uint16_t type, const void *p, size_t len)
+{
+	reply_begin(r, type);
+	reply_add(r, p, len, false);
+	reply_send(r);
+}
+
+static void reply_error(struct reply *r, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void reply_error(struct reply *r, int err, const char *fmt, ...)
+{
+	struct {
+		int32_t err;
+		char msg[256];
+	} e = { .err = err };
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(e.msg, sizeof(e.msg), fmt, ap);
+	va_end(ap);
+	reply_one(r, MCLOC_REP_ERROR, &e, sizeof(e.err) + strlen(e.msg) + 1);
+}
+
+/* ---- requests ---------------------------------------------------------- */
+
+static void own_comm(char *buf, size_t len)
+{
+	int fd = open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, len - 1) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	if (n > 0 && buf[n - 1] == '\n')
+		n--;
+	buf[n > 0 ? n : 0] = 0;
+}
+
+/* The distinct function names, sorted: names are interned per image, so
+ * equal names of two images are two pointers, compared as strings. */
+struct names {
+	const char **v;
+	size_t n, cap;
+	bool failed;
+};
+
+static void collect_name(uintptr_t site, const char *name, uint32_t state, void *arg)
+{
+	struct names *ns = arg;
+
+	(void)site;
+	(void)state;
+	if (ns->n && ns->v[ns->n - 1] == name)
+		return;		/* (a function's second site) */
+	if (ns->n == ns->cap) {
+		size_t cap = ns->cap ? 2 * ns->cap : 1024;
+		const char **v = realloc(ns->v, cap * sizeof(*v));
+
+		if (!v) {
+			ns->failed = true;
+			return;
+		}
+		ns->v = v;
+		ns->cap = cap;
+	}
+	ns->v[ns->n++] = name;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static int sorted_names(struct names *ns)
+{
+	*ns = (struct names){ 0 };
+	mcr_each_site_name(collect_name, ns);
+	if (ns->failed) {
+		free(ns->v);
+		return -ENOMEM;
+	}
+	if (ns->n)
+		qsort(ns->v, ns->n, sizeof(*ns->v), cmp_str);
+	size_t u = 0;
+	for (size_t i = 0; i < ns->n; i++)
+		if (!u || strcmp(ns->v[i], ns->v[u - 1]))
+			ns->v[u++] = ns->v[i];
+	ns->n = u;
+	return 0;
+}
+
+static void do_hello(struct reply *r)
+{
+	struct mcloc_rep_hello h = { .pid = (uint32_t)getpid() };
+	struct mcloc_stats st = { .sz = sizeof(st) };
+	struct names ns;
+
+	if (mcloc_get_stats(&st) == 0) {
+		h.images = (uint32_t)st.images;
+		h.records = st.records;
+		h.enabled = st.enabled;
+	}
+	if (sorted_names(&ns) == 0) {
+		h.functions = ns.n;
+		free(ns.v);
+	}
+	own_comm(h.comm, sizeof(h.comm));
+	snprintf(h.tracer, sizeof(h.tracer), "%s", mcr_tracer_name());
+	reply_one(r, MCLOC_REP_HELLO, &h, sizeof(h));
+}
+
+static void do_funcs(struct reply *r, const char *glob)
+{
+	struct names ns;
+	int err = sorted_names(&ns);
+
+	if (err) {
+		reply_error(r, -err, "out of memory");
+		return;
+	}
+	reply_begin(r, MCLOC_REP_NAMES);
+	for (size_t i = 0; i < ns.n; i++)
+		if (!glob[0] || fnmatch(glob, ns.v[i], 0) == 0)
+			reply_add(r, ns.v[i], strlen(ns.v[i]) + 1, false);
+	if (r->len > sizeof(struct mcloc_msg))
+		reply_send(r);
+	free(ns.v);
+	reply_one(r, MCLOC_REP_END, NULL, 0);
+}
+
+static void add_site(uintptr_t site, const char *name, uint32_t state, void *arg)
+{
+	struct reply *r = arg;
+	size_t nl = strlen(name);
+	struct {
+		struct mcloc_rep_site s;
+		char name[256];
+	} e;
+
+	if (!(state & (REC_ENABLED | REC_REF_MASK | REC_PARKED | REC_REFUSED)))
+		return;
+	if (nl >= sizeof(e.name))
+		nl = sizeof(e.name) - 1;
+	e.s = (struct mcloc_rep_site){
+		.site = site, .ops = (uint16_t)(state & REC_REF_MASK), .namelen = (uint16_t)nl,
+		.flags = (state & REC_ENABLED ? MCLOC_SITE_ENABLED : 0) |
+			 (state & REC_ENABLED_REGS ? MCLOC_SITE_REGS : 0) |
+			 (state & REC_ENABLED_DIRECT ? MCLOC_SITE_DIRECT : 0) |
+			 (state & REC_PARKED ? MCLOC_SITE_PARKED : 0) |
+			 (state & REC_REFUSED ? MCLOC_SITE_REFUSED : 0),
+	};
+	memcpy(e.name, name, nl);
+	e.name[nl] = 0;
+	reply_add(r, &e, sizeof(e.s) + nl + 1, true);
+}
+
+static void do_enabled(struct reply *r)
+{
+	/* (Under mcr_lock, which a batch holds too: a consistent picture.
+	 * The sends have a timeout.) */
+	reply_begin(r, MCLOC_REP_SITES);
+	mcr_each_site_name(add_site, r);
+	if (r->len > sizeof(struct mcloc_msg))
+		reply_send(r);
+	reply_one(r, MCLOC_REP_END, NULL, 0);
+}
+
+static void do_stats(struct reply *r)
+{
+	struct mcloc_stats st = { .sz = sizeof(st) };
+	struct mcloc_rep_stats s = { 0 };
+
+	if (mcloc_get_stats(&st) == 0)
+		s = (struct mcloc_rep_stats){
+			.images = st.images, .records = st.records, .enabled = st.enabled,
+			.refused = st.refused, .batches = st.batches,
+			.sites_patched = st.sites_patched, .syncs = st.syncs,
+			.last_batch_us = (uint64_t)(st.last_batch_ms * 1000),
+			.list_calls = st.list_calls,
+		};
+	reply_one(r, MCLOC_REP_STATS, &s, sizeof(s));
+}
+
+/* Answer the request in C's buffer (whole: LEN bytes).  False when the
+ * connection must close. */
+static bool handle(struct conn *c, const struct mcloc_msg *m, struct reply *r)
+{
+	const uint8_t *p = c->buf + sizeof(*m);
+	size_t plen = m->len - sizeof(*m);
+
+	r->seq = m->seq;
+	if (m->version != MCLOC_WIRE_VERSION) {
+		reply_error(r, EPROTONOSUPPORT, "protocol version %u; this program speaks %u",
+			    m->version, MCLOC_WIRE_VERSION);
+		return false;
+	}
+	if (m->reserved) {
+		reply_error(r, EINVAL, "reserved field not 0");
+		return false;
+	}
+	switch (m->type) {
+	case MCLOC_REQ_HELLO:
+	case MCLOC_REQ_ENABLED:
+	case MCLOC_REQ_STATS:
+		if (plen) {
+			reply_error(r, EINVAL, "request type %u takes no payload", m->type);
+			return false;
+		}
+		if (m->type == MCLOC_REQ_HELLO)
+			do_hello(r);
+		else if (m->type == MCLOC_REQ_ENABLED)
+			do_enabled(r);
+		else
+			do_stats(r);
+		return !r->failed;
+	case MCLOC_REQ_FUNCS:
+		if (!plen || p[plen - 1] || memchr(p, 0, plen) != p + plen - 1) {
+			reply_error(r, EINVAL, "a glob request needs one NUL-terminated string");
+			return false;
+		}
+		do_funcs(r, (const char *)p);
+		return !r->failed;
+	default:
+		reply_error(r, EOPNOTSUPP, "unknown request type %u", m->type);
+		return false;
+	}
+}
+
+static void conn_close(struct conn *c)
+{
+	close(c->fd);
+	c->fd = -1;
+	c->have = 0;
+}
+
+/* Read what C's peer sent; answer each whole request. */
+static void conn_read(struct conn *c, struct reply *r)
+{
+	ssize_t n = recv(c->fd, c->buf + c->have, sizeof(c->buf) - c->have, MSG_DONTWAIT);
+
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	if (n <= 0) {
+		conn_close(c);	/* the controller went away */
+		return;
+	}
+	if (!c->have)
+		c->since = now_ms();
+	c->have += (size_t)n;
+	r->fd = c->fd;
+	r->failed = false;
+	while (c->have >= sizeof(struct mcloc_msg)) {
+		struct mcloc_msg m;
+
+		memcpy(&m, c->buf, sizeof(m));
+		if (m.len < sizeof(m) || m.len > MCLOC_REQ_MAX) {
+			r->seq = m.seq;
+			reply_error(r, m.len < sizeof(m) ? EINVAL : EMSGSIZE,
+				    "request of %u bytes (%zu to %u allowed)", m.len, sizeof(m),
+				    MCLOC_REQ_MAX);
+			conn_close(c);
+			return;
+		}
+		if (c->have < m.len)
+			return;		/* the rest is coming */
+		if (!handle(c, &m, r)) {
+			conn_close(c);
+			return;
+		}
+		memmove(c->buf, c->buf + m.len, c->have - m.len);
+		c->have -= m.len;
+		c->since = now_ms();
+	}
+}
+
+static void conn_accept(struct reply *r)
+{
+	int fd = accept4(ctl.lfd, NULL, NULL, SOCK_CLOEXEC);
+	struct ucred cr;
+	socklen_t cl = sizeof(cr);
+	struct timeval tv = { .tv_sec = 2 };
+
+	if (fd < 0)
+		return;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0) {
+		close(fd);
+		return;
+	}
+	if (cr.uid != geteuid() && cr.uid != 0) {
+		say("refused a connection from uid %u (pid %d): not this program's user",
+		    (unsigned)cr.uid, (int)cr.pid);
+		close(fd);
+		return;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	for (int i = 0; i < CONN_MAX; i++)
+		if (ctl.conn[i].fd < 0) {
+			ctl.conn[i].fd = fd;
+			ctl.conn[i].pid = cr.pid;
+			ctl.conn[i].have = 0;
+			return;
+		}
+	r->fd = fd;
+	r->failed = false;
+	r->seq = 0;
+	reply_error(r, EBUSY, "%d controllers are connected already", CONN_MAX);
+	close(fd);
+}
+
+static void *serve(void *arg)
+{
+	/* (Static: 64 KiB is more than a thread's stack should carry.) */
+	static struct reply r;
+
+	(void)arg;
+	for (;;) {
+		struct pollfd pf[2 + CONN_MAX];
+		int n = 0;
+
+		pf[n++] = (struct pollfd){ .fd = ctl.wake[0], .events = POLLIN };
+		pf[n++] = (struct pollfd){ .fd = ctl.lfd, .events = POLLIN };
+		for (int i = 0; i < CONN_MAX; i++)
+			pf[n++] = (struct pollfd){ .fd = ctl.conn[i].fd, .events = POLLIN };
+		if (poll(pf, (nfds_t)n, 1000) < 0 && errno != EINTR)
+			break;
+		if (pf[0].revents)
+			break;
+		if (pf[1].revents & POLLIN)
+			conn_accept(&r);
+		uint64_t t = now_ms();
+		for (int i = 0; i < CONN_MAX; i++) {
+			struct conn *c = &ctl.conn[i];
+
+			if (c->fd >= 0 && pf[2 + i].revents)
+				conn_read(c, &r);
+			if (c->fd >= 0 && c->have && t - c->since > STALL_MS) {
+				r.fd = c->fd;
+				r.failed = false;
+				r.seq = 0;
+				reply_error(&r, ETIMEDOUT, "a request left unfinished for %d ms",
+					    STALL_MS);
+				conn_close(c);
+			}
+		}
+	}
+	for (int i = 0; i < CONN_MAX; i++)
+		if (ctl.conn[i].fd >= 0)
+			conn_close(&ctl.conn[i]);
+	return NULL;
+}
+
+/* ---- starting and stopping --------------------------------------------- */
+
+/* DIR, made if missing, must be a directory of ours that no one else may
+ * enter: else anyone could put a socket of theirs in our program's name. */
+static int own_dir(const char *dir)
+{
+	struct stat st;
+
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	if (lstat(dir, &st) < 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077)) {
+		say("%s: not a directory of this user's that only it may enter; no control",
+		    dir);
+		return -EPERM;
+	}
+	return 0;
+}
+
+static void unlink_socket(void)
+{
+	if (ctl.path[0])
+		unlink(ctl.path);
+}
+
+/* A fork()ed child has no server thread: it may start its own. */
+static void forked_child(void)
+{
+	ctl.running = false;
+	ctl.path[0] = 0;
+	pthread_mutex_init(&ctl.lock, NULL);
+	for (int i = 0; i < CONN_MAX; i++)
+		if (ctl.conn[i].fd >= 0)
+			close(ctl.conn[i].fd), ctl.conn[i].fd = -1;
+	if (ctl.lfd >= 0)
+		close(ctl.lfd), ctl.lfd = -1;
+	for (int i = 0; i < 2; i++)
+		if (ctl.wake[i] >= 0)
+			close(ctl.wake[i]), ctl.wake[i] = -1;
+}
+
+int mcloc_control_start(void)
+{
+	static bool hooks_set;
+	char dir[sizeof(ctl.path)];
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	sigset_t all, old;
+	int ret = 0;
+
+	pthread_mutex_lock(&ctl.lock);
+	if (ctl.running)
+		goto out;
+	if (!mcloc_control_dir(dir, sizeof(dir) - 12, secure_getenv("XDG_RUNTIME_DIR"),
+			       (unsigned)geteuid())) {
+		ret = -ENAMETOOLONG;
+		goto out;
+	}
+	if ((ret = own_dir(dir)) < 0)
+		goto out;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%d", dir, (int)getpid());
+	ctl.lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (ctl.lfd < 0 || pipe2(ctl.wake, O_CLOEXEC) < 0) {
+		ret = -errno;
+		goto fail;
+	}
+	unlink(sa.sun_path);	/* (a socket a dead process of this pid left) */
+	if (bind(ctl.lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(ctl.lfd, 8) < 0) {
+		ret = -errno;
+		goto fail;
+	}
+	memcpy(ctl.path, sa.sun_path, sizeof(ctl.path));
+	chmod(ctl.path, 0600);
+	for (int i = 0; i < CONN_MAX; i++)
+		ctl.conn[i].fd = -1;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	ret = -pthread_create(&ctl.thread, NULL, serve, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (ret)
+		goto fail;
+	pthread_setname_np(ctl.thread, "mcloc-control");
+	ctl.running = true;
+	if (!hooks_set) {
+		hooks_set = true;
+		atexit(unlink_socket);
+		pthread_atfork(NULL, NULL, forked_child);
+	}
+	goto out;
+fail:
+	if (ctl.path[0])
+		unlink(ctl.path);
+	ctl.path[0] = 0;
+	if (ctl.lfd >= 0)
+		close(ctl.lfd);
+	if (ctl.wake[0] >= 0) {
+		close(ctl.wake[0]);
+		close(ctl.wake[1]);
+	}
+	ctl.lfd = ctl.wake[0] = ctl.wake[1] = -1;
+out:
+	pthread_mutex_unlock(&ctl.lock);
+	return ret;
+}
+
+void mcloc_control_stop(void)
+{
+	pthread_mutex_lock(&ctl.lock);
+	if (ctl.running) {
+		if (write(ctl.wake[1], "", 1) == 1)
+			pthread_join(ctl.thread, NULL);
+		unlink_socket();
+		ctl.path[0] = 0;
+		close(ctl.lfd);
+		close(ctl.wake[0]);
+		close(ctl.wake[1]);
+		ctl.lfd = ctl.wake[0] = ctl.wake[1] = -1;
+		ctl.running = false;
+	}
+	pthread_mutex_unlock(&ctl.lock);
+}
+
+__attribute__((constructor(102))) static void control_from_env(void)
+{
+	const char *c = secure_getenv("MCLOC_CONTROL");
+	int ret;
+
+	if (!c || !*c || !strcmp(c, "0"))
+		return;
+	if (strcmp(c, "1")) {
+		say("MCLOC_CONTROL=%.32s: 1 or 0; no control", c);
+		return;
+	}
+	if ((ret = mcloc_control_start()) < 0 && ret != -EPERM)	/* (-EPERM: said) */
+		say("cannot start: %s", strerror(-ret));
+}

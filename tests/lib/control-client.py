@@ -1,0 +1,118 @@
+#!/usr/bin/python3
+"""control-client.py: a raw client of libmcloc's control protocol, written
+apart from the mcloc command (its layout is restated here from
+<mcloc/control.h>), for the tests.
+
+  control-client.py malformed SOCKET   send each malformed request of CASES
+                                       on its own connection; each must get
+                                       an error reply and then be closed.
+                                       Prints one line per case; exit 1 if
+                                       any case was not answered so
+  control-client.py hello SOCKET       one well-formed HELLO: prints the pid
+"""
+import socket
+import struct
+import sys
+
+VERSION = 1
+REQ_HELLO, REQ_FUNCS, REQ_ENABLED, REQ_STATS = 1, 2, 3, 4
+REP_HELLO, REP_END, REP_ERROR = 0x101, 0x1FE, 0x1FF
+HDR = struct.Struct("=IHHII")
+
+
+def msg(type_, payload=b"", version=VERSION, seq=7, reserved=0, length=None):
+    n = HDR.size + len(payload) if length is None else length
+    return HDR.pack(n, type_, version, seq, reserved) + payload
+
+
+CASES = [
+    ("length below the header", msg(REQ_HELLO, length=8)),
+    ("length 0", msg(REQ_HELLO, length=0)),
+    ("length above the maximum", msg(REQ_HELLO, length=4097)),
+    ("length 4 GiB", msg(REQ_HELLO, length=0xFFFFFFFF)),
+    ("type 0", msg(0)),
+    ("type 99", msg(99)),
+    ("type 0xffff", msg(0xFFFF)),
+    ("a reply's type as a request", msg(REP_HELLO)),
+    ("the error reply's type as a request", msg(REP_ERROR)),
+    ("version 0", msg(REQ_HELLO, version=0)),
+    ("version 2", msg(REQ_HELLO, version=2)),
+    ("version 0xffff", msg(REQ_HELLO, version=0xFFFF)),
+    ("reserved field set", msg(REQ_HELLO, reserved=1)),
+    ("HELLO with a payload", msg(REQ_HELLO, b"x\0")),
+    ("ENABLED with a payload", msg(REQ_ENABLED, b"\0" * 8)),
+    ("STATS with a payload", msg(REQ_STATS, b"abc")),
+    ("FUNCS without a payload", msg(REQ_FUNCS)),
+    ("FUNCS glob without its NUL", msg(REQ_FUNCS, b"work_*")),
+    ("FUNCS glob with a NUL inside", msg(REQ_FUNCS, b"wo\0rk\0")),
+    ("FUNCS glob of 4080 bytes without a NUL", msg(REQ_FUNCS, b"a" * 4080)),
+    ("FUNCS of two NULs", msg(REQ_FUNCS, b"\0\0")),
+    ("sixteen bytes of 0xff", b"\xff" * 16),
+    ("sixteen bytes of garbage", bytes(range(7, 23))),
+    ("HELLO then garbage", msg(REQ_HELLO) + b"\xde\xad\xbe\xef" * 4),
+    ("HELLO then a short length", msg(REQ_HELLO) + msg(REQ_HELLO, length=3)),
+] + [("unknown type %d" % t, msg(t)) for t in range(5, 12)] + [
+    ("a header cut short, then silence", HDR.pack(16, REQ_HELLO, VERSION, 1, 0)[:10]),
+]
+
+
+def recv_all(s):
+    out = b""
+    while True:
+        try:
+            b = s.recv(65536)
+        except ConnectionResetError:
+            break
+        if not b:
+            break
+        out += b
+    return out
+
+
+def replies(data):
+    """(type, payload) of each whole reply in DATA."""
+    out = []
+    while len(data) >= HDR.size:
+        n, t, v, seq, _ = HDR.unpack_from(data)
+        if n < HDR.size or n > len(data):
+            break
+        out.append((t, data[HDR.size:n]))
+        data = data[n:]
+    return out
+
+
+def malformed(path):
+    bad = 0
+    for name, b in CASES:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(15)
+        s.connect(path)
+        s.sendall(b)
+        got = replies(recv_all(s))
+        s.close()
+        ok = bool(got) and got[-1][0] == REP_ERROR
+        why = got[-1][1][4:].split(b"\0")[0].decode() if ok else "no error reply"
+        print("%s %s: %s" % ("ok" if ok else "FAIL", name, why))
+        bad += not ok
+    print("%d malformed requests, %d answered with an error" % (len(CASES), len(CASES) - bad))
+    return 1 if bad else 0
+
+
+def hello(path):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(15)
+    s.connect(path)
+    s.sendall(msg(REQ_HELLO))
+    hdr = s.recv(HDR.size, socket.MSG_WAITALL)
+    n, t, _, _, _ = HDR.unpack(hdr)
+    body = s.recv(n - HDR.size, socket.MSG_WAITALL)
+    if t != REP_HELLO:
+        return 1
+    print(struct.unpack_from("=I", body)[0])
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3 or sys.argv[1] not in ("malformed", "hello"):
+        sys.exit(__doc__)
+    sys.exit(malformed(sys.argv[2]) if sys.argv[1] == "malformed" else hello(sys.argv[2]))
