@@ -3,9 +3,10 @@
  * libmcloc's private header, from the bottom up: state.c (the shared state
  * and the log), images.c (records, names, lookups), dispatch.c (what a
  * trampoline's call runs), core.c (registering images and ops, and what
- * each site should be), then discover.c and tracer.c, which hook into
- * core.  Each calls only those before it; patch.c, the batch patcher,
- * knows none of them.
+ * each site should be), then discover.c, timing.c (the tracers' clock and
+ * return hook), tracer.c (the built-in tracers) and control.c (the
+ * control channel), which hook into core.  Each calls only those before
+ * it; patch.c, the batch patcher, knows none of them.
  */
 #ifndef MCLOC_MCR_H
 #define MCLOC_MCR_H
@@ -224,6 +225,27 @@ extern struct mcr_hooks mcr_hooks;
  * record's state (REC_*), under mcr_lock. */
 void mcr_each_site_name(void (*fn)(uintptr_t site, const char *name, uint32_t state, void *arg),
 			void *arg);
+
+/* ---- timing.c: the tracers' clock, and timing a call by its return ---- */
+
+/* A timestamp: the CPU's constant-rate counter, or (where the CPU's is
+ * not constant) CLOCK_MONOTONIC nanoseconds, as mcr_stamp_is_tick() says. */
+uint64_t mcr_stamp(void);
+bool mcr_stamp_is_tick(void);
+
+/* What runs when a hooked call at IP returns (T1: the stamp then), or
+ * when a longjmp was found to have left it (T1 0).  DEPTH: its place on
+ * the thread's stack of hooked calls, 0 the outermost. */
+typedef void (*mcr_ret_fn)(uintptr_t ip, void *arg, unsigned gen, uint64_t t0, uint64_t t1,
+			   unsigned depth);
+/* Hook the return of the call at IP, entered at T0, from a callback's
+ * REGS: DONE(ip, ARG, GEN, t0, t1, depth) runs when it returns.  Its
+ * depth, or -1 when it cannot be hooked (no REGS, a site after the
+ * prologue, 128 hooked calls deep). */
+int mcr_hook_return(struct mcloc_regs *regs, uintptr_t ip, uintptr_t parent, mcr_ret_fn done,
+		    void *arg, unsigned gen, uint64_t t0);
+/* How many hooked calls the thread is inside. */
+unsigned mcr_hook_depth(void);
 
 /* tracer.c: the built-in tracer running now ("function", "profile"), or
  * "nop". */

@@ -25,17 +25,12 @@
  * whose default action ends it (SIGINT, SIGTERM, SIGSEGV...) writes out
  * what it recorded first, where the program left that signal alone.
  *
- * The profile times a function by hijacking its return address, as the
- * kernel's function-graph tracer does: the callback (with registers) swaps
- * the address for arch's return trampoline and keeps the real one on a
- * per-thread shadow stack with the entry time; the trampoline's hook pops
- * it, adds the time, and returns the real address.  The time is
- * inclusive (callees count), as ftrace's function profiler shows it.  A
- * longjmp past timed functions leaves their shadow entries behind; the
- * hook finds its own entry by the stack slot and drops those above it.
- * Calls whose return address is not at the entry's stack pointer (mcount
- * sites after a prologue) are counted, not timed.  C++ exceptions must not
- * pass through a timed function (the unwinder cannot walk the trampoline).
+ * The profile times a function by hooking its return, as the kernel's
+ * function-graph tracer does (timing.c).  The time is inclusive (callees
+ * count), as ftrace's function profiler shows it.  A call left by a
+ * longjmp is counted, not timed, and so are calls through mcount sites
+ * after a prologue.  C++ exceptions must not pass through a timed
+ * function.
  */
 #include <mcloc/mcloc.h>
 #include <mcloc/abi.h>
@@ -111,23 +106,6 @@ static struct site_table *site_tab;
 static void *retired[64];
 static size_t nretired;
 static atomic_uint hits_gen;
-
-/* The shadow stack of a thread's timed calls. */
-#define SHADOW_DEPTH 128
-struct frame {
-	uintptr_t key;		/* the stack pointer after its return */
-	uintptr_t ret;		/* its return address */
-	struct hit *hit;
-	unsigned gen;
-	uint64_t t0;
-};
-struct shadow {
-	unsigned depth;
-	struct frame f[SHADOW_DEPTH];
-};
-static pthread_key_t shadow_key;
-static pthread_once_t shadow_once = PTHREAD_ONCE_INIT;
-static __thread struct shadow *myshadow __attribute__((tls_model("initial-exec")));
 
 static void write_all(const char *p, size_t n)
 {
@@ -255,39 +233,30 @@ static uint64_t now_ns(void)
 }
 
 /*
- * The profile's clock: the CPU's constant-rate counter (mcr_ticks()), two
- * of which per call cost less than one clock_gettime() on a VM, converted
- * to nanoseconds when the profile is written by the rate measured over
- * the whole profile (CLOCK_MONOTONIC and ticks at its start and end);
- * else clock_gettime() itself.
+ * The profile's times are in mcr_stamp() units (timing.c), converted to
+ * nanoseconds when it is written, by the rate measured over the whole
+ * profile: CLOCK_MONOTONIC and stamps at its start and end.
  */
-static bool use_ticks;
-static uint64_t span_ns, span_ticks;	/* at the profile's start */
-
-static inline uint64_t stamp(void)
-{
-	return use_ticks ? mcr_ticks() : now_ns();
-}
+static uint64_t span_ns, span_stamp;	/* at the profile's start */
 
 static void stamp_start(void)
 {
-	use_ticks = mcr_ticks_constant();
 	span_ns = now_ns();
-	span_ticks = mcr_ticks();
+	span_stamp = mcr_stamp();
 }
 
-/* Nanoseconds per stamp() unit, as NUM / DEN, measured up to now (what a
- * signal handler may call: clock_gettime is async-signal-safe). */
+/* Nanoseconds per stamp, as NUM / DEN, measured up to now (what a signal
+ * handler may call: clock_gettime is async-signal-safe). */
 struct rate {
 	uint64_t num, den;
 };
 static struct rate stamp_rate(void)
 {
-	uint64_t t = now_ns(), k = mcr_ticks();
+	uint64_t t = now_ns(), k = mcr_stamp();
 
-	if (!use_ticks || t <= span_ns || k <= span_ticks)
+	if (!mcr_stamp_is_tick() || t <= span_ns || k <= span_stamp)
 		return (struct rate){ 1, 1 };
-	return (struct rate){ t - span_ns, k - span_ticks };
+	return (struct rate){ t - span_ns, k - span_stamp };
 }
 
 static uint64_t to_ns(uint64_t v, struct rate r)
@@ -295,24 +264,19 @@ static uint64_t to_ns(uint64_t v, struct rate r)
 	return (uint64_t)((unsigned __int128)v * r.num / r.den);
 }
 
-static void shadow_key_make(void)
+/* A timed call of the profile returned (T1: when), or was left by a
+ * longjmp (T1 0: not timed). */
+static void profile_done(uintptr_t ip, void *arg, unsigned gen, uint64_t t0, uint64_t t1,
+			 unsigned depth)
 {
-	pthread_key_create(&shadow_key, free);
-}
+	struct hit *h = arg;
 
-static struct shadow *get_shadow(void)
-{
-	struct shadow *sh = myshadow;
-
-	if (sh)
-		return sh;
-	pthread_once(&shadow_once, shadow_key_make);
-	sh = calloc(1, sizeof(*sh));
-	if (!sh)
-		return NULL;
-	pthread_setspecific(shadow_key, sh);
-	myshadow = sh;
-	return sh;
+	(void)ip;
+	(void)depth;
+	if (!t1 || gen != atomic_load_explicit(&hits_gen, memory_order_relaxed))
+		return;		/* (an old profile's: its array is retired) */
+	atomic_fetch_add_explicit(&h->timed, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&h->ns, t1 - t0, memory_order_relaxed);
 }
 
 static void profile_cb(uintptr_t ip, uintptr_t parent, struct mcloc_ops *ops,
@@ -324,49 +288,9 @@ static void profile_cb(uintptr_t ip, uintptr_t parent, struct mcloc_ops *ops,
 	if (!h)
 		return;
 	atomic_fetch_add_explicit(&h->n, 1, memory_order_relaxed);
-
-	struct shadow *sh = get_shadow();
-	uintptr_t sp = 0;
-	uintptr_t *slot = regs ? mcr_return_slot(regs, ip, parent, &sp) : NULL;
-	if (!sh || !slot || sh->depth == SHADOW_DEPTH)
-		return;		/* counted, not timed */
-	sh->f[sh->depth] = (struct frame){ sp, *slot, h,
-					   atomic_load_explicit(&hits_gen, memory_order_relaxed),
-					   stamp() };
-	/* The entry first: a signal arriving between the two finds it. */
-	__atomic_store_n(&sh->depth, sh->depth + 1, __ATOMIC_RELAXED);
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	*slot = (uintptr_t)mcr_return_tramp;
-}
-
-__attribute__((used)) uintptr_t mcr_return_hook(uintptr_t sp)
-{
-	struct shadow *sh = myshadow;
-	uint64_t t = stamp();
-
-	/* The returning call's entry is the newest that returns to SP;
-	 * newer ones were left by a longjmp past them. */
-	for (unsigned k = sh ? sh->depth : 0; k-- > 0;) {
-		struct frame *f = &sh->f[k];
-
-		if (f->key != sp)
-			continue;
-		uintptr_t ret = f->ret;
-		if (f->gen == atomic_load_explicit(&hits_gen, memory_order_relaxed)) {
-			atomic_fetch_add_explicit(&f->hit->timed, 1, memory_order_relaxed);
-			atomic_fetch_add_explicit(&f->hit->ns, t - f->t0, memory_order_relaxed);
-		}
-		__atomic_signal_fence(__ATOMIC_SEQ_CST);
-		__atomic_store_n(&sh->depth, k, __ATOMIC_RELAXED);
-		return ret;
-	}
-	/* Nowhere to return to: the shadow stack no longer matches the
-	 * real one.  Say so rather than jump somewhere. */
-	static const char msg[] = "libmcloc: profile: a timed function returned with no "
-				  "record of its caller; aborting\n";
-	if (write(2, msg, sizeof(msg) - 1) < 0)
-		abort();
-	abort();
+	/* (Counted even where it cannot be timed.) */
+	mcr_hook_return(regs, ip, parent, profile_done, h,
+			atomic_load_explicit(&hits_gen, memory_order_relaxed), mcr_stamp());
 }
 
 /* Most time first; then most calls; then by name. */
@@ -795,7 +719,7 @@ int mcloc_tracer_start(const char *which, const char *filter, const char *notrac
 	ever_armed = false;
 	atomic_store(&written, false);
 	if (kind == PROFILE)
-		stamp_start();
+		stamp_start();	/* (and mcr_stamp() decides its clock) */
 	write_header();
 	ret = arm();
 	active = ret == 0;

@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Timing traced calls, for the tracers that need a call's end as well as
+ * its start (profile, function_graph): the clock they share, and the
+ * return hook.
+ *
+ * The clock is the CPU's constant-rate counter where it is one
+ * (mcr_ticks(): TSC, cntvct_el0, rdtime; two of them cost less than one
+ * clock_gettime() on a VM's kvm-clock), else CLOCK_MONOTONIC in
+ * nanoseconds; mcr_stamp_is_tick() says which, and a reader converts
+ * ticks by the rate it measures over a span.
+ *
+ * A call is timed by hijacking its return address, as the kernel's
+ * function-graph tracer does: the callback (with registers) swaps the
+ * address for arch's return trampoline and keeps the real one on a
+ * per-thread shadow stack with what to call when it returns; the
+ * trampoline's hook pops it, calls that, and returns to the real address.
+ * A longjmp past hooked calls leaves their entries behind: the hook finds
+ * its own entry by the stack slot, and tells each one above it that it was
+ * left (t1 0).  Calls whose return address is not at the entry's stack
+ * pointer (mcount sites after a prologue) cannot be hooked.  A C++
+ * exception must not pass through a hooked call (the unwinder cannot walk
+ * the trampoline).
+ */
+#include "mcr.h"
+#include "../arch/runtime.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+static int tick_clock;	/* 0: not decided yet; 1: mcr_ticks(); -1: ns */
+
+bool mcr_stamp_is_tick(void)
+{
+	int c = __atomic_load_n(&tick_clock, __ATOMIC_RELAXED);
+
+	if (!c) {
+		c = mcr_ticks_constant() ? 1 : -1;
+		__atomic_store_n(&tick_clock, c, __ATOMIC_RELAXED);
+	}
+	return c > 0;
+}
+
+uint64_t mcr_stamp(void)
+{
+	struct timespec ts;
+
+	if (__builtin_expect(__atomic_load_n(&tick_clock, __ATOMIC_RELAXED) > 0, 1) ||
+	    mcr_stamp_is_tick())
+		return mcr_ticks();
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- the shadow stack -------------------------------------------------------- */
+
+#define SHADOW_DEPTH 128
+
+struct frame {
+	uintptr_t key;		/* the stack pointer after its return */
+	uintptr_t ret;		/* its return address */
+	uintptr_t ip;		/* its site */
+	mcr_ret_fn done;
+	void *arg;
+	unsigned gen;
+	uint64_t t0;
+};
+
+struct shadow {
+	unsigned depth;
+	struct frame f[SHADOW_DEPTH];
+};
+
+static pthread_key_t shadow_key;
+static pthread_once_t shadow_once = PTHREAD_ONCE_INIT;
+static __thread struct shadow *myshadow __attribute__((tls_model("initial-exec")));
+
+static void shadow_key_make(void)
+{
+	pthread_key_create(&shadow_key, free);
+}
+
+static struct shadow *get_shadow(void)
+{
+	struct shadow *sh = myshadow;
+
+	if (sh)
+		return sh;
+	pthread_once(&shadow_once, shadow_key_make);
+	sh = calloc(1, sizeof(*sh));
+	if (!sh)
+		return NULL;
+	pthread_setspecific(shadow_key, sh);
+	myshadow = sh;
+	return sh;
+}
+
+unsigned mcr_hook_depth(void)
+{
+	return myshadow ? myshadow->depth : 0;
+}
+
+int mcr_hook_return(struct mcloc_regs *regs, uintptr_t ip, uintptr_t parent, mcr_ret_fn done,
+		    void *arg, unsigned gen, uint64_t t0)
+{
+	struct shadow *sh = get_shadow();
+	uintptr_t sp = 0;
+	uintptr_t *slot = regs ? mcr_return_slot(regs, ip, parent, &sp) : NULL;
+	unsigned d;
+
+	if (!sh || !slot || sh->depth == SHADOW_DEPTH)
+		return -1;
+	d = sh->depth;
+	sh->f[d] = (struct frame){ sp, *slot, ip, done, arg, gen, t0 };
+	/* The entry first: a signal arriving between the two finds it. */
+	__atomic_store_n(&sh->depth, d + 1, __ATOMIC_RELAXED);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	*slot = (uintptr_t)mcr_return_tramp;
+	return (int)d;
+}
+
+__attribute__((used)) uintptr_t mcr_return_hook(uintptr_t sp)
+{
+	struct shadow *sh = myshadow;
+	uint64_t t = mcr_stamp();
+
+	/* The returning call's entry is the newest that returns to SP;
+	 * newer ones were left by a longjmp past them. */
+	for (unsigned k = sh ? sh->depth : 0; k-- > 0;) {
+		struct frame *f = &sh->f[k];
+
+		if (f->key != sp)
+			continue;
+		uintptr_t ret = f->ret;
+
+		for (unsigned j = sh->depth; j-- > k + 1;)
+			sh->f[j].done(sh->f[j].ip, sh->f[j].arg, sh->f[j].gen, sh->f[j].t0, 0, j);
+		f->done(f->ip, f->arg, f->gen, f->t0, t, k);
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		__atomic_store_n(&sh->depth, k, __ATOMIC_RELAXED);
+		return ret;
+	}
+	/* Nowhere to return to: the shadow stack no longer matches the
+	 * real one.  Say so rather than jump somewhere. */
+	static const char msg[] = "libmcloc: a timed function returned with no record of its "
+				  "caller; aborting\n";
+	if (write(2, msg, sizeof(msg) - 1) < 0)
+		abort();
+	abort();
+}
