@@ -20,6 +20,7 @@
 #include <mcloc/control.h>
 #include "mcr.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
@@ -40,6 +41,8 @@
 #define CONN_MAX 8
 #define STALL_MS 5000
 
+static char ctl_tracer[16];	/* the controller's tracer */
+
 struct conn {
 	int fd;			/* -1: free */
 	pid_t pid;		/* the peer's */
@@ -56,7 +59,8 @@ static struct {
 	pthread_t thread;
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	struct conn conn[CONN_MAX];
-} ctl = { .lock = PTHREAD_MUTEX_INITIALIZER, .lfd = -1, .wake = { -1, -1 } };
+	int controller;		/* the connection that traces, or -1 */
+} ctl = { .lock = PTHREAD_MUTEX_INITIALIZER, .lfd = -1, .wake = { -1, -1 }, .controller = -1 };
 
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void say(const char *fmt, ...)
@@ -250,7 +254,13 @@ static void do_hello(struct reply *r)
 		free(ns.v);
 	}
 	own_comm(h.comm, sizeof(h.comm));
-	snprintf(h.tracer, sizeof(h.tracer), "%s", mcr_tracer_name());
+	if (ctl.controller >= 0) {
+		snprintf(h.controller, sizeof(h.controller), "pid %d",
+			 (int)ctl.conn[ctl.controller].pid);
+		snprintf(h.tracer, sizeof(h.tracer), "%s", ctl_tracer);
+	} else {
+		snprintf(h.tracer, sizeof(h.tracer), "%s", mcr_tracer_name());
+	}
 	reply_one(r, MCLOC_REP_HELLO, &h, sizeof(h));
 }
 
@@ -310,6 +320,115 @@ static void do_enabled(struct reply *r)
 	reply_one(r, MCLOC_REP_END, NULL, 0);
 }
 
+/* The rings' memfd to the controller, with its reply (SCM_RIGHTS). */
+static void send_fd(struct reply *r, const struct mcloc_rep_trace *t, int fd)
+{
+	struct mcloc_msg m = { .len = sizeof(m) + sizeof(*t), .type = MCLOC_REP_TRACE,
+			       .version = MCLOC_WIRE_VERSION, .seq = r->seq };
+	uint8_t buf[sizeof(m) + sizeof(*t)];
+	union {
+		struct cmsghdr h;
+		char space[CMSG_SPACE(sizeof(int))];
+	} u = { 0 };
+	struct iovec iov = { buf, sizeof(buf) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.space,
+			     .msg_controllen = sizeof(u.space) };
+	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+
+	memcpy(buf, &m, sizeof(m));
+	memcpy(buf + sizeof(m), t, sizeof(*t));
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	if (sendmsg(r->fd, &mh, MSG_NOSIGNAL) != (ssize_t)sizeof(buf))
+		r->failed = true;
+}
+
+/* A trace request of PLEN payload bytes at P from connection I: false
+ * when it was malformed (the connection closes). */
+static bool do_trace(struct reply *r, int i, const uint8_t *p, size_t plen)
+{
+	struct mcloc_req_trace q;
+	const char *g[3];
+	size_t at = sizeof(q);
+	char err[300];
+	int fd;
+	uint64_t size;
+
+	if (plen < sizeof(q) + 3) {
+		reply_error(r, EINVAL, "a trace request needs its fields and three globs");
+		return false;
+	}
+	memcpy(&q, p, sizeof(q));
+	for (int k = 0; k < 3; k++) {
+		const char *z = memchr(p + at, 0, plen - at);
+
+		if (!z) {
+			reply_error(r, EINVAL, "a trace request's globs are not NUL-terminated");
+			return false;
+		}
+		g[k] = (const char *)p + at;
+		at = (size_t)((const uint8_t *)z - p) + 1;
+	}
+	if (at != plen || q.reserved) {
+		reply_error(r, EINVAL, "a trace request with bytes past its globs, or reserved set");
+		return false;
+	}
+	if (ctl.controller >= 0) {
+		reply_error(r, EBUSY, "pid %d traces this program already",
+			    (int)ctl.conn[ctl.controller].pid);
+		return true;
+	}
+	int ret = mcr_trace_start(&q, g[0], g[1], g[2], &fd, &size, err, sizeof(err));
+	if (ret < 0) {
+		reply_error(r, -ret, "%s", err);
+		return true;
+	}
+	send_fd(r, &(struct mcloc_rep_trace){ .size = size }, fd);
+	close(fd);
+	ctl.controller = i;
+	snprintf(ctl_tracer, sizeof(ctl_tracer), "%s",
+		 q.tracer == MCLOC_TRACE_GRAPH ? "function_graph" : "function");
+	return !r->failed;
+}
+
+static void stop_trace(void)
+{
+	mcr_trace_stop();
+	ctl.controller = -1;
+}
+
+/* Names of the addresses at P (PLEN bytes of uint64_t). */
+static void do_addrs(struct reply *r, const uint8_t *p, size_t plen)
+{
+	reply_begin(r, MCLOC_REP_ADDRS);
+	for (size_t at = 0; at + 8 <= plen; at += 8) {
+		uint64_t a;
+		uintptr_t off = 0;
+		Dl_info di;
+		struct {
+			struct mcloc_rep_addr a;
+			char name[256];
+		} e = { 0 };
+
+		memcpy(&a, p + at, 8);
+		const char *name = mcloc_addr_name((uintptr_t)a, &off);
+		if (!name && dladdr((void *)(uintptr_t)a, &di) && di.dli_sname) {
+			name = di.dli_sname;
+			off = (uintptr_t)a - (uintptr_t)di.dli_saddr;
+		}
+		size_t nl = name ? strlen(name) : 0;
+
+		if (nl >= sizeof(e.name))
+			nl = sizeof(e.name) - 1;
+		e.a = (struct mcloc_rep_addr){ .addr = a, .off = off, .namelen = (uint32_t)nl };
+		memcpy(e.name, name ? name : "", nl);
+		reply_add(r, &e, sizeof(e.a) + nl + 1, true);
+	}
+	reply_send(r);
+}
+
 static void do_stats(struct reply *r)
 {
 	struct mcloc_stats st = { .sz = sizeof(st) };
@@ -330,6 +449,7 @@ static void do_stats(struct reply *r)
  * connection must close. */
 static bool handle(struct conn *c, const struct mcloc_msg *m, struct reply *r)
 {
+	int i = (int)(c - ctl.conn);
 	const uint8_t *p = c->buf + sizeof(*m);
 	size_t plen = m->len - sizeof(*m);
 
@@ -358,6 +478,27 @@ static bool handle(struct conn *c, const struct mcloc_msg *m, struct reply *r)
 		else
 			do_stats(r);
 		return !r->failed;
+	case MCLOC_REQ_TRACE:
+		return do_trace(r, i, p, plen);
+	case MCLOC_REQ_STOP:
+		if (plen) {
+			reply_error(r, EINVAL, "request type %u takes no payload", m->type);
+			return false;
+		}
+		if (ctl.controller != i) {
+			reply_error(r, EPERM, "this connection is not tracing");
+			return true;
+		}
+		stop_trace();
+		reply_one(r, MCLOC_REP_END, NULL, 0);
+		return !r->failed;
+	case MCLOC_REQ_ADDRS:
+		if (!plen || plen % 8) {
+			reply_error(r, EINVAL, "an address request needs whole 8-byte addresses");
+			return false;
+		}
+		do_addrs(r, p, plen);
+		return !r->failed;
 	case MCLOC_REQ_FUNCS:
 		if (!plen || p[plen - 1] || memchr(p, 0, plen) != p + plen - 1) {
 			reply_error(r, EINVAL, "a glob request needs one NUL-terminated string");
@@ -373,6 +514,10 @@ static bool handle(struct conn *c, const struct mcloc_msg *m, struct reply *r)
 
 static void conn_close(struct conn *c)
 {
+	/* A controller that goes, by STOP or by dying, stops its trace: no
+	 * site stays enabled for nobody. */
+	if (ctl.controller == (int)(c - ctl.conn))
+		stop_trace();
 	close(c->fd);
 	c->fd = -1;
 	c->have = 0;
@@ -466,8 +611,12 @@ static void *serve(void *arg)
 		pf[n++] = (struct pollfd){ .fd = ctl.lfd, .events = POLLIN };
 		for (int i = 0; i < CONN_MAX; i++)
 			pf[n++] = (struct pollfd){ .fd = ctl.conn[i].fd, .events = POLLIN };
-		if (poll(pf, (nfds_t)n, 1000) < 0 && errno != EINTR)
+		/* (Tracing: the rings' clock pair is refreshed ten times a
+		 * second, and a controller's death seen as soon.) */
+		if (poll(pf, (nfds_t)n, ctl.controller >= 0 ? 100 : 1000) < 0 && errno != EINTR)
 			break;
+		if (ctl.controller >= 0)
+			mcr_trace_tick();
 		if (pf[0].revents)
 			break;
 		if (pf[1].revents & POLLIN)
@@ -524,6 +673,7 @@ static void unlink_socket(void)
 static void forked_child(void)
 {
 	ctl.running = false;
+	ctl.controller = -1;
 	ctl.path[0] = 0;
 	pthread_mutex_init(&ctl.lock, NULL);
 	for (int i = 0; i < CONN_MAX; i++)

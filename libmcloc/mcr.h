@@ -4,8 +4,9 @@
  * and the log), images.c (records, names, lookups), dispatch.c (what a
  * trampoline's call runs), core.c (registering images and ops, and what
  * each site should be), then discover.c, timing.c (the tracers' clock and
- * return hook), tracer.c (the built-in tracers) and control.c (the
- * control channel), which hook into core.  Each calls only those before
+ * return hook), tracer.c (the built-in tracers), trace.c (tracing into
+ * shared rings) and control.c (the control channel), which hook into
+ * core.  Each calls only those before
  * it; patch.c, the batch patcher, knows none of them.
  */
 #ifndef MCLOC_MCR_H
@@ -250,5 +251,20 @@ unsigned mcr_hook_depth(void);
 /* tracer.c: the built-in tracer running now ("function", "profile"), or
  * "nop". */
 const char *mcr_tracer_name(void);
+
+/* ---- trace.c: tracing into shared rings, for a controller ---- */
+struct mcloc_req_trace;
+/* Start the tracer Q asks for, with the filter, notrace and
+ * set_graph_function globs given ("" for none): the rings' memfd in
+ * *FD (the caller passes it on and closes it) and its size in *SIZE.
+ * -errno with ERR saying why. */
+int mcr_trace_start(const struct mcloc_req_trace *q, const char *filter, const char *notrace,
+		    const char *graph, int *fd, uint64_t *size, char *err, size_t errlen);
+/* Refresh the rings' clock pair (the control thread, while tracing). */
+void mcr_trace_tick(void);
+/* Stop: every site the trace enabled is a NOP again, no callback of it
+ * runs, and the rings say done. */
+void mcr_trace_stop(void);
+bool mcr_trace_active(void);
 
 #endif

@@ -152,7 +152,7 @@ work_b"
 	assert_output "mcloc: abc: not a process id"
 	run "$MCLOC" frobnicate
 	assert_failure 2
-	assert_output "mcloc: unknown command 'frobnicate' (list, funcs, enabled, stats)"
+	assert_output "mcloc: unknown command 'frobnicate' (list, funcs, enabled, stats, trace)"
 	run "$MCLOC" funcs
 	assert_failure 2
 	run "$MCLOC" list

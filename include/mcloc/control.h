@@ -43,6 +43,19 @@ enum {
 	MCLOC_REQ_ENABLED = 3,
 	/* No payload; one MCLOC_REP_STATS. */
 	MCLOC_REQ_STATS = 4,
+	/* struct mcloc_req_trace: start tracing into rings in shared memory.
+	 * One MCLOC_REP_TRACE, with the memory's file descriptor attached
+	 * (SCM_RIGHTS).  The connection is then the program's controller
+	 * until MCLOC_REQ_STOP or until it closes, which stops the tracer
+	 * too: a controller that dies leaves no site enabled. */
+	MCLOC_REQ_TRACE = 5,
+	/* No payload: stop tracing; MCLOC_REP_END once every site the tracer
+	 * enabled is a NOP again and no callback of it runs. */
+	MCLOC_REQ_STOP = 6,
+	/* Addresses (uint64_t each): one MCLOC_REP_ADDRS of the function
+	 * each lies in, as far as the program knows (its traced images'
+	 * symbols, then the dynamic linker's). */
+	MCLOC_REQ_ADDRS = 7,
 };
 
 enum {
@@ -50,6 +63,8 @@ enum {
 	MCLOC_REP_NAMES = 0x102,	/* names, each NUL-terminated */
 	MCLOC_REP_SITES = 0x103,	/* struct mcloc_rep_site entries */
 	MCLOC_REP_STATS = 0x104,	/* struct mcloc_rep_stats */
+	MCLOC_REP_TRACE = 0x105,	/* struct mcloc_rep_trace, and a descriptor */
+	MCLOC_REP_ADDRS = 0x106,	/* struct mcloc_rep_addr entries */
 	MCLOC_REP_END = 0x1fe,		/* no payload: the request is answered */
 	MCLOC_REP_ERROR = 0x1ff,	/* struct mcloc_rep_error */
 };
@@ -62,7 +77,7 @@ struct mcloc_rep_hello {
 	uint64_t enabled;	/* sites calling a trampoline now */
 	char comm[16];		/* the process's name, NUL-terminated */
 	char tracer[16];	/* "nop" or the running tracer's name */
-	char controller[32];	/* "" or who controls it: "pid N (comm)" */
+	char controller[32];	/* "" or who controls it: "pid N" */
 };
 
 /* One site of MCLOC_REQ_ENABLED's answer, 8-byte aligned, followed by its
@@ -87,6 +102,101 @@ struct mcloc_rep_stats {
 	uint64_t batches, sites_patched, syncs;
 	uint64_t last_batch_us;
 	uint64_t list_calls;
+};
+
+/* ---- tracing into shared memory ------------------------------------------- */
+
+enum {
+	MCLOC_TRACE_FUNCTION = 1,	/* an event per call */
+	MCLOC_TRACE_GRAPH = 2,		/* an event at entry and one at exit */
+};
+
+struct mcloc_req_trace {
+	uint32_t tracer;	/* MCLOC_TRACE_* */
+	uint32_t ring_kib;	/* each thread's ring: a power of 2, 4 to 65536 */
+	uint32_t rings;		/* threads that get one: 1 to 4096 */
+	uint32_t max_depth;	/* graph: no events deeper than this (0: any) */
+	uint32_t tid;		/* only this thread (0: every thread) */
+	uint32_t reserved;	/* 0 */
+	/* Then three NUL-terminated globs, each possibly empty: the filter,
+	 * notrace, and (graph) the functions whose calls alone are traced,
+	 * with all they call (ftrace's set_graph_function). */
+	char globs[];
+};
+
+struct mcloc_rep_trace {
+	uint64_t size;		/* bytes of the shared memory to map */
+};
+
+/*
+ * The shared memory: a header, then RINGS rings of RING_STRIDE bytes
+ * each.  A thread takes the next free ring at its first event (threads
+ * beyond the last count in no_ring).  A ring has one writer, the thread,
+ * and one reader, the controller: the writer puts an event at head (mod
+ * size), if head - tail leaves room, else counts it lost, and then
+ * advances head with release order; the reader reads up to head (acquire)
+ * and advances tail.  The traced thread makes no system call and takes
+ * no lock for an event.
+ */
+#define MCLOC_RING_MAGIC 0x676e6972636c636dull	/* "mclcring" */
+
+struct mcloc_ring_hdr {
+	uint64_t magic;
+	uint32_t version;	/* MCLOC_WIRE_VERSION */
+	uint32_t rings;
+	uint32_t ring_size;	/* bytes of events per ring (a power of 2) */
+	uint32_t ring_stride;	/* bytes from one struct mcloc_ring to the next */
+	uint32_t data_offset;	/* where the first ring starts */
+	uint32_t ticks;		/* 1: times are CPU ticks (convert by the pairs
+				 * below), 0: CLOCK_MONOTONIC nanoseconds */
+	uint32_t next_ring;	/* rings handed out (may pass rings) */
+	uint32_t done;		/* 1: the tracer has stopped */
+	uint64_t no_ring;	/* events of threads that found no ring */
+	/* Clock pairs (CLOCK_MONOTONIC ns, time), at the start and lately
+	 * (the program refreshes it while tracing, under clock_seq: odd while
+	 * it writes). */
+	uint64_t start_ns, start_time;
+	uint32_t clock_seq, reserved;
+	uint64_t now_ns, now_time;
+};
+
+struct mcloc_ring {
+	uint64_t head;		/* bytes written, by the thread */
+	uint64_t pad0[7];
+	uint64_t tail;		/* bytes read, by the controller */
+	uint64_t pad1[7];
+	uint64_t lost;		/* events dropped: no room */
+	uint32_t tid;		/* 0 until a thread takes the ring */
+	uint32_t reserved;
+	char comm[16];
+	uint64_t pad2[4];
+	/* Then ring_size bytes of events. */
+};
+
+struct mcloc_event {
+	uint64_t time;
+	uint64_t ip;		/* the function's call site */
+	uint64_t parent;	/* CALL, ENTRY: the return address in its caller */
+	uint16_t type;		/* MCLOC_EV_* */
+	uint16_t depth;		/* graph: hooked calls the thread is inside */
+	uint32_t cpu;		/* the CPU it ran on */
+};
+
+enum {
+	MCLOC_EV_CALL = 1,	/* function: a call */
+	MCLOC_EV_ENTRY = 2,	/* graph: a call begins */
+	MCLOC_EV_EXIT = 3,	/* graph: it returns */
+	MCLOC_EV_LEFT = 4,	/* graph: a longjmp left it (no return) */
+	MCLOC_EV_UNTIMED = 5,	/* graph: a call whose return cannot be hooked */
+};
+
+/* One address of MCLOC_REQ_ADDRS's answer, followed by its function's name
+ * (namelen bytes and a NUL; namelen 0: unknown), padded to 8 bytes. */
+struct mcloc_rep_addr {
+	uint64_t addr;
+	uint64_t off;		/* from the function's start */
+	uint32_t namelen;
+	uint32_t reserved;
 };
 
 struct mcloc_rep_error {

@@ -7,7 +7,7 @@
  * is its client.  It lives beside the runtime it speaks to
  * (libmcloc/command/), built with it, and links nothing of the tools.
  */
-#include <mcloc/control.h>
+#include "peer.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -23,168 +23,6 @@
 #include <unistd.h>
 
 static bool json;
-
-static void fail(const char *who, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void fail(const char *who, const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "mcloc: %s%s", who ? who : "", who ? ": " : "");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
-
-static const char *control_dir(char *buf, size_t len)
-{
-	return mcloc_control_dir(buf, len, getenv("XDG_RUNTIME_DIR"), (unsigned)geteuid());
-}
-
-/* A connection to one program. */
-struct peer {
-	int fd;
-	const char *name;	/* its pid, as given: for messages */
-	uint32_t seq;
-	_Alignas(8) uint8_t buf[MCLOC_REP_MAX];
-};
-
-/* Connect to the program PID; -1 with a message (unless QUIET). */
-static int peer_open(struct peer *p, const char *pid, bool quiet)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	struct timeval tv = { .tv_sec = 5 };
-	char dir[sizeof(sa.sun_path)];
-	char *end;
-
-	p->name = pid;
-	p->seq = 0;
-	if (strtol(pid, &end, 10) <= 0 || *end) {
-		fail(pid, "not a process id");
-		return -1;
-	}
-	if (!control_dir(dir, sizeof(dir) - 12)) {
-		fail(NULL, "the control directory's name is too long");
-		return -1;
-	}
-	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", dir, pid) >=
-	    sizeof(sa.sun_path)) {
-		fail(pid, "the socket's name is too long");
-		return -1;
-	}
-	p->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (p->fd < 0 || connect(p->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		int e = errno;
-
-		if (!quiet)
-			fail(pid, "%s (is it running with MCLOC_CONTROL=1, as this user?)",
-			     strerror(e));
-		if (p->fd >= 0)
-			close(p->fd);
-		errno = e;
-		return -1;
-	}
-	setsockopt(p->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	setsockopt(p->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	return 0;
-}
-
-static int peer_send(struct peer *p, uint16_t type, const void *payload, size_t len)
-{
-	struct mcloc_msg m = { .len = (uint32_t)(sizeof(m) + len), .type = type,
-			       .version = MCLOC_WIRE_VERSION, .seq = ++p->seq };
-	uint8_t buf[MCLOC_REQ_MAX];
-
-	if (sizeof(m) + len > sizeof(buf)) {
-		fail(p->name, "request too long");
-		return -1;
-	}
-	memcpy(buf, &m, sizeof(m));
-	memcpy(buf + sizeof(m), payload, len);
-	if (send(p->fd, buf, sizeof(m) + len, MSG_NOSIGNAL) != (ssize_t)(sizeof(m) + len)) {
-		/* (A program that refuses us closes the connection at once.) */
-		if (errno == EPIPE || errno == ECONNRESET)
-			fail(p->name, "the program closed the connection");
-		else
-			fail(p->name, "cannot send: %s", strerror(errno));
-		return -1;
-	}
-	return 0;
-}
-
-static bool read_full(int fd, void *buf, size_t n)
-{
-	while (n) {
-		ssize_t r = recv(fd, buf, n, 0);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return false;
-		buf = (uint8_t *)buf + r;
-		n -= (size_t)r;
-	}
-	return true;
-}
-
-/* The next reply into p->buf: its header in *M, its payload after it.
- * -1 with a message on a broken reply or an error reply. */
-static int peer_recv(struct peer *p, struct mcloc_msg *m)
-{
-	if (!read_full(p->fd, m, sizeof(*m))) {
-		fail(p->name, "the program closed the connection");
-		return -1;
-	}
-	if (m->len < sizeof(*m) || m->len > MCLOC_REP_MAX || m->version != MCLOC_WIRE_VERSION) {
-		fail(p->name, "a malformed reply (%u bytes, version %u)", m->len, m->version);
-		return -1;
-	}
-	memcpy(p->buf, m, sizeof(*m));
-	if (!read_full(p->fd, p->buf + sizeof(*m), m->len - sizeof(*m))) {
-		fail(p->name, "the program closed the connection");
-		return -1;
-	}
-	if (m->type == MCLOC_REP_ERROR) {
-		const struct mcloc_rep_error *e = (const void *)(p->buf + sizeof(*m));
-
-		p->buf[m->len - 1] = 0;
-		fail(p->name, "%s", m->len > sizeof(*m) + sizeof(*e) ? e->msg : "error");
-		return -1;
-	}
-	return 0;
-}
-
-/* One request with a single reply of TYPE, at least SIZE bytes, copied
- * into OUT. */
-static int ask(struct peer *p, uint16_t req, uint16_t type, void *out, size_t size)
-{
-	struct mcloc_msg m;
-
-	if (peer_send(p, req, NULL, 0) < 0 || peer_recv(p, &m) < 0)
-		return -1;
-	if (m.type != type || m.len - sizeof(m) < size) {
-		fail(p->name, "an unexpected reply (type %#x, %u bytes)", m.type, m.len);
-		return -1;
-	}
-	memcpy(out, p->buf + sizeof(m), size);
-	return 0;
-}
-
-static void json_str(const char *key, const char *s, bool last)
-{
-	printf("\"%s\":\"", key);
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			printf("\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			printf("\\u%04x", *s);
-		else
-			putchar(*s);
-	}
-	printf("\"%s", last ? "" : ",");
-}
-
-/* ---- the subcommands ----------------------------------------------------- */
 
 static int cmd_list(int argc, char **argv)
 {
@@ -395,6 +233,9 @@ static void usage(FILE *f)
 		   "  funcs PID [GLOB]      their traceable functions (available_filter_functions)\n"
 		   "  enabled PID           the sites in use, with their ops (enabled_functions)\n"
 		   "  stats PID             the patcher's counters\n"
+		   "  trace PID TRACER [OPTIONS]\n"
+		   "                        function, function_graph or profile, streamed\n"
+		   "                        until Ctrl-C or --duration (see mcloc(1))\n"
 		   "  -j, --json            JSON lines\n"
 		   "See mcloc(1).\n");
 }
@@ -433,6 +274,8 @@ int main(int argc, char **argv)
 		return cmd_enabled(argc, argv);
 	if (!strcmp(argv[0], "stats"))
 		return cmd_stats(argc, argv);
-	fail(NULL, "unknown command '%s' (list, funcs, enabled, stats)", argv[0]);
+	if (!strcmp(argv[0], "trace"))
+		return cmd_trace(argc, argv, json);
+	fail(NULL, "unknown command '%s' (list, funcs, enabled, stats, trace)", argv[0]);
 	return 2;
 }

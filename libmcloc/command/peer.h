@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * mcloc's connection to one program over its control socket: the client
+ * half of <mcloc/control.h>, shared by the subcommands.
+ */
+#ifndef MCLOC_COMMAND_PEER_H
+#define MCLOC_COMMAND_PEER_H
+
+#include <mcloc/control.h>
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct peer {
+	int fd;
+	const char *name;	/* its pid, as given: for messages */
+	uint32_t seq;
+	int passed_fd;		/* a descriptor the last reply carried, or -1 */
+	_Alignas(8) uint8_t buf[MCLOC_REP_MAX];
+};
+
+/* "mcloc: WHO: message" on standard error (WHO may be NULL). */
+void fail(const char *who, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The control directory, as the library names it (<mcloc/control.h>). */
+const char *control_dir(char *buf, size_t len);
+
+/* Connect to the program PID (a string of digits); -1 with a message
+ * (none when QUIET). */
+int peer_open(struct peer *p, const char *pid, bool quiet);
+/* Send one request of TYPE with LEN bytes of PAYLOAD; -1 with a message. */
+int peer_send(struct peer *p, uint16_t type, const void *payload, size_t len);
+/* The next reply into p->buf (its header in *M, the payload after it),
+ * and any descriptor it carried in p->passed_fd; -1 with a message on a
+ * broken reply or an error reply. */
+int peer_recv(struct peer *p, struct mcloc_msg *m);
+/* One request with one reply of TYPE, at least SIZE bytes, into OUT. */
+int ask(struct peer *p, uint16_t req, uint16_t type, void *out, size_t size);
+
+/* "KEY":"S", JSON-escaped, and a comma unless LAST. */
+void json_str(const char *key, const char *s, bool last);
+
+/* trace.c: mcloc trace PID TRACER [OPTIONS] (ARGV[0] is "trace"). */
+int cmd_trace(int argc, char **argv, bool json);
+
+#endif

@@ -1,0 +1,791 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * mcloc trace: start a tracer in a running program and stream what it
+ * records, as `cat trace_pipe` does, until Ctrl-C or --duration; then stop
+ * it, which leaves every site a NOP again.
+ *
+ * The program writes binary events into per-thread rings in shared memory
+ * (<mcloc/control.h>); this side maps them, reads them every READ_MS,
+ * merges them by time and formats them: ftrace's function and
+ * function_graph text, JSON lines, the Chrome Trace Event format, or (for
+ * profile, which runs function_graph underneath) a table per function
+ * when it stops.  Names come from the program: the traced sites' names
+ * once, then each caller address the first time it is seen.
+ */
+#include "peer.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#define READ_MS 20
+
+enum mode { FUNCTION, GRAPH, PROFILE };
+
+struct name {
+	uint64_t addr, off;
+	char *name;		/* NULL: unknown */
+};
+
+struct names {
+	struct name *v;
+	size_t n, cap;
+	bool sorted;
+};
+
+/* One thread's state for the formatting. */
+#define STACK 256
+struct thread {
+	uint32_t tid;
+	char comm[16];
+	bool pending;			/* graph: an entry not printed yet */
+	struct mcloc_event entry;	/* ... which */
+	unsigned open;			/* chrome: begun, not ended */
+	uint64_t last_ns;
+	/* profile: the calls the thread is inside, with the time their
+	 * callees took */
+	unsigned depth;
+	struct open_call {
+		uint64_t ip, child_ns;
+	} stack[STACK];
+};
+
+struct hit {
+	uint64_t ip, calls, total_ns, self_ns, untimed;
+};
+
+struct tracing {
+	enum mode mode;
+	bool json;
+	FILE *chrome;
+	bool chrome_first;
+	uint64_t threshold_ns;		/* graph: hide calls shorter */
+	struct peer *p;
+	const struct mcloc_ring_hdr *h;
+	size_t size;
+	struct names sites, callers;
+	struct thread *threads;
+	size_t nthreads;
+	struct hit *hits;
+	size_t nhits;
+	uint32_t last_tid;		/* graph: the thread of the last line */
+	uint64_t events;
+	double rate;			/* ns per time unit */
+	uint32_t pid;
+};
+
+static volatile sig_atomic_t stop_now;
+
+static void on_stop(int sig)
+{
+	(void)sig;
+	stop_now = 1;
+}
+
+/* ---- names ---------------------------------------------------------------- */
+
+static struct name *name_add(struct names *ns, uint64_t addr)
+{
+	if (ns->n == ns->cap) {
+		size_t cap = ns->cap ? 2 * ns->cap : 256;
+		struct name *v = realloc(ns->v, cap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		ns->v = v;
+		ns->cap = cap;
+	}
+	ns->sorted = false;
+	ns->v[ns->n] = (struct name){ .addr = addr };
+	return &ns->v[ns->n++];
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+	const struct name *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static struct name *name_find(struct names *ns, uint64_t addr)
+{
+	if (!ns->sorted) {
+		qsort(ns->v, ns->n, sizeof(*ns->v), cmp_name);
+		ns->sorted = true;
+	}
+	size_t lo = 0, hi = ns->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (ns->v[mid].addr < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < ns->n && ns->v[lo].addr == addr ? &ns->v[lo] : NULL;
+}
+
+/* The traced sites' names: every site the tracer uses is enabled now. */
+static int load_sites(struct tracing *t)
+{
+	struct mcloc_msg m;
+
+	if (peer_send(t->p, MCLOC_REQ_ENABLED, NULL, 0) < 0)
+		return -1;
+	while (peer_recv(t->p, &m) == 0) {
+		if (m.type == MCLOC_REP_END)
+			return 0;
+		if (m.type != MCLOC_REP_SITES)
+			break;
+		for (size_t at = sizeof(m); at + sizeof(struct mcloc_rep_site) <= m.len;) {
+			struct mcloc_rep_site s;
+			struct name *n;
+
+			memcpy(&s, t->p->buf + at, sizeof(s));
+			if (at + sizeof(s) + s.namelen + 1 > m.len)
+				break;
+			if ((n = name_add(&t->sites, s.site)))
+				n->name = strndup((const char *)t->p->buf + at + sizeof(s), s.namelen);
+			at += (sizeof(s) + s.namelen + 1 + 7) & ~(size_t)7;
+		}
+	}
+	return -1;
+}
+
+/* Ask the program for the names of the callers in EV[0..N) not known yet. */
+static void resolve_callers(struct tracing *t, const struct mcloc_event *ev, size_t n)
+{
+	uint64_t ask_v[(MCLOC_REQ_MAX - sizeof(struct mcloc_msg)) / 8];
+	size_t k = 0;
+	struct mcloc_msg m;
+
+	for (size_t i = 0; i <= n; i++) {
+		if (i < n && (ev[i].type == MCLOC_EV_CALL || ev[i].type == MCLOC_EV_ENTRY) &&
+		    !name_find(&t->callers, ev[i].parent)) {
+			struct name *nm = name_add(&t->callers, ev[i].parent);
+
+			if (nm)
+				ask_v[k++] = ev[i].parent;
+		}
+		if (k && (k == sizeof(ask_v) / 8 || i == n)) {
+			if (peer_send(t->p, MCLOC_REQ_ADDRS, ask_v, k * 8) < 0 ||
+			    peer_recv(t->p, &m) < 0 || m.type != MCLOC_REP_ADDRS)
+				return;
+			for (size_t at = sizeof(m); at + sizeof(struct mcloc_rep_addr) <= m.len;) {
+				struct mcloc_rep_addr a;
+
+				memcpy(&a, t->p->buf + at, sizeof(a));
+				if (at + sizeof(a) + a.namelen + 1 > m.len)
+					break;
+				struct name *nm = name_find(&t->callers, a.addr);
+
+				if (nm && a.namelen && !nm->name) {
+					nm->name = strndup((const char *)t->p->buf + at + sizeof(a),
+							   a.namelen);
+					nm->off = a.off;
+				}
+				at += (sizeof(a) + a.namelen + 1 + 7) & ~(size_t)7;
+			}
+			k = 0;
+		}
+	}
+}
+
+static const char *site_name(struct tracing *t, uint64_t ip, char *buf, size_t len)
+{
+	struct name *n = name_find(&t->sites, ip);
+
+	if (n && n->name)
+		return n->name;
+	snprintf(buf, len, "%#llx", (unsigned long long)ip);
+	return buf;
+}
+
+static const char *caller_name(struct tracing *t, uint64_t addr, char *buf, size_t len)
+{
+	struct name *n = name_find(&t->callers, addr);
+
+	if (n && n->name)
+		return n->name;
+	snprintf(buf, len, "%#llx", (unsigned long long)addr);
+	return buf;
+}
+
+/* ---- the rings -------------------------------------------------------------- */
+
+struct item {
+	struct mcloc_event e;
+	uint32_t tid;
+	uint32_t seq;		/* order within its ring, for a stable sort */
+};
+
+static int cmp_item(const void *a, const void *b)
+{
+	const struct item *x = a, *y = b;
+
+	if (x->e.time != y->e.time)
+		return x->e.time < y->e.time ? -1 : 1;
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static const struct mcloc_ring *ring(const struct tracing *t, uint32_t i)
+{
+	return (const struct mcloc_ring *)((const uint8_t *)t->h + t->h->data_offset +
+					   (size_t)i * t->h->ring_stride);
+}
+
+/* The nanoseconds per time unit, from the program's latest clock pair. */
+static double clock_rate(const struct mcloc_ring_hdr *h)
+{
+	uint64_t ns, tm;
+	uint32_t s1, s2;
+
+	if (!h->ticks)
+		return 1;
+	do {
+		s1 = __atomic_load_n(&h->clock_seq, __ATOMIC_ACQUIRE);
+		ns = h->now_ns;
+		tm = h->now_time;
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		s2 = __atomic_load_n(&h->clock_seq, __ATOMIC_RELAXED);
+	} while (s1 != s2 || (s1 & 1));
+	if (tm <= h->start_time || ns <= h->start_ns)
+		return 0;	/* (not measured yet) */
+	return (double)(ns - h->start_ns) / (double)(tm - h->start_time);
+}
+
+static uint64_t to_ns(const struct tracing *t, uint64_t time)
+{
+	if (!t->h->ticks)
+		return time;
+	return t->h->start_ns + (uint64_t)((double)(int64_t)(time - t->h->start_time) * t->rate);
+}
+
+static struct thread *thread_of(struct tracing *t, uint32_t tid, uint32_t ringno)
+{
+	for (size_t i = 0; i < t->nthreads; i++)
+		if (t->threads[i].tid == tid)
+			return &t->threads[i];
+	struct thread *v = realloc(t->threads, (t->nthreads + 1) * sizeof(*v));
+
+	if (!v)
+		return NULL;
+	t->threads = v;
+	struct thread *th = &v[t->nthreads++];
+
+	memset(th, 0, sizeof(*th));
+	th->tid = tid;
+	if (ringno < t->h->rings)
+		memcpy(th->comm, ring(t, ringno)->comm, sizeof(th->comm) - 1);
+	return th;
+}
+
+/* ---- formatting ------------------------------------------------------------- */
+
+static void print_time(uint64_t ns)
+{
+	printf("%5llu.%06llu", (unsigned long long)(ns / 1000000000u),
+	       (unsigned long long)(ns / 1000 % 1000000));
+}
+
+/* ftrace's duration column: a mark for long calls, then microseconds. */
+static void print_duration(uint64_t ns)
+{
+	char mark = ns > 1000000000 ? '$' : ns > 100000000 ? '@' : ns > 10000000 ? '*' :
+		    ns > 1000000 ? '#' : ns > 100000 ? '!' : ns > 10000 ? '+' : ' ';
+
+	printf("%c %7llu.%03llu us |", mark, (unsigned long long)(ns / 1000),
+	       (unsigned long long)(ns % 1000));
+}
+
+static void graph_prefix(struct tracing *t, const struct thread *th, const struct mcloc_event *e)
+{
+	if (t->last_tid && t->last_tid != th->tid)
+		printf(" ------------------------------------------\n"
+		       " %3u) %s-%u => %s-%u\n"
+		       " ------------------------------------------\n\n", e->cpu,
+		       thread_of(t, t->last_tid, ~0u)->comm, t->last_tid, th->comm, th->tid);
+	t->last_tid = th->tid;
+	printf(" %3u) ", e->cpu);
+}
+
+static void json_event(struct tracing *t, const struct thread *th, const struct mcloc_event *e,
+		       const char *type, uint64_t dur)
+{
+	char b1[32], b2[32];
+
+	printf("{\"time_ns\":%llu,\"pid\":%u,\"tid\":%u,\"cpu\":%u,", (unsigned long long)to_ns(t, e->time),
+	       t->pid, th->tid, e->cpu);
+	json_str("type", type, false);
+	json_str("function", site_name(t, e->ip, b1, sizeof(b1)), false);
+	if (e->type == MCLOC_EV_CALL || e->type == MCLOC_EV_ENTRY)
+		json_str("parent", caller_name(t, e->parent, b2, sizeof(b2)), false);
+	if (e->type == MCLOC_EV_EXIT)
+		printf("\"duration_ns\":%llu,", (unsigned long long)dur);
+	printf("\"depth\":%u}\n", e->depth);
+}
+
+static void chrome_event(struct tracing *t, const struct thread *th, const char *ph,
+			 const char *name, uint64_t ns)
+{
+	if (!t->chrome)
+		return;
+	fprintf(t->chrome, "%s\n{\"name\":\"", t->chrome_first ? "" : ",");
+	for (const char *s = name; *s; s++)
+		fprintf(t->chrome, *s == '"' || *s == '\\' ? "\\%c" : "%c", *s);
+	fprintf(t->chrome, "\",\"ph\":\"%s\",\"ts\":%llu.%03llu,\"pid\":%u,\"tid\":%u}", ph,
+		(unsigned long long)(ns / 1000), (unsigned long long)(ns % 1000), t->pid, th->tid);
+	t->chrome_first = false;
+}
+
+/* Print TH's pending graph entry as an opening line. */
+static void graph_flush_pending(struct tracing *t, struct thread *th)
+{
+	char b[32];
+
+	if (!th->pending)
+		return;
+	th->pending = false;
+	if (t->json || t->mode != GRAPH)
+		return;
+	graph_prefix(t, th, &th->entry);
+	printf("%14s|  %*s%s() {\n", "", 2 * th->entry.depth, "",
+	       site_name(t, th->entry.ip, b, sizeof(b)));
+}
+
+static struct hit *hit_of(struct tracing *t, uint64_t ip)
+{
+	for (size_t i = 0; i < t->nhits; i++)
+		if (t->hits[i].ip == ip)
+			return &t->hits[i];
+	struct hit *v = realloc(t->hits, (t->nhits + 1) * sizeof(*v));
+
+	if (!v)
+		return NULL;
+	t->hits = v;
+	t->hits[t->nhits] = (struct hit){ .ip = ip };
+	return &t->hits[t->nhits++];
+}
+
+static void profile_event(struct tracing *t, struct thread *th, const struct mcloc_event *e)
+{
+	struct hit *h = hit_of(t, e->ip);
+
+	if (!h)
+		return;
+	if (e->type == MCLOC_EV_ENTRY) {
+		h->calls++;
+		if (th->depth < STACK)
+			th->stack[th->depth] = (struct open_call){ e->ip, 0 };
+		th->depth++;
+	} else if (e->type == MCLOC_EV_UNTIMED) {
+		h->calls++;
+		h->untimed++;
+	} else if (th->depth && (e->type == MCLOC_EV_EXIT || e->type == MCLOC_EV_LEFT)) {
+		th->depth--;
+		if (e->type == MCLOC_EV_LEFT || th->depth >= STACK) {
+			h->untimed++;
+			return;
+		}
+		uint64_t dur = (uint64_t)((double)e->parent * t->rate);
+
+		h->total_ns += dur;
+		h->self_ns += dur > th->stack[th->depth].child_ns ? dur - th->stack[th->depth].child_ns
+								  : 0;
+		if (th->depth && th->depth - 1 < STACK)
+			th->stack[th->depth - 1].child_ns += dur;
+	}
+}
+
+static void format_event(struct tracing *t, const struct item *it)
+{
+	const struct mcloc_event *e = &it->e;
+	struct thread *th = thread_of(t, it->tid, ~0u);
+	uint64_t ns = to_ns(t, e->time);
+	char b1[32], b2[32];
+
+	if (!th)
+		return;
+	t->events++;
+	th->last_ns = ns;
+	if (t->mode == PROFILE) {
+		profile_event(t, th, e);
+		return;
+	}
+	if (e->type == MCLOC_EV_CALL) {
+		const char *fn = site_name(t, e->ip, b1, sizeof(b1));
+
+		chrome_event(t, th, "i", fn, ns);
+		if (t->json) {
+			json_event(t, th, e, "call", 0);
+		} else if (!t->chrome) {
+			printf("%16s-%-7u [%03u] ", th->comm, th->tid, e->cpu);
+			print_time(ns);
+			printf(": %s <-%s\n", fn, caller_name(t, e->parent, b2, sizeof(b2)));
+		}
+		return;
+	}
+	/* function_graph */
+	const char *fn = site_name(t, e->ip, b1, sizeof(b1));
+	uint64_t dur = e->type == MCLOC_EV_EXIT ? (uint64_t)((double)e->parent * t->rate) : 0;
+
+	if (e->type == MCLOC_EV_ENTRY) {
+		chrome_event(t, th, "B", fn, ns);
+		th->open++;
+		if (t->json)
+			json_event(t, th, e, "entry", 0);
+		graph_flush_pending(t, th);
+		th->pending = true;
+		th->entry = *e;
+		return;
+	}
+	if (e->type == MCLOC_EV_EXIT || e->type == MCLOC_EV_LEFT) {
+		if (th->open) {
+			chrome_event(t, th, "E", fn, ns);
+			th->open--;
+		}
+		if (t->json) {
+			json_event(t, th, e, e->type == MCLOC_EV_EXIT ? "exit" : "left", dur);
+			th->pending = false;
+			return;
+		}
+		if (t->chrome)
+			return;
+		bool leaf = th->pending && th->entry.ip == e->ip && th->entry.depth == e->depth;
+
+		if (leaf) {
+			th->pending = false;
+			if (e->type == MCLOC_EV_EXIT && dur < t->threshold_ns)
+				return;
+			graph_prefix(t, th, e);
+			if (e->type == MCLOC_EV_LEFT)
+				printf("%14s|  %*s%s(); /* left by longjmp: not timed */\n", "",
+				       2 * e->depth, "", fn);
+			else {
+				print_duration(dur);
+				printf("  %*s%s();\n", 2 * e->depth, "", fn);
+			}
+			return;
+		}
+		graph_flush_pending(t, th);
+		if (e->type == MCLOC_EV_EXIT && dur < t->threshold_ns)
+			return;
+		graph_prefix(t, th, e);
+		if (e->type == MCLOC_EV_LEFT) {
+			printf("%14s|  %*s} /* %s: left by longjmp */\n", "", 2 * e->depth, "", fn);
+		} else {
+			print_duration(dur);
+			printf("  %*s} /* %s */\n", 2 * e->depth, "", fn);
+		}
+		return;
+	}
+	if (e->type == MCLOC_EV_UNTIMED) {
+		if (t->json) {
+			json_event(t, th, e, "untimed", 0);
+			return;
+		}
+		chrome_event(t, th, "i", fn, ns);
+		if (t->chrome)
+			return;
+		graph_flush_pending(t, th);
+		graph_prefix(t, th, e);
+		printf("%14s|  %*s%s(); /* its return cannot be hooked: not timed */\n", "",
+		       2 * e->depth, "", fn);
+	}
+}
+
+/* Read every ring, merge by time, format.  Returns the events read. */
+static size_t drain(struct tracing *t)
+{
+	const struct mcloc_ring_hdr *h = t->h;
+	uint32_t nr = __atomic_load_n(&h->next_ring, __ATOMIC_ACQUIRE);
+	struct item *v = NULL;
+	size_t n = 0, cap = 0;
+
+	if (nr > h->rings)
+		nr = h->rings;
+	double rate = clock_rate(h);
+	if (rate > 0)
+		t->rate = rate;
+	else if (!t->rate && !h->done)
+		return 0;	/* (wait for the program's clock pair) */
+	for (uint32_t i = 0; i < nr; i++) {
+		struct mcloc_ring *r = (struct mcloc_ring *)ring(t, i);
+		uint32_t tid = __atomic_load_n(&r->tid, __ATOMIC_ACQUIRE);
+		uint64_t head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE), tail = r->tail;
+
+		if (!tid)
+			continue;
+		thread_of(t, tid, i);
+		for (uint32_t seq = 0; tail < head; tail += sizeof(struct mcloc_event), seq++) {
+			if (n == cap) {
+				cap = cap ? 2 * cap : 4096;
+				struct item *nv = realloc(v, cap * sizeof(*v));
+
+				if (!nv)
+					break;
+				v = nv;
+			}
+			memcpy(&v[n].e, (const uint8_t *)(r + 1) + (tail & (h->ring_size - 1)),
+			       sizeof(v[n].e));
+			v[n].tid = tid;
+			v[n++].seq = seq;
+		}
+		__atomic_store_n(&r->tail, tail, __ATOMIC_RELEASE);
+	}
+	if (!t->rate)
+		t->rate = 1;
+	if (n) {
+		qsort(v, n, sizeof(*v), cmp_item);
+		if (!t->json || t->mode != PROFILE) {
+			struct mcloc_event *ev = malloc(n * sizeof(*ev));
+
+			for (size_t i = 0; ev && i < n; i++)
+				ev[i] = v[i].e;
+			if (ev && t->mode == FUNCTION)
+				resolve_callers(t, ev, n);
+			free(ev);
+		}
+		for (size_t i = 0; i < n; i++)
+			format_event(t, &v[i]);
+		fflush(stdout);
+	}
+	free(v);
+	return n;
+}
+
+static int cmp_hit(const void *a, const void *b)
+{
+	const struct hit *x = a, *y = b;
+
+	if (x->total_ns != y->total_ns)
+		return x->total_ns < y->total_ns ? 1 : -1;
+	return x->calls < y->calls ? 1 : x->calls > y->calls ? -1 : 0;
+}
+
+static void print_profile(struct tracing *t)
+{
+	char b[32];
+
+	qsort(t->hits, t->nhits, sizeof(*t->hits), cmp_hit);
+	if (!t->json)
+		printf("%-40s %12s %14s %12s %14s\n%-40s %12s %14s %12s %14s\n", "Function", "Hit",
+		       "Time (us)", "Avg (us)", "Self (us)", "--------", "---", "---------",
+		       "--------", "---------");
+	for (size_t i = 0; i < t->nhits; i++) {
+		const struct hit *h = &t->hits[i];
+		uint64_t timed = h->calls - h->untimed;
+		const char *fn = site_name(t, h->ip, b, sizeof(b));
+
+		if (t->json) {
+			putchar('{');
+			json_str("function", fn, false);
+			printf("\"calls\":%llu,\"timed\":%llu,\"total_ns\":%llu,\"self_ns\":%llu}\n",
+			       (unsigned long long)h->calls, (unsigned long long)timed,
+			       (unsigned long long)h->total_ns, (unsigned long long)h->self_ns);
+		} else if (timed) {
+			printf("%-40s %12llu %14.3f %12.3f %14.3f\n", fn,
+			       (unsigned long long)h->calls, h->total_ns / 1e3,
+			       h->total_ns / 1e3 / (double)timed, h->self_ns / 1e3);
+		} else {
+			printf("%-40s %12llu %14s %12s %14s\n", fn, (unsigned long long)h->calls,
+			       "-", "-", "-");
+		}
+	}
+}
+
+static void usage_trace(void)
+{
+	fail("trace", "usage: mcloc trace PID function|function_graph|profile|nop [--filter G] "
+		      "[--notrace G] [--graph-function G] [--max-depth N] [--tid T] "
+		      "[--duration S] [-t USECS] [--buffer KIB] [--rings N] [--chrome FILE]");
+}
+
+int cmd_trace(int argc, char **argv, bool json)
+{
+	static const struct option opts[] = {
+		{ "filter", required_argument, NULL, 'f' },
+		{ "notrace", required_argument, NULL, 'n' },
+		{ "graph-function", required_argument, NULL, 'g' },
+		{ "max-depth", required_argument, NULL, 'D' },
+		{ "tid", required_argument, NULL, 'T' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "threshold", required_argument, NULL, 't' },
+		{ "buffer", required_argument, NULL, 'b' },
+		{ "rings", required_argument, NULL, 'r' },
+		{ "chrome", required_argument, NULL, 'c' },
+		{ 0 }
+	};
+	const char *filter = "", *notrace = "", *graph = "", *chrome = NULL;
+	struct mcloc_req_trace q = { .ring_kib = 1024, .rings = 64 };
+	double duration = 0;
+	struct tracing t = { .json = json, .chrome_first = true };
+	int o, ret = 1;
+
+	optind = 0;	/* (a fresh scan, options anywhere after "trace") */
+	while ((o = getopt_long(argc, argv, "t:", opts, NULL)) != -1) {
+		switch (o) {
+		case 'f': filter = optarg; break;
+		case 'n': notrace = optarg; break;
+		case 'g': graph = optarg; break;
+		case 'D': q.max_depth = (uint32_t)strtoul(optarg, NULL, 10); break;
+		case 'T': q.tid = (uint32_t)strtoul(optarg, NULL, 10); break;
+		case 'd': duration = strtod(optarg, NULL); break;
+		case 't': t.threshold_ns = (uint64_t)(strtod(optarg, NULL) * 1000); break;
+		case 'b': q.ring_kib = (uint32_t)strtoul(optarg, NULL, 10); break;
+		case 'r': q.rings = (uint32_t)strtoul(optarg, NULL, 10); break;
+		case 'c': chrome = optarg; break;
+		default: usage_trace(); return 2;
+		}
+	}
+	if (argc - optind != 2) {
+		usage_trace();
+		return 2;
+	}
+	const char *pid = argv[optind], *which = argv[optind + 1];
+
+	if (!strcmp(which, "function"))
+		t.mode = FUNCTION, q.tracer = MCLOC_TRACE_FUNCTION;
+	else if (!strcmp(which, "function_graph"))
+		t.mode = GRAPH, q.tracer = MCLOC_TRACE_GRAPH;
+	else if (!strcmp(which, "profile"))
+		t.mode = PROFILE, q.tracer = MCLOC_TRACE_GRAPH;
+	else if (!strcmp(which, "nop"))
+		return 0;	/* (nothing runs for this controller to stop) */
+	else {
+		fail("trace", "no tracer '%s' (function, function_graph, profile, nop)", which);
+		return 2;
+	}
+	if (q.ring_kib < 4 || q.ring_kib > 65536 || (q.ring_kib & (q.ring_kib - 1)) ||
+	    !q.rings || q.rings > 4096) {
+		fail("trace", "--buffer: a power of 2 from 4 to 65536 KiB; --rings: 1 to 4096");
+		return 2;
+	}
+	if (chrome && !(t.chrome = fopen(chrome, "w"))) {
+		fail(chrome, "%s", strerror(errno));
+		return 1;
+	}
+	t.p = malloc(sizeof(*t.p));
+	if (!t.p || peer_open(t.p, pid, false) < 0)
+		goto out;
+	t.pid = (uint32_t)strtoul(pid, NULL, 10);
+
+	/* The request: its fields, then the three globs. */
+	uint8_t req[MCLOC_REQ_MAX - sizeof(struct mcloc_msg)];
+	size_t len = sizeof(q), lf = strlen(filter) + 1, ln = strlen(notrace) + 1,
+	       lg = strlen(graph) + 1;
+	if (len + lf + ln + lg > sizeof(req)) {
+		fail("trace", "the globs are too long");
+		goto out;
+	}
+	memcpy(req, &q, sizeof(q));
+	memcpy(req + len, filter, lf);
+	memcpy(req + len + lf, notrace, ln);
+	memcpy(req + len + lf + ln, graph, lg);
+	len += lf + ln + lg;
+
+	struct sigaction sa = { .sa_handler = on_stop };
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	sigaction(SIGPIPE, &sa, NULL);
+
+	struct mcloc_msg m;
+	struct mcloc_rep_trace rt;
+	if (peer_send(t.p, MCLOC_REQ_TRACE, req, len) < 0 || peer_recv(t.p, &m) < 0)
+		goto out;
+	if (m.type != MCLOC_REP_TRACE || m.len < sizeof(m) + sizeof(rt) || t.p->passed_fd < 0) {
+		fail(pid, "an unexpected reply to the trace request");
+		goto out;
+	}
+	memcpy(&rt, t.p->buf + sizeof(m), sizeof(rt));
+	t.size = rt.size;
+	t.h = mmap(NULL, t.size, PROT_READ | PROT_WRITE, MAP_SHARED, t.p->passed_fd, 0);
+	close(t.p->passed_fd);
+	if (t.h == MAP_FAILED || t.h->magic != MCLOC_RING_MAGIC ||
+	    t.h->version != MCLOC_WIRE_VERSION ||
+	    t.h->data_offset + (uint64_t)t.h->rings * t.h->ring_stride > t.size) {
+		fail(pid, "the trace's shared memory is not what it should be");
+		t.h = NULL;
+		goto out;
+	}
+	if (load_sites(&t) < 0)
+		goto out;
+
+	if (!json && !chrome) {
+		if (t.mode == FUNCTION)
+			printf("# tracer: function\n#\n"
+			       "#            TASK-PID     CPU#     TIMESTAMP  FUNCTION\n"
+			       "#               | |         |          |         |\n");
+		else if (t.mode == GRAPH)
+			printf("# tracer: function_graph\n#\n"
+			       "# CPU  DURATION                  FUNCTION CALLS\n"
+			       "# |     |   |                     |   |   |   |\n");
+		fflush(stdout);
+	}
+	if (t.chrome)
+		fprintf(t.chrome, "{\"traceEvents\":[");
+
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (!stop_now) {
+		struct timespec d = { 0, READ_MS * 1000000L }, now;
+
+		nanosleep(&d, NULL);
+		drain(&t);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (duration > 0 && (now.tv_sec - t0.tv_sec) + (now.tv_nsec - t0.tv_nsec) / 1e9 >=
+					    duration)
+			break;
+		if (stop_now)
+			break;
+	}
+	/* Stop: every site a NOP again; then what is left in the rings. */
+	if (peer_send(t.p, MCLOC_REQ_STOP, NULL, 0) < 0 || peer_recv(t.p, &m) < 0 ||
+	    m.type != MCLOC_REP_END)
+		fail(pid, "the tracer may not have stopped");
+	else
+		ret = 0;
+	while (drain(&t))
+		;
+	for (size_t i = 0; i < t.nthreads; i++)
+		graph_flush_pending(&t, &t.threads[i]);
+	if (t.mode == PROFILE)
+		print_profile(&t);
+	if (t.chrome) {
+		/* Every call begun ends: those still running at the stop end
+		 * there. */
+		for (size_t i = 0; i < t.nthreads; i++)
+			while (t.threads[i].open--)
+				chrome_event(&t, &t.threads[i], "E", "", t.threads[i].last_ns);
+		fprintf(t.chrome, "\n],\"displayTimeUnit\":\"ns\"}\n");
+	}
+	uint64_t lost = t.h->no_ring;
+	for (uint32_t i = 0; i < t.h->rings; i++)
+		lost += ring(&t, i)->lost;
+	if (lost)
+		fprintf(stderr, "mcloc: %s: %llu event%s lost (rings full, or more threads than "
+				"--rings)\n", pid, (unsigned long long)lost, lost == 1 ? "" : "s");
+	fflush(stdout);
+out:
+	if (t.h)
+		munmap((void *)t.h, t.size);
+	if (t.chrome && fclose(t.chrome) != 0) {
+		fail(chrome, "%s", strerror(errno));
+		ret = 1;
+	}
+	if (t.p && t.p->fd >= 0)
+		close(t.p->fd);
+	free(t.p);
+	return ret;
+}

@@ -1,0 +1,414 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Tracing for a controller (control.c): binary events into per-thread
+ * rings in a memfd the controller maps (<mcloc/control.h> lays it out),
+ * as ftrace's per-CPU ring buffers feed trace_pipe.
+ *
+ * A traced thread takes a ring at its first event and then writes events
+ * with plain stores and one release store of its head: no lock, no system
+ * call, no allocation.  A full ring drops the event and counts it.
+ * function writes one event per call; function_graph one at entry and
+ * one when the call returns, through timing.c's return hook.  The
+ * session is published under RCU: stopping unregisters the ops (no
+ * callback runs after that), withdraws the session, waits for a grace
+ * period, in which a hooked call returning late may still be writing, and
+ * only then unmaps the rings.
+ */
+#include <mcloc/mcloc.h>
+#include <mcloc/control.h>
+#include "mcr.h"
+#include "rcu.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+struct session {
+	struct mcloc_ring_hdr *hdr;
+	size_t size;
+	unsigned gen;
+	uint32_t tracer, max_depth, tid;
+	/* function_graph's set_graph_function: the sites of the functions
+	 * whose calls alone are traced (sorted), or none. */
+	uintptr_t *graph_sites;
+	size_t ngraph;
+};
+
+static struct session *sess;		/* RCU-published while tracing */
+static unsigned sess_gen;
+static struct mcloc_ops trace_ops;
+static pthread_mutex_t trace_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The calling thread's ring in the session of generation GEN. */
+struct my_ring {
+	unsigned gen;
+	struct mcloc_ring *r;	/* NULL: none left for this thread */
+	unsigned inside;	/* graph: calls of set_graph_function entered */
+};
+static __thread struct my_ring mine __attribute__((tls_model("initial-exec")));
+static __thread uint32_t mytid __attribute__((tls_model("initial-exec")));
+
+/* The thread's id, asked once per thread (a fork()ed child asks again). */
+static uint32_t my_tid(void)
+{
+	if (__builtin_expect(!mytid, 0))
+		mytid = (uint32_t)syscall(SYS_gettid);
+	return mytid;
+}
+
+static void forked_child(void)
+{
+	mytid = 0;
+	mine = (struct my_ring){ 0 };
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static struct mcloc_ring *ring_at(const struct session *s, uint32_t i)
+{
+	return (struct mcloc_ring *)((uint8_t *)s->hdr + s->hdr->data_offset +
+				     (size_t)i * s->hdr->ring_stride);
+}
+
+/* The thread's ring, taken on its first event of the session (the only
+ * system calls a thread makes, once per session). */
+static struct mcloc_ring *my_ring(const struct session *s)
+{
+	if (__builtin_expect(mine.gen == s->gen, 1))
+		return mine.r;
+	uint32_t i = __atomic_fetch_add(&s->hdr->next_ring, 1, __ATOMIC_RELAXED);
+	struct mcloc_ring *r = i < s->hdr->rings ? ring_at(s, i) : NULL;
+	char path[64];
+
+	mine = (struct my_ring){ .gen = s->gen, .r = r };
+	if (r) {
+		snprintf(path, sizeof(path), "/proc/self/task/%u/comm", my_tid());
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		ssize_t n = fd >= 0 ? read(fd, r->comm, sizeof(r->comm) - 1) : -1;
+
+		if (fd >= 0)
+			close(fd);
+		r->comm[n > 0 ? n - (r->comm[n - 1] == '\n') : 0] = 0;
+		__atomic_store_n(&r->tid, my_tid(), __ATOMIC_RELEASE);
+	}
+	return r;
+}
+
+static void put_event(const struct session *s, uint16_t type, uint64_t time, uintptr_t ip,
+		      uint64_t parent, unsigned depth)
+{
+	struct mcloc_ring *r = my_ring(s);
+
+	if (!r) {
+		__atomic_fetch_add(&s->hdr->no_ring, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	uint64_t head = r->head;
+	uint64_t tail = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
+	uint32_t size = s->hdr->ring_size;
+
+	if (head - tail + sizeof(struct mcloc_event) > size) {
+		__atomic_store_n(&r->lost, r->lost + 1, __ATOMIC_RELAXED);
+		return;
+	}
+	struct mcloc_event *e = (struct mcloc_event *)((uint8_t *)(r + 1) + (head & (size - 1)));
+
+	*e = (struct mcloc_event){ .time = time, .ip = ip, .parent = parent, .type = type,
+				   .depth = (uint16_t)(depth > 0xffff ? 0xffff : depth),
+				   .cpu = (uint32_t)sched_getcpu() };	/* (rseq: no call) */
+	__atomic_store_n(&r->head, head + sizeof(*e), __ATOMIC_RELEASE);
+}
+
+static bool wanted_thread(const struct session *s)
+{
+	return !s->tid || my_tid() == s->tid;
+}
+
+static void function_cb(uintptr_t ip, uintptr_t parent, struct mcloc_ops *ops,
+			struct mcloc_regs *regs)
+{
+	(void)ops;
+	(void)regs;
+	mcr_read_lock();
+	const struct session *s = mcr_rcu_deref(sess);
+
+	if (s && wanted_thread(s))
+		put_event(s, MCLOC_EV_CALL, mcr_stamp(), ip, parent, 0);
+	mcr_read_unlock();
+}
+
+static bool in_graph_set(const struct session *s, uintptr_t ip)
+{
+	size_t lo = 0, hi = s->ngraph;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (s->graph_sites[mid] < ip)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < s->ngraph && s->graph_sites[lo] == ip;
+}
+
+/* A traced call of the graph returned (T1), or a longjmp left it (T1 0).
+ * ARG: whether it entered set_graph_function. */
+static void graph_done(uintptr_t ip, void *arg, unsigned gen, uint64_t t0, uint64_t t1,
+		       unsigned depth)
+{
+	mcr_read_lock();
+	const struct session *s = mcr_rcu_deref(sess);
+
+	if (s && s->gen == gen) {
+		put_event(s, t1 ? MCLOC_EV_EXIT : MCLOC_EV_LEFT, t1 ? t1 : mcr_stamp(), ip,
+			  t1 ? t1 - t0 : 0, depth);
+		if (arg && mine.gen == gen && mine.inside)
+			mine.inside--;
+	}
+	mcr_read_unlock();
+}
+
+static void graph_cb(uintptr_t ip, uintptr_t parent, struct mcloc_ops *ops,
+		     struct mcloc_regs *regs)
+{
+	(void)ops;
+	mcr_read_lock();
+	const struct session *s = mcr_rcu_deref(sess);
+
+	if (!s || !wanted_thread(s))
+		goto out;
+	bool entering = false;
+
+	if (s->ngraph) {
+		if (mine.gen != s->gen)
+			my_ring(s);
+		entering = in_graph_set(s, ip);
+		if (!entering && !mine.inside)
+			goto out;	/* not under set_graph_function */
+	}
+	unsigned depth = mcr_hook_depth();
+
+	if (s->max_depth && depth >= s->max_depth)
+		goto out;
+	uint64_t t = mcr_stamp();
+	int d = mcr_hook_return(regs, ip, parent, graph_done, entering ? (void *)1 : NULL,
+				s->gen, t);
+
+	put_event(s, d >= 0 ? MCLOC_EV_ENTRY : MCLOC_EV_UNTIMED, t, ip, parent,
+		  d >= 0 ? (unsigned)d : depth);
+	if (entering && d >= 0)
+		mine.inside++;
+out:
+	mcr_read_unlock();
+}
+
+/* ---- starting, refreshing, stopping --------------------------------------- */
+
+struct collect {
+	const char *glob;
+	uintptr_t *v;
+	size_t n, cap;
+	bool failed;
+};
+
+static void collect_site(uintptr_t site, const char *name, uint32_t state, void *arg)
+{
+	struct collect *c = arg;
+
+	(void)state;
+	if (fnmatch(c->glob, name, 0))
+		return;
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? 2 * c->cap : 64;
+		uintptr_t *v = realloc(c->v, cap * sizeof(*v));
+
+		if (!v) {
+			c->failed = true;
+			return;
+		}
+		c->v = v;
+		c->cap = cap;
+	}
+	c->v[c->n++] = site;
+}
+
+static int cmp_uptr(const void *a, const void *b)
+{
+	uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void session_free(struct session *s)
+{
+	if (!s)
+		return;
+	if (s->hdr)
+		munmap(s->hdr, s->size);
+	free(s->graph_sites);
+	free(s);
+}
+
+bool mcr_trace_active(void)
+{
+	return __atomic_load_n(&sess, __ATOMIC_RELAXED) != NULL;
+}
+
+int mcr_trace_start(const struct mcloc_req_trace *q, const char *filter, const char *notrace,
+		    const char *graph, int *fd_out, uint64_t *size_out, char *err, size_t errlen)
+{
+	struct session *s = NULL;
+	int fd = -1, ret;
+	uint32_t ring_size = q->ring_kib << 10;
+	size_t stride = (sizeof(struct mcloc_ring) + ring_size + 63) & ~(size_t)63;
+	size_t off = (sizeof(struct mcloc_ring_hdr) + 63) & ~(size_t)63;
+
+	static bool atfork_set;
+
+	pthread_mutex_lock(&trace_lock);
+	if (!atfork_set) {
+		atfork_set = true;
+		pthread_atfork(NULL, NULL, forked_child);
+	}
+	if (sess) {
+		snprintf(err, errlen, "a trace runs already");
+		ret = -EBUSY;
+		goto out;
+	}
+	if ((q->tracer != MCLOC_TRACE_FUNCTION && q->tracer != MCLOC_TRACE_GRAPH) ||
+	    q->ring_kib < 4 || q->ring_kib > 65536 || (q->ring_kib & (q->ring_kib - 1)) ||
+	    !q->rings || q->rings > 4096) {
+		snprintf(err, errlen, "bad trace request (tracer %u, %u KiB rings, %u rings)",
+			 q->tracer, q->ring_kib, q->rings);
+		ret = -EINVAL;
+		goto out;
+	}
+	if ((ret = mcloc_init()) < 0) {
+		snprintf(err, errlen, "the runtime cannot start: %s", strerror(-ret));
+		goto out;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		ret = -ENOMEM;
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
+	s->size = off + (size_t)q->rings * stride;
+	s->tracer = q->tracer;
+	s->max_depth = q->max_depth;
+	s->tid = q->tid;
+	s->gen = ++sess_gen;
+	if (graph[0]) {
+		struct collect c = { .glob = graph };
+
+		mcr_each_site_name(collect_site, &c);
+		if (c.failed || !c.n) {
+			free(c.v);
+			ret = c.failed ? -ENOMEM : -ENOENT;
+			snprintf(err, errlen, "--graph-function '%s': %s", graph,
+				 c.failed ? "out of memory" : "matches no traced function");
+			goto out;
+		}
+		qsort(c.v, c.n, sizeof(*c.v), cmp_uptr);
+		s->graph_sites = c.v;
+		s->ngraph = c.n;
+	}
+	fd = memfd_create("mcloc-trace", MFD_CLOEXEC);
+	if (fd < 0 || ftruncate(fd, (off_t)s->size) < 0 ||
+	    (s->hdr = mmap(NULL, s->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) ==
+		    MAP_FAILED) {
+		ret = -errno;
+		s->hdr = NULL;
+		snprintf(err, errlen, "shared memory of %zu bytes: %s", s->size, strerror(-ret));
+		goto out;
+	}
+	*s->hdr = (struct mcloc_ring_hdr){
+		.magic = MCLOC_RING_MAGIC, .version = MCLOC_WIRE_VERSION, .rings = q->rings,
+		.ring_size = ring_size, .ring_stride = (uint32_t)stride,
+		.data_offset = (uint32_t)off, .ticks = mcr_stamp_is_tick(),
+		.start_ns = now_ns(), .start_time = mcr_stamp(),
+	};
+	s->hdr->now_ns = s->hdr->start_ns;
+	s->hdr->now_time = s->hdr->start_time;
+
+	trace_ops = (struct mcloc_ops){ .sz = sizeof(trace_ops),
+					.func = q->tracer == MCLOC_TRACE_GRAPH ? graph_cb : function_cb,
+					.flags = q->tracer == MCLOC_TRACE_GRAPH ?
+						 MCLOC_OPS_SAVE_REGS : 0 };
+	if ((filter[0] && (ret = mcloc_set_filter(&trace_ops, filter, 1)) < 0) ||
+	    (notrace[0] && (ret = mcloc_set_notrace(&trace_ops, notrace, 1)) < 0)) {
+		snprintf(err, errlen, "%s '%s': %s", ret == -ENOENT ? "a pattern of" : "",
+			 filter[0] && ret == -ENOENT ? filter : notrace,
+			 ret == -ENOENT ? "matches no traced function" : strerror(-ret));
+		mcloc_ops_free(&trace_ops);
+		goto out;
+	}
+	mcr_rcu_assign(sess, s);
+	if ((ret = mcloc_register_ops(&trace_ops)) < 0) {
+		mcr_rcu_assign(sess, NULL);
+		mcr_synchronize_rcu();
+		mcloc_ops_free(&trace_ops);
+		snprintf(err, errlen, "cannot enable the sites: %s", strerror(-ret));
+		goto out;
+	}
+	*fd_out = fd;
+	*size_out = s->size;
+	fd = -1;
+	s = NULL;
+	ret = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	session_free(s);
+	pthread_mutex_unlock(&trace_lock);
+	return ret;
+}
+
+void mcr_trace_tick(void)
+{
+	struct session *s = __atomic_load_n(&sess, __ATOMIC_ACQUIRE);
+
+	/* (Only the control thread starts, ticks and stops.) */
+	if (!s)
+		return;
+	struct mcloc_ring_hdr *h = s->hdr;
+
+	__atomic_store_n(&h->clock_seq, h->clock_seq + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	h->now_ns = now_ns();
+	h->now_time = mcr_stamp();
+	__atomic_store_n(&h->clock_seq, h->clock_seq + 1, __ATOMIC_RELEASE);
+}
+
+void mcr_trace_stop(void)
+{
+	pthread_mutex_lock(&trace_lock);
+	struct session *s = sess;
+
+	if (s) {
+		mcr_trace_tick();
+		mcloc_unregister_ops(&trace_ops);	/* every site a NOP, no callback */
+		mcloc_ops_free(&trace_ops);
+		mcr_rcu_assign(sess, NULL);
+		mcr_synchronize_rcu();			/* late returns are done */
+		__atomic_store_n(&s->hdr->done, 1, __ATOMIC_RELEASE);
+		session_free(s);
+	}
+	pthread_mutex_unlock(&trace_lock);
+}
