@@ -60,12 +60,15 @@ stop_served() {
 	run "$MCLOC" list
 	assert_success
 	assert_line --index 0 --regexp '^PID +COMMAND +IMAGES +FUNCTIONS +ENABLED +TRACER$'
-	assert_line --regexp "^$PID +served +[0-9]+ +5 +1 +function\$"
+	assert_line --regexp "^$PID +served +[0-9]+ +8 +1 +function\$"
 	run "$MCLOC" -j list
 	assert_line --partial "{\"pid\":$PID,\"command\":\"served\","
 	run "$MCLOC" funcs "$PID"
 	assert_success
-	assert_equal "$output" "main
+	assert_equal "$output" "burst_inner
+burst_outer
+fib
+main
 work_a
 work_b
 work_rare
@@ -81,17 +84,141 @@ work_b"
 	assert_output --partial '"function":"work_b","ops":1,'
 	run "$MCLOC" stats "$PID"
 	assert_success
-	assert_line --regexp '^records +5$'
+	assert_line --regexp '^records +8$'
 	assert_line --regexp '^enabled +1$'
 	stop_served
 }
 
-@test "33 malformed requests each get an error and a closed connection; the program runs on" {
+# trace_start ARGS...: mcloc trace PID ARGS in the background, its output
+# in $T/trace.out and $T/trace.err; TP, once the program says it traces.
+trace_start() {
+	"$MCLOC" trace "$PID" "$@" >"$T/trace.out" 2>"$T/trace.err" &
+	TP=$!
+	for _ in $(seq 200); do
+		"$MCLOC" list | grep -Eq "^$PID .* (function|function_graph)\$" && return 0
+		sleep 0.05
+	done
+	echo "the trace did not start"; cat "$T/trace.err"; return 1
+}
+
+# trace_stop: Ctrl-C for mcloc, which stops the tracer and exits 0.
+trace_stop() {
+	kill -INT "$TP"
+	wait "$TP"
+}
+
+# trigger SIGNAL WHAT: make the program do WHAT (burst, fib) and wait for it.
+trigger() {
+	local n
+	n=$(grep -c "^$2 " "$T/served.out" || true)
+	kill "-$1" "$PID"
+	for _ in $(seq 400); do
+		[ "$(grep -c "^$2 " "$T/served.out" || true)" -gt "$n" ] && return 0
+		sleep 0.05
+	done
+	echo "no '$2 done'"; return 1
+}
+
+# all_sites_off: no site of the program calls anything: every site that
+# was ever enabled is read back from /proc/PID/mem and decoded, and is a
+# 5-byte NOP or parked (x86_64's disabled form: the call's first byte made
+# 0xa9, "test $imm32, %eax", which does nothing a caller relies on).
+all_sites_off() {
+	run "$MCLOC" -j enabled "$PID"
+	refute_output --partial '"state":"enabled"'
+	addrs=$(echo "$output" | sed -n 's/.*"site":\([0-9]*\).*/\1/p')
+	[ -z "$addrs" ] && return 0
+	run $PY "$SRC/tests/lib/site-bytes.py" "$PID" $addrs
+	assert_success
+	echo "$output" | awk '$2 !~ /^(0f1f440000|a9)/ { print "a call left: " $0; bad = 1 } END { exit bad }'
+}
+
+@test "trace function: every call of a burst, exactly, from four threads; then every site off" {
+	start_served
+	trace_start function --filter 'burst_*'
+	trigger USR1 burst
+	trace_stop
+	[ ! -s "$T/trace.err" ] || { cat "$T/trace.err"; false; }
+	run head -1 "$T/trace.out"
+	assert_output "# tracer: function"
+	# Four threads, 1000 calls of burst_outer each, two of burst_inner
+	# in each: ftrace's line format, counted exactly.
+	[ "$(grep -cE '^ +served-[0-9]+ +\[[0-9]{3}\] +[0-9]+\.[0-9]{6}: burst_outer <-worker$' "$T/trace.out")" -eq 4000 ]
+	[ "$(grep -c ': burst_inner <-burst_outer$' "$T/trace.out")" -eq 8000 ]
+	[ "$(grep -vc '^#' "$T/trace.out")" -eq 12000 ]
+	[ "$(grep -v '^#' "$T/trace.out" | awk '{ print $1 }' | sort -u | wc -l)" -eq 4 ]
+	run "$MCLOC" list
+	assert_line --regexp "^$PID +served +[0-9]+ +8 +0 +nop\$"
+	all_sites_off
+	stop_served
+}
+
+@test "trace function_graph of a recursive call equals its golden file; profile counts exactly" {
+	start_served
+	trace_start function_graph --filter fib
+	trigger USR2 fib
+	trace_stop
+	[ ! -s "$T/trace.err" ]
+	# Durations and CPU numbers vary: masked.
+	sed -E 's/^ +[0-9]+\)/ C)/; s/\) [ +!#*@$] +[0-9]+\.[0-9]{3} us \|/)    DURATION     |/' \
+		"$T/trace.out" > "$T/graph"
+	diff -u "$RT/served-fib.graph" "$T/graph"
+	all_sites_off
+
+	trace_start profile --filter 'burst_*'
+	trigger USR1 burst
+	trace_stop
+	run cat "$T/trace.out"
+	assert_line --index 0 --regexp '^Function +Hit +Time \(us\) +Avg \(us\) +Self \(us\)$'
+	assert_line --regexp '^burst_outer +4000 +[0-9]+\.[0-9]{3} +[0-9]+\.[0-9]{3} +[0-9]+\.[0-9]{3}$'
+	assert_line --regexp '^burst_inner +8000 '
+	# Self time is what the callees' time leaves: below the total.
+	awk '$1 == "burst_outer" { exit !($5 < $3) }' "$T/trace.out"
+	all_sites_off
+	stop_served
+}
+
+@test "trace --chrome: valid JSON with one begin and one end per call" {
+	start_served
+	trace_start function_graph --filter 'burst_*' --chrome "$T/trace.json"
+	trigger USR1 burst
+	trace_stop
+	$PY - "$T/trace.json" <<'EOF'
+import collections, json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+b = collections.Counter((e["tid"], e["name"]) for e in ev if e["ph"] == "B")
+e = collections.Counter(e["tid"] for e in ev if e["ph"] == "E")
+assert sum(b.values()) == 12000, sum(b.values())
+assert sum(n for (tid, name), n in b.items() if name == "burst_outer") == 4000
+for tid in set(t for t, _ in b):
+    assert sum(n for (t, _), n in b.items() if t == tid) == e[tid], tid
+EOF
+	stop_served
+}
+
+@test "a controller that dies leaves no site enabled within a second; a second one is told who traces" {
+	start_served
+	trace_start function --filter 'work_*'
+	run "$MCLOC" trace "$PID" function_graph --duration 0.1
+	assert_failure 1
+	assert_output "mcloc: $PID: pid $TP traces this program already"
+	run "$MCLOC" list
+	assert_line --regexp "^$PID +served +[0-9]+ +8 +3 +function\$"
+	kill -KILL "$TP"
+	wait "$TP" || true
+	sleep 1
+	run "$MCLOC" list
+	assert_line --regexp "^$PID +served +[0-9]+ +8 +0 +nop\$"
+	all_sites_off
+	stop_served
+}
+
+@test "40 malformed requests each get an error and a closed connection; the program runs on" {
 	start_served
 	run $CLIENT malformed "$XDG_RUNTIME_DIR/mcloc/$PID"
 	echo "$output"
 	assert_success
-	assert_line "33 malformed requests, 33 answered with an error"
+	assert_line "40 malformed requests, 40 answered with an error"
 	# Still answering, and still counting.
 	run $CLIENT hello "$XDG_RUNTIME_DIR/mcloc/$PID"
 	assert_output "$PID"

@@ -47,6 +47,7 @@ struct thread {
 	char comm[16];
 	bool pending;			/* graph: an entry not printed yet */
 	struct mcloc_event entry;	/* ... which */
+	unsigned opened;		/* graph: "{" printed, "}" not yet */
 	unsigned open;			/* chrome: begun, not ended */
 	uint64_t last_ns;
 	/* profile: the calls the thread is inside, with the time their
@@ -359,8 +360,9 @@ static void graph_flush_pending(struct tracing *t, struct thread *th)
 	if (t->json || t->mode != GRAPH)
 		return;
 	graph_prefix(t, th, &th->entry);
-	printf("%14s|  %*s%s() {\n", "", 2 * th->entry.depth, "",
+	printf("%16s|  %*s%s() {\n", "", 2 * th->entry.depth, "",
 	       site_name(t, th->entry.ip, b, sizeof(b)));
+	th->opened++;
 }
 
 static struct hit *hit_of(struct tracing *t, uint64_t ip)
@@ -469,7 +471,7 @@ static void format_event(struct tracing *t, const struct item *it)
 				return;
 			graph_prefix(t, th, e);
 			if (e->type == MCLOC_EV_LEFT)
-				printf("%14s|  %*s%s(); /* left by longjmp: not timed */\n", "",
+				printf("%16s|  %*s%s(); /* left by longjmp: not timed */\n", "",
 				       2 * e->depth, "", fn);
 			else {
 				print_duration(dur);
@@ -481,12 +483,17 @@ static void format_event(struct tracing *t, const struct item *it)
 		if (e->type == MCLOC_EV_EXIT && dur < t->threshold_ns)
 			return;
 		graph_prefix(t, th, e);
-		if (e->type == MCLOC_EV_LEFT) {
-			printf("%14s|  %*s} /* %s: left by longjmp */\n", "", 2 * e->depth, "", fn);
-		} else {
-			print_duration(dur);
+		/* "}" closes the "{" above; a call begun before the trace
+		 * closes with its name, as ftrace writes it. */
+		bool named = !th->opened;
+
+		th->opened -= !named;
+		if (e->type == MCLOC_EV_LEFT)
+			printf("%16s|  %*s} /* %s: left by longjmp */\n", "", 2 * e->depth, "", fn);
+		else if (print_duration(dur), named)
 			printf("  %*s} /* %s */\n", 2 * e->depth, "", fn);
-		}
+		else
+			printf("  %*s}\n", 2 * e->depth, "");
 		return;
 	}
 	if (e->type == MCLOC_EV_UNTIMED) {
@@ -499,7 +506,7 @@ static void format_event(struct tracing *t, const struct item *it)
 			return;
 		graph_flush_pending(t, th);
 		graph_prefix(t, th, e);
-		printf("%14s|  %*s%s(); /* its return cannot be hooked: not timed */\n", "",
+		printf("%16s|  %*s%s(); /* its return cannot be hooked: not timed */\n", "",
 		       2 * e->depth, "", fn);
 	}
 }

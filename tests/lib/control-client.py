@@ -15,7 +15,8 @@ import struct
 import sys
 
 VERSION = 1
-REQ_HELLO, REQ_FUNCS, REQ_ENABLED, REQ_STATS = 1, 2, 3, 4
+REQ_HELLO, REQ_FUNCS, REQ_ENABLED, REQ_STATS, REQ_TRACE, REQ_STOP, REQ_ADDRS = 1, 2, 3, 4, 5, 6, 7
+TRACE = struct.Struct("=IIIIII")     # tracer, ring_kib, rings, max_depth, tid, reserved
 REP_HELLO, REP_END, REP_ERROR = 0x101, 0x1FE, 0x1FF
 HDR = struct.Struct("=IHHII")
 
@@ -51,7 +52,17 @@ CASES = [
     ("sixteen bytes of garbage", bytes(range(7, 23))),
     ("HELLO then garbage", msg(REQ_HELLO) + b"\xde\xad\xbe\xef" * 4),
     ("HELLO then a short length", msg(REQ_HELLO) + msg(REQ_HELLO, length=3)),
-] + [("unknown type %d" % t, msg(t)) for t in range(5, 12)] + [
+    ("TRACE without its fields", msg(REQ_TRACE, b"\0\0\0")),
+    ("TRACE globs without their NULs",
+     msg(REQ_TRACE, TRACE.pack(1, 64, 4, 0, 0, 0) + b"work_*")),
+    ("TRACE with bytes past its globs",
+     msg(REQ_TRACE, TRACE.pack(1, 64, 4, 0, 0, 0) + b"\0\0\0junk")),
+    ("TRACE with its reserved field set",
+     msg(REQ_TRACE, TRACE.pack(1, 64, 4, 0, 0, 9) + b"\0\0\0")),
+    ("STOP with a payload", msg(REQ_STOP, b"now\0")),
+    ("ADDRS of 5 bytes", msg(REQ_ADDRS, b"\1\2\3\4\5")),
+    ("ADDRS without addresses", msg(REQ_ADDRS)),
+] + [("unknown type %d" % t, msg(t)) for t in range(8, 15)] + [
     ("a header cut short, then silence", HDR.pack(16, REQ_HELLO, VERSION, 1, 0)[:10]),
 ]
 
