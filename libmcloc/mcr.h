@@ -234,13 +234,14 @@ void mcr_each_site_name(void (*fn)(uintptr_t site, const char *name, uint32_t st
 uint64_t mcr_stamp(void);
 bool mcr_stamp_is_tick(void);
 
-/* What runs when a hooked call at IP returns (T1: the stamp then), or
- * when a longjmp was found to have left it (T1 0).  DEPTH: its place on
- * the thread's stack of hooked calls, 0 the outermost. */
+/* What runs when a hooked call at IP returns (RETURNED, at stamp T1), or
+ * when it was found to have been left by a longjmp or an exception (not
+ * RETURNED; T1 is when that was found).  DEPTH: its place on the thread's
+ * stack of hooked calls, 0 the outermost. */
 typedef void (*mcr_ret_fn)(uintptr_t ip, void *arg, unsigned gen, uint64_t t0, uint64_t t1,
-			   unsigned depth);
+			   unsigned depth, bool returned);
 /* Hook the return of the call at IP, entered at T0, from a callback's
- * REGS: DONE(ip, ARG, GEN, t0, t1, depth) runs when it returns.  Its
+ * REGS: DONE(ip, ARG, GEN, t0, t1, depth, returned) runs when it returns.  Its
  * depth, or -1 when it cannot be hooked (no REGS, a site after the
  * prologue, 128 hooked calls deep). */
 int mcr_hook_return(struct mcloc_regs *regs, uintptr_t ip, uintptr_t parent, mcr_ret_fn done,

@@ -17,15 +17,24 @@
  * trampoline's hook pops it, calls that, and returns to the real address.
  * A longjmp past hooked calls leaves their entries behind: the hook finds
  * its own entry by the stack slot, and tells each one above it that it was
- * left (t1 0).  Calls whose return address is not at the entry's stack
- * pointer (mcount sites after a prologue) cannot be hooked.  A C++
- * exception must not pass through a hooked call (the unwinder cannot walk
- * the trampoline).
+ * left.  Calls whose return address is not at the entry's stack
+ * pointer (mcount sites after a prologue) cannot be hooked.
+ *
+ * An exception (C++'s throw, or a forced unwind: pthread_exit,
+ * cancellation) walks the stack by its return addresses, and would find
+ * the trampoline's where a hooked call's caller should be.  So the
+ * unwinder's two entry points are interposed: before unwinding starts,
+ * every hooked call live on the thread's stack gets its real return
+ * address back and is told it was left.  They are defined under the
+ * version the unwinder's callers ask for (libmcloc.map), else the
+ * dynamic linker would not let them stand in.
  */
 #include "mcr.h"
 #include "../arch/runtime.h"
 
+#include <dlfcn.h>
 #include <pthread.h>
+#include <unwind.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
@@ -60,6 +69,7 @@ uint64_t mcr_stamp(void)
 
 struct frame {
 	uintptr_t key;		/* the stack pointer after its return */
+	uintptr_t *slot;	/* where its return address is */
 	uintptr_t ret;		/* its return address */
 	uintptr_t ip;		/* its site */
 	mcr_ret_fn done;
@@ -113,7 +123,7 @@ int mcr_hook_return(struct mcloc_regs *regs, uintptr_t ip, uintptr_t parent, mcr
 	if (!sh || !slot || sh->depth == SHADOW_DEPTH)
 		return -1;
 	d = sh->depth;
-	sh->f[d] = (struct frame){ sp, *slot, ip, done, arg, gen, t0 };
+	sh->f[d] = (struct frame){ sp, slot, *slot, ip, done, arg, gen, t0 };
 	/* The entry first: a signal arriving between the two finds it. */
 	__atomic_store_n(&sh->depth, d + 1, __ATOMIC_RELAXED);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
@@ -136,8 +146,9 @@ __attribute__((used)) uintptr_t mcr_return_hook(uintptr_t sp)
 		uintptr_t ret = f->ret;
 
 		for (unsigned j = sh->depth; j-- > k + 1;)
-			sh->f[j].done(sh->f[j].ip, sh->f[j].arg, sh->f[j].gen, sh->f[j].t0, 0, j);
-		f->done(f->ip, f->arg, f->gen, f->t0, t, k);
+			sh->f[j].done(sh->f[j].ip, sh->f[j].arg, sh->f[j].gen, sh->f[j].t0, t, j,
+				      false);
+		f->done(f->ip, f->arg, f->gen, f->t0, t, k, true);
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 		__atomic_store_n(&sh->depth, k, __ATOMIC_RELAXED);
 		return ret;
@@ -149,4 +160,67 @@ __attribute__((used)) uintptr_t mcr_return_hook(uintptr_t sp)
 	if (write(2, msg, sizeof(msg) - 1) < 0)
 		abort();
 	abort();
+}
+
+/* ---- exceptions ------------------------------------------------------------- */
+
+/* Give every hooked call live on the thread's stack its return address
+ * back, and tell it it was left: an unwinder is about to walk them.
+ * (An entry a longjmp left behind has its slot below the stack pointer,
+ * in memory that is no longer its: not touched.) */
+static void unhook_thread(void)
+{
+	struct shadow *sh = myshadow;
+	uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+	uint64_t t = mcr_stamp();
+
+	if (!sh)
+		return;
+	for (unsigned k = sh->depth; k-- > 0;) {
+		struct frame *f = &sh->f[k];
+
+		if ((uintptr_t)f->slot > sp && *f->slot == (uintptr_t)mcr_return_tramp)
+			*f->slot = f->ret;
+		f->done(f->ip, f->arg, f->gen, f->t0, t, k, false);
+	}
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	__atomic_store_n(&sh->depth, 0, __ATOMIC_RELAXED);
+}
+
+/* The real entry point NAME of the unwinder (libgcc_s), once. */
+static void *unwinder(void **cache, const char *name)
+{
+	void *f = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
+
+	if (!f) {
+		f = dlvsym(RTLD_NEXT, name, "GCC_3.0");
+		if (!f)
+			f = dlsym(RTLD_NEXT, name);
+		__atomic_store_n(cache, f, __ATOMIC_RELEASE);
+	}
+	return f;
+}
+
+__attribute__((visibility("default"))) _Unwind_Reason_Code
+_Unwind_RaiseException(struct _Unwind_Exception *e)
+{
+	static void *real;
+	_Unwind_Reason_Code (*fn)(struct _Unwind_Exception *) =
+		(_Unwind_Reason_Code (*)(struct _Unwind_Exception *))unwinder(&real,
+									 "_Unwind_RaiseException");
+
+	unhook_thread();
+	return fn ? fn(e) : _URC_FATAL_PHASE1_ERROR;
+}
+
+__attribute__((visibility("default"))) _Unwind_Reason_Code
+_Unwind_ForcedUnwind(struct _Unwind_Exception *e, _Unwind_Stop_Fn stop, void *arg)
+{
+	static void *real;
+	_Unwind_Reason_Code (*fn)(struct _Unwind_Exception *, _Unwind_Stop_Fn, void *) =
+		(_Unwind_Reason_Code (*)(struct _Unwind_Exception *, _Unwind_Stop_Fn, void *))
+			unwinder(&real, "_Unwind_ForcedUnwind");
+
+	unhook_thread();
+	return fn ? fn(e, stop, arg) : _URC_FATAL_PHASE1_ERROR;
 }

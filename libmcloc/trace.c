@@ -167,17 +167,17 @@ static bool in_graph_set(const struct session *s, uintptr_t ip)
 	return lo < s->ngraph && s->graph_sites[lo] == ip;
 }
 
-/* A traced call of the graph returned (T1), or a longjmp left it (T1 0).
- * ARG: whether it entered set_graph_function. */
+/* A traced call of the graph returned (at T1), or a longjmp or an
+ * exception left it.  ARG: whether it entered set_graph_function. */
 static void graph_done(uintptr_t ip, void *arg, unsigned gen, uint64_t t0, uint64_t t1,
-		       unsigned depth)
+		       unsigned depth, bool returned)
 {
 	mcr_read_lock();
 	const struct session *s = mcr_rcu_deref(sess);
 
 	if (s && s->gen == gen) {
-		put_event(s, t1 ? MCLOC_EV_EXIT : MCLOC_EV_LEFT, t1 ? t1 : mcr_stamp(), ip,
-			  t1 ? t1 - t0 : 0, depth);
+		put_event(s, returned ? MCLOC_EV_EXIT : MCLOC_EV_LEFT, t1, ip,
+			  returned ? t1 - t0 : 0, depth);
 		if (arg && mine.gen == gen && mine.inside)
 			mine.inside--;
 	}

@@ -28,9 +28,8 @@
  * The profile times a function by hooking its return, as the kernel's
  * function-graph tracer does (timing.c).  The time is inclusive (callees
  * count), as ftrace's function profiler shows it.  A call left by a
- * longjmp is counted, not timed, and so are calls through mcount sites
- * after a prologue.  C++ exceptions must not pass through a timed
- * function.
+ * longjmp or an exception is counted, not timed, and so are calls
+ * through mcount sites after a prologue.
  */
 #include <mcloc/mcloc.h>
 #include <mcloc/abi.h>
@@ -264,16 +263,16 @@ static uint64_t to_ns(uint64_t v, struct rate r)
 	return (uint64_t)((unsigned __int128)v * r.num / r.den);
 }
 
-/* A timed call of the profile returned (T1: when), or was left by a
- * longjmp (T1 0: not timed). */
+/* A timed call of the profile returned (at T1), or was left by a longjmp
+ * or an exception (not timed). */
 static void profile_done(uintptr_t ip, void *arg, unsigned gen, uint64_t t0, uint64_t t1,
-			 unsigned depth)
+			 unsigned depth, bool returned)
 {
 	struct hit *h = arg;
 
 	(void)ip;
 	(void)depth;
-	if (!t1 || gen != atomic_load_explicit(&hits_gen, memory_order_relaxed))
+	if (!returned || gen != atomic_load_explicit(&hits_gen, memory_order_relaxed))
 		return;		/* (an old profile's: its array is retired) */
 	atomic_fetch_add_explicit(&h->timed, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&h->ns, t1 - t0, memory_order_relaxed);

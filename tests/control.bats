@@ -32,7 +32,15 @@ teardown() {
 # threads run (the socket comes first: control starts when libmcloc loads,
 # before the program's own image registers).
 start_served() {
-	env LD_PRELOAD="$LIBDIR/libmcloc.so" MCLOC_CONTROL=1 "$@" "$T/served" \
+	start_program "$T/served" "$@"
+}
+
+# start_program BINARY [VAR=VALUE...]: as start_served, for another program
+# that prints "running" when ready.
+start_program() {
+	local bin=$1
+	shift
+	env LD_PRELOAD="$LIBDIR/libmcloc.so" MCLOC_CONTROL=1 "$@" "$bin" \
 		>"$T/served.out" 2>"$T/served.err" &
 	PID=$!
 	for _ in $(seq 200); do
@@ -194,6 +202,40 @@ for tid in set(t for t, _ in b):
     assert sum(n for (t, _), n in b.items() if t == tid) == e[tid], tid
 EOF
 	stop_served
+}
+
+@test "exceptions and longjmps through traced, timed calls: the program's results hold, the graph says where calls were left" {
+	g++ -O1 -pg -mfentry -c "$RT/unwind.cc" -o "$T/unwind.o"
+	"$RECORDMCOUNT" "$T/unwind.o"
+	"$OBJPATCH" link --nop --runtime -- g++ "$T/unwind.o" -o "$T/unwind"
+	start_program "$T/unwind"
+	trace_start function_graph --filter 'level*,jump*'
+	trigger USR1 round
+	trace_stop
+	grep -qx "round 1 done: caught 50 jumped 34" "$T/served.out"
+	# Each of the 50 throws leaves level3, level2 and level1; each of the
+	# 34 longjmps leaves jump3 and jump2 (jump1 returns, from setjmp).
+	[ "$(grep -c 'level3(); /\* left early (an exception or longjmp): not timed \*/$' "$T/trace.out")" -eq 50 ]
+	[ "$(grep -c '} /\* level1: left early (an exception or longjmp) \*/$' "$T/trace.out")" -eq 50 ]
+	[ "$(grep -c 'jump3(); /\* left early' "$T/trace.out")" -eq 34 ]
+	[ "$(grep -c '} /\* jump2: left early' "$T/trace.out")" -eq 34 ]
+	[ "$(grep -cE '\|  jump1\(\) \{$' "$T/trace.out")" -eq 100 ]
+	all_sites_off
+	# Traced no more, the program runs as before.
+	trigger USR1 round
+	grep -qx "round 2 done: caught 50 jumped 34" "$T/served.out"
+	kill -TERM "$PID"; wait "$PID"; PID=
+
+	# The profile from the environment times the same calls from the
+	# program's start: every call counted, the left ones not timed.
+	start_program "$T/unwind" MCLOC_TRACER=profile MCLOC_FILTER='level*,jump*' \
+		MCLOC_OUTPUT="$T/prof"
+	trigger USR1 round
+	kill -TERM "$PID"; wait "$PID"; PID=
+	grep -qx "round 1 done: caught 50 jumped 34" "$T/served.out"
+	for f in level1 level2 level3 jump1 jump2 jump3; do
+		grep -Eq "^$f +100 " "$T/prof" || { cat "$T/prof"; false; }
+	done
 }
 
 @test "a controller that dies leaves no site enabled within a second; a second one is told who traces" {

@@ -20,8 +20,11 @@ load helpers
 	[ -n "$lib" ]
 	run readelf -d "$lib"
 	assert_output --partial "Library soname: [libmcloc.so.0]"
-	# Every export is versioned, and nothing but the API is exported.
-	run sh -c "objdump -T '$lib' | awk '\$2 == \"g\" && \$4 == \".text\" { print \$6, \$7 }'"
+	# Every export is versioned, and nothing but the API is exported,
+	# but for the unwinder's two entry points that timing.c interposes
+	# under libgcc's own version.
+	run sh -c "objdump -T '$lib' | awk '\$2 == \"g\" && \$4 == \".text\" { print \$6, \$7 }' |
+		grep -vxE 'GCC_3\.0 _Unwind_(RaiseException|ForcedUnwind)'"
 	refute_output --regexp '(^| )mcr_'
 	refute_output --regexp '^[^M]'
 	# A program builds from pkg-config's answer alone.

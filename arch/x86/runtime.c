@@ -250,8 +250,9 @@ uintptr_t *mcr_return_slot(struct mcloc_regs *regs, uintptr_t site, uintptr_t pa
  * the hook, which returns where to go; the jump there goes through %rcx,
  * which no caller expects to survive a call.  (x87 and the upper vector
  * halves are not kept: the hook is plain C that does not touch them.)  No
- * CFI unwinds through here: a C++ exception thrown through a timed
- * function is not supported.
+ * CFI unwinds through here: an exception never meets it, as libmcloc's
+ * timing.c gives hooked calls their return addresses back before the
+ * unwinder starts.
  */
 __asm__(
 "	.text\n"

@@ -471,7 +471,7 @@ static void format_event(struct tracing *t, const struct item *it)
 				return;
 			graph_prefix(t, th, e);
 			if (e->type == MCLOC_EV_LEFT)
-				printf("%16s|  %*s%s(); /* left by longjmp: not timed */\n", "",
+				printf("%16s|  %*s%s(); /* left early (an exception or longjmp): not timed */\n", "",
 				       2 * e->depth, "", fn);
 			else {
 				print_duration(dur);
@@ -489,7 +489,7 @@ static void format_event(struct tracing *t, const struct item *it)
 
 		th->opened -= !named;
 		if (e->type == MCLOC_EV_LEFT)
-			printf("%16s|  %*s} /* %s: left by longjmp */\n", "", 2 * e->depth, "", fn);
+			printf("%16s|  %*s} /* %s: left early (an exception or longjmp) */\n", "", 2 * e->depth, "", fn);
 		else if (print_duration(dur), named)
 			printf("  %*s} /* %s */\n", 2 * e->depth, "", fn);
 		else
