@@ -22,6 +22,20 @@ void fail(const char *who, const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
+/* A failure of P: its message kept in p->error, and on stderr unless
+ * p->quiet. */
+static void pfail(struct peer *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void pfail(struct peer *p, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(p->error, sizeof(p->error), fmt, ap);
+	va_end(ap);
+	if (!p->quiet)
+		fail(p->name, "%s", p->error);
+}
+
 const char *control_dir(char *buf, size_t len)
 {
 	return mcloc_control_dir(buf, len, getenv("XDG_RUNTIME_DIR"), (unsigned)geteuid());
@@ -38,6 +52,8 @@ int peer_open(struct peer *p, const char *pid, bool quiet)
 	p->name = pid;
 	p->seq = 0;
 	p->passed_fd = -1;
+	p->quiet = false;
+	p->error[0] = 0;
 	if (strtol(pid, &end, 10) <= 0 || *end) {
 		fail(pid, "not a process id");
 		return -1;
@@ -75,7 +91,7 @@ int peer_send(struct peer *p, uint16_t type, const void *payload, size_t len)
 	uint8_t buf[MCLOC_REQ_MAX];
 
 	if (sizeof(m) + len > sizeof(buf)) {
-		fail(p->name, "request too long");
+		pfail(p, "request too long");
 		return -1;
 	}
 	memcpy(buf, &m, sizeof(m));
@@ -83,9 +99,9 @@ int peer_send(struct peer *p, uint16_t type, const void *payload, size_t len)
 	if (send(p->fd, buf, sizeof(m) + len, MSG_NOSIGNAL) != (ssize_t)(sizeof(m) + len)) {
 		/* (A program that refuses us closes the connection at once.) */
 		if (errno == EPIPE || errno == ECONNRESET)
-			fail(p->name, "the program closed the connection");
+			pfail(p, "the program closed the connection");
 		else
-			fail(p->name, "cannot send: %s", strerror(errno));
+			pfail(p, "cannot send: %s", strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -129,23 +145,23 @@ int peer_recv(struct peer *p, struct mcloc_msg *m)
 			memcpy(&p->passed_fd, CMSG_DATA(c), sizeof(int));
 	if (n <= 0 || (n < (ssize_t)sizeof(*m) &&
 		       !read_full(p->fd, (uint8_t *)m + n, sizeof(*m) - (size_t)n))) {
-		fail(p->name, "the program closed the connection");
+		pfail(p, "the program closed the connection");
 		return -1;
 	}
 	if (m->len < sizeof(*m) || m->len > MCLOC_REP_MAX || m->version != MCLOC_WIRE_VERSION) {
-		fail(p->name, "a malformed reply (%u bytes, version %u)", m->len, m->version);
+		pfail(p, "a malformed reply (%u bytes, version %u)", m->len, m->version);
 		return -1;
 	}
 	memcpy(p->buf, m, sizeof(*m));
 	if (!read_full(p->fd, p->buf + sizeof(*m), m->len - sizeof(*m))) {
-		fail(p->name, "the program closed the connection");
+		pfail(p, "the program closed the connection");
 		return -1;
 	}
 	if (m->type == MCLOC_REP_ERROR) {
 		const struct mcloc_rep_error *e = (const void *)(p->buf + sizeof(*m));
 
 		p->buf[m->len - 1] = 0;
-		fail(p->name, "%s", m->len > sizeof(*m) + sizeof(*e) ? e->msg : "error");
+		pfail(p, "%s", m->len > sizeof(*m) + sizeof(*e) ? e->msg : "error");
 		return -1;
 	}
 	return 0;
@@ -160,7 +176,7 @@ int ask(struct peer *p, uint16_t req, uint16_t type, void *out, size_t size)
 	if (peer_send(p, req, NULL, 0) < 0 || peer_recv(p, &m) < 0)
 		return -1;
 	if (m.type != type || m.len - sizeof(m) < size) {
-		fail(p->name, "an unexpected reply (type %#x, %u bytes)", m.type, m.len);
+		pfail(p, "an unexpected reply (type %#x, %u bytes)", m.type, m.len);
 		return -1;
 	}
 	memcpy(out, p->buf + sizeof(m), size);

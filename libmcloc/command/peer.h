@@ -17,6 +17,8 @@ struct peer {
 	const char *name;	/* its pid, as given: for messages */
 	uint32_t seq;
 	int passed_fd;		/* a descriptor the last reply carried, or -1 */
+	bool quiet;		/* failures only in error, not on stderr */
+	char error[256];	/* the last failure */
 	_Alignas(8) uint8_t buf[MCLOC_REP_MAX];
 };
 

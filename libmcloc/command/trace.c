@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -177,8 +178,15 @@ static void resolve_callers(struct tracing *t, const struct mcloc_event *ev, siz
 				ask_v[k++] = ev[i].parent;
 		}
 		if (k && (k == sizeof(ask_v) / 8 || i == n)) {
-			if (peer_send(t->p, MCLOC_REQ_ADDRS, ask_v, k * 8) < 0 ||
-			    peer_recv(t->p, &m) < 0 || m.type != MCLOC_REP_ADDRS)
+			/* (Unanswered, as when the program has just exited,
+			 * the callers print as addresses.) */
+			bool quiet = t->p->quiet;
+
+			t->p->quiet = true;
+			int r = peer_send(t->p, MCLOC_REQ_ADDRS, ask_v, k * 8) < 0 ||
+				peer_recv(t->p, &m) < 0 || m.type != MCLOC_REP_ADDRS;
+			t->p->quiet = quiet;
+			if (r)
 				return;
 			for (size_t at = sizeof(m); at + sizeof(struct mcloc_rep_addr) <= m.len;) {
 				struct mcloc_rep_addr a;
@@ -611,6 +619,31 @@ static void print_profile(struct tracing *t)
 	}
 }
 
+/* Whether the traced program has exited: gone, a zombie, or its end of
+ * the connection closed. */
+static bool program_gone(struct tracing *t)
+{
+	char path[64], buf[256];
+	struct pollfd pf = { .fd = t->p->fd, .events = POLLRDHUP };
+
+	if (kill((pid_t)t->pid, 0) < 0 && errno == ESRCH)
+		return true;
+	if (poll(&pf, 1, 0) == 1 && (pf.revents & (POLLRDHUP | POLLHUP)))
+		return true;
+	snprintf(path, sizeof(path), "/proc/%u/stat", t->pid);
+	FILE *f = fopen(path, "r");
+	char *close_paren = NULL;
+
+	if (f) {
+		size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+
+		buf[n] = 0;
+		fclose(f);
+		close_paren = strrchr(buf, ')');
+	}
+	return close_paren && close_paren[1] == ' ' && close_paren[2] == 'Z';
+}
+
 static void usage_trace(void)
 {
 	fail("trace", "usage: mcloc trace PID function|function_graph|profile|nop [--filter G] "
@@ -634,7 +667,7 @@ int cmd_trace(int argc, char **argv, bool json)
 		{ 0 }
 	};
 	const char *filter = "", *notrace = "", *graph = "", *chrome = NULL;
-	struct mcloc_req_trace q = { .ring_kib = 1024, .rings = 64 };
+	struct mcloc_req_trace q = { .ring_kib = 1024, .rings = 16 };
 	double duration = 0;
 	struct tracing t = { .json = json, .chrome_first = true };
 	int o, ret = 1;
@@ -744,6 +777,7 @@ int cmd_trace(int argc, char **argv, bool json)
 		fprintf(t.chrome, "{\"traceEvents\":[");
 
 	struct timespec t0;
+	bool gone = false;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	while (!stop_now) {
 		struct timespec d = { 0, READ_MS * 1000000L }, now;
@@ -754,15 +788,23 @@ int cmd_trace(int argc, char **argv, bool json)
 		if (duration > 0 && (now.tv_sec - t0.tv_sec) + (now.tv_nsec - t0.tv_nsec) / 1e9 >=
 					    duration)
 			break;
-		if (stop_now)
+		/* A program that exits ends its trace: what it left in the
+		 * rings is read below. */
+		if (program_gone(&t)) {
+			gone = true;
 			break;
+		}
 	}
-	/* Stop: every site a NOP again; then what is left in the rings. */
-	if (peer_send(t.p, MCLOC_REQ_STOP, NULL, 0) < 0 || peer_recv(t.p, &m) < 0 ||
-	    m.type != MCLOC_REP_END)
-		fail(pid, "the tracer may not have stopped");
-	else
+	/* Stop: every site a NOP again; then what is left in the rings.  (A
+	 * program that exits meanwhile has nothing left to stop.) */
+	t.p->quiet = true;
+	if (gone || (peer_send(t.p, MCLOC_REQ_STOP, NULL, 0) == 0 && peer_recv(t.p, &m) == 0 &&
+		     m.type == MCLOC_REP_END))
 		ret = 0;
+	else if (program_gone(&t))
+		ret = 0;
+	else
+		fail(pid, "the tracer may not have stopped: %s", t.p->error);
 	while (drain(&t))
 		;
 	for (size_t i = 0; i < t.nthreads; i++)
