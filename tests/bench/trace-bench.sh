@@ -11,7 +11,10 @@
 # is dropped: a dropped event would cost less than a recorded one.
 # Prints, per tracer, ns per traced call above the plain build, and the
 # ratio ours/uftrace (median of ROUNDS alternating rounds); goal: at most
-# 0.5.  Also events per second recorded by the one thread.  Not a test.
+# 0.5.  Also events per second recorded by the one thread, and a floor:
+# MCLOC_TRACER=profile, which takes the same path (the register-saving
+# trampoline, the return hook, a timestamp at entry and at exit) and
+# records no event.  Not a test.
 # Usage: trace-bench.sh [N [ROUNDS]]
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
@@ -80,21 +83,28 @@ theirs() {
 	(cd "$w" && uftrace record --no-libcall -d "$w/ut" ./uft "$n" | tail -1)
 }
 plain() { "$w/plain" "$n"; }
+hook() {
+	env LD_PRELOAD="$lib" MCLOC_TRACER=profile MCLOC_FILTER=leaf MCLOC_OUTPUT=/dev/null \
+		"$w/ours" "$n"
+}
 
-g_ratios=() f_ratios=() rows=()
+g_ratios=() f_ratios=() h_ratios=() rows=()
 for r in $(seq "$rounds"); do
-	p=$(plain) u=$(theirs) g=$(ours function_graph) f=$(ours function)
+	p=$(plain) u=$(theirs) g=$(ours function_graph) f=$(ours function) h=$(hook)
 	# the traces are whole: every call there
 	calls=$(grep -c 'leaf()\?;\| leaf <-' "$w/trace" || true)
 	ug=$(echo "$u - $p" | bc -l) og=$(echo "$g - $p" | bc -l) of=$(echo "$f - $p" | bc -l)
+	oh=$(echo "$h - $p" | bc -l)
 	g_ratios+=("$(echo "scale=3; $og / $ug" | bc -l)")
 	f_ratios+=("$(echo "scale=3; $of / $ug" | bc -l)")
-	printf '  round %d: plain %.2f ns/call; uftrace record +%.1f; mcloc function_graph +%.1f, function +%.1f (last trace: %d calls of %d)\n' \
-		"$r" "$p" "$ug" "$og" "$of" "$calls" "$n"
+	h_ratios+=("$(echo "scale=3; $oh / $ug" | bc -l)")
+	printf '  round %d: plain %.2f ns/call; uftrace record +%.1f; mcloc function_graph +%.1f, function +%.1f; floor (profile: hook, no event) +%.1f (last trace: %d calls of %d)\n' \
+		"$r" "$p" "$ug" "$og" "$of" "$oh" "$calls" "$n"
 	rows+=("$og")
 done
 med() { printf '%s\n' "$@" | sort -n | sed -n "$(( ($# + 1) / 2 ))p"; }
 mg=$(med "${rows[@]}")
 echo "events per second recorded by one thread (function_graph, 2 per call): $(echo "2 * 1000000000 / ($mg + $(plain))" | bc)"
+echo "floor: the return hook without events (profile)/uftrace record = $(med "${h_ratios[@]}") (median)"
 echo "ours function/uftrace record = $(med "${f_ratios[@]}") per traced call (median of $rounds)"
 echo "ours function_graph/uftrace record = $(med "${g_ratios[@]}") per traced call (median of $rounds; goal <= 0.5)"
