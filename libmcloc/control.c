@@ -43,6 +43,7 @@
 
 static char ctl_tracer[16];	/* the controller's tracer */
 
+
 struct conn {
 	int fd;			/* -1: free */
 	pid_t pid;		/* the peer's */
@@ -85,6 +86,47 @@ static uint64_t now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* MCLOC_CONTROL=wait: the registration of the first image with sites
+ * waits (WAIT_S at most) until a controller has started a trace, so that
+ * mcloc run traces a program from main() on. */
+#define WAIT_S 10
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t traced_cond;
+	bool waiting, traced;
+	void (*prev_hook)(void);
+} first = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, false, NULL };
+
+static void first_image_added(void)
+{
+	if (first.prev_hook)
+		first.prev_hook();
+	pthread_mutex_lock(&first.lock);
+	/* (An image without sites, such as the library's own, is not the
+	 * program's: wait at the one that brings the first sites.) */
+	if (first.waiting && __atomic_load_n(&mcr_nrecords, __ATOMIC_RELAXED)) {
+		struct timespec dl;
+
+		clock_gettime(CLOCK_REALTIME, &dl);
+		dl.tv_sec += WAIT_S;
+		while (!first.traced &&
+		       pthread_cond_timedwait(&first.traced_cond, &first.lock, &dl) == 0)
+			;
+		if (!first.traced)
+			say("no controller started a trace within %d s; running on", WAIT_S);
+		first.waiting = false;
+	}
+	pthread_mutex_unlock(&first.lock);
+}
+
+static void first_traced(void)
+{
+	pthread_mutex_lock(&first.lock);
+	first.traced = true;
+	pthread_cond_broadcast(&first.traced_cond);
+	pthread_mutex_unlock(&first.lock);
 }
 
 /* ---- replies -------------------------------------------------------------- */
@@ -283,7 +325,15 @@ static void do_funcs(struct reply *r, const char *glob)
 	reply_one(r, MCLOC_REP_END, NULL, 0);
 }
 
+static void add_any_site(uintptr_t site, const char *name, uint32_t state, void *arg);
+
 static void add_site(uintptr_t site, const char *name, uint32_t state, void *arg)
+{
+	if (state & (REC_ENABLED | REC_REF_MASK | REC_PARKED | REC_REFUSED))
+		add_any_site(site, name, state, arg);
+}
+
+static void add_any_site(uintptr_t site, const char *name, uint32_t state, void *arg)
 {
 	struct reply *r = arg;
 	size_t nl = strlen(name);
@@ -292,8 +342,6 @@ static void add_site(uintptr_t site, const char *name, uint32_t state, void *arg
 		char name[256];
 	} e;
 
-	if (!(state & (REC_ENABLED | REC_REF_MASK | REC_PARKED | REC_REFUSED)))
-		return;
 	if (nl >= sizeof(e.name))
 		nl = sizeof(e.name) - 1;
 	e.s = (struct mcloc_rep_site){
@@ -309,12 +357,12 @@ static void add_site(uintptr_t site, const char *name, uint32_t state, void *arg
 	reply_add(r, &e, sizeof(e.s) + nl + 1, true);
 }
 
-static void do_enabled(struct reply *r)
+static void do_sites(struct reply *r, bool all)
 {
 	/* (Under mcr_lock, which a batch holds too: a consistent picture.
 	 * The sends have a timeout.) */
 	reply_begin(r, MCLOC_REP_SITES);
-	mcr_each_site_name(add_site, r);
+	mcr_each_site_name(all ? add_any_site : add_site, r);
 	if (r->len > sizeof(struct mcloc_msg))
 		reply_send(r);
 	reply_one(r, MCLOC_REP_END, NULL, 0);
@@ -388,6 +436,7 @@ static bool do_trace(struct reply *r, int i, const uint8_t *p, size_t plen)
 	send_fd(r, &(struct mcloc_rep_trace){ .size = size }, fd);
 	close(fd);
 	ctl.controller = i;
+	first_traced();
 	snprintf(ctl_tracer, sizeof(ctl_tracer), "%s",
 		 q.tracer == MCLOC_TRACE_GRAPH ? "function_graph" : "function");
 	return !r->failed;
@@ -466,6 +515,7 @@ static bool handle(struct conn *c, const struct mcloc_msg *m, struct reply *r)
 	switch (m->type) {
 	case MCLOC_REQ_HELLO:
 	case MCLOC_REQ_ENABLED:
+	case MCLOC_REQ_SITES:
 	case MCLOC_REQ_STATS:
 		if (plen) {
 			reply_error(r, EINVAL, "request type %u takes no payload", m->type);
@@ -473,10 +523,10 @@ static bool handle(struct conn *c, const struct mcloc_msg *m, struct reply *r)
 		}
 		if (m->type == MCLOC_REQ_HELLO)
 			do_hello(r);
-		else if (m->type == MCLOC_REQ_ENABLED)
-			do_enabled(r);
-		else
+		else if (m->type == MCLOC_REQ_STATS)
 			do_stats(r);
+		else
+			do_sites(r, m->type == MCLOC_REQ_SITES);
 		return !r->failed;
 	case MCLOC_REQ_TRACE:
 		return do_trace(r, i, p, plen);
@@ -611,9 +661,10 @@ static void *serve(void *arg)
 		pf[n++] = (struct pollfd){ .fd = ctl.lfd, .events = POLLIN };
 		for (int i = 0; i < CONN_MAX; i++)
 			pf[n++] = (struct pollfd){ .fd = ctl.conn[i].fd, .events = POLLIN };
-		/* (Tracing: the rings' clock pair is refreshed ten times a
-		 * second, and a controller's death seen as soon.) */
-		if (poll(pf, (nfds_t)n, ctl.controller >= 0 ? 100 : 1000) < 0 && errno != EINTR)
+		/* (Tracing: the rings' clock pair is refreshed every 10 ms,
+		 * so that a controller can convert times soon after the
+		 * start, and a controller's death is seen as soon.) */
+		if (poll(pf, (nfds_t)n, ctl.controller >= 0 ? 10 : 1000) < 0 && errno != EINTR)
 			break;
 		if (ctl.controller >= 0)
 			mcr_trace_tick();
@@ -667,6 +718,16 @@ static void unlink_socket(void)
 {
 	if (ctl.path[0])
 		unlink(ctl.path);
+}
+
+/* At exit: a trace still running ends here, its rings marked done with a
+ * last clock pair, so that the controller reads every event the program
+ * wrote however short its life; then the socket goes. */
+static void at_exit_control(void)
+{
+	if (mcr_trace_active())
+		mcr_trace_stop();
+	unlink_socket();
 }
 
 /* A fork()ed child has no server thread: it may start its own. */
@@ -729,7 +790,7 @@ int mcloc_control_start(void)
 	ctl.running = true;
 	if (!hooks_set) {
 		hooks_set = true;
-		atexit(unlink_socket);
+		atexit(at_exit_control);
 		pthread_atfork(NULL, NULL, forked_child);
 	}
 	goto out;
@@ -773,9 +834,14 @@ __attribute__((constructor(102))) static void control_from_env(void)
 
 	if (!c || !*c || !strcmp(c, "0"))
 		return;
-	if (strcmp(c, "1")) {
-		say("MCLOC_CONTROL=%.32s: 1 or 0; no control", c);
+	if (strcmp(c, "1") && strcmp(c, "wait")) {
+		say("MCLOC_CONTROL=%.32s: 1, wait or 0; no control", c);
 		return;
+	}
+	if (!strcmp(c, "wait")) {
+		first.waiting = true;
+		first.prev_hook = mcr_hooks.image_added;
+		mcr_hooks.image_added = first_image_added;
 	}
 	if ((ret = mcloc_control_start()) < 0 && ret != -EPERM)	/* (-EPERM: said) */
 		say("cannot start: %s", strerror(-ret));

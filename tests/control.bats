@@ -238,6 +238,29 @@ EOF
 	done
 }
 
+@test "mcloc run traces a program from main() on and exits as it did" {
+	printf '%s\n' '#include <stdio.h>' \
+		'__attribute__((noinline)) int fib(int n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }' \
+		'int main(void) { printf("fib(5)=%d\n", fib(5)); return 3; }' > "$T/hello.c"
+	cc -O1 -pg -mfentry -c "$T/hello.c" -o "$T/hello.o"
+	"$RECORDMCOUNT" "$T/hello.o"
+	"$OBJPATCH" link --nop --runtime -- cc "$T/hello.o" -o "$T/hello"
+	run "$MCLOC" run function_graph --preload "$LIBDIR/libmcloc.so" -- "$T/hello"
+	assert_equal "$status" 3
+	assert_line "fib(5)=5"
+	assert_line --regexp '^ +[0-9]+\) +\|  main\(\) \{$'
+	# fib(5) is 15 calls, each a leaf line or an opening one.
+	[ "$(echo "$output" | grep -cE '\|  +fib\(\)( \{|;)$')" -eq 15 ]
+	run "$MCLOC" run profile --preload "$LIBDIR/libmcloc.so" -- "$T/hello"
+	assert_equal "$status" 3
+	assert_line --regexp '^fib +15 '
+	assert_line --regexp '^main +1 '
+	# A program that never offers control: said, and its own status.
+	run "$MCLOC" run function -- /bin/true
+	assert_failure 1
+	assert_output "mcloc: /bin/true: exited before it offered control (is it linked with libmcloc, or given --preload?)"
+}
+
 @test "a controller that dies leaves no site enabled within a second; a second one is told who traces" {
 	start_served
 	trace_start function --filter 'work_*'
@@ -306,7 +329,7 @@ EOF
 	assert_output "libmcloc: control: $XDG_RUNTIME_DIR/mcloc: not a directory of this user's that only it may enter; no control"
 	run env LD_PRELOAD="$LIBDIR/libmcloc.so" MCLOC_CONTROL=yes "$T/served" 0
 	assert_equal "$status" 2
-	assert_output "libmcloc: control: MCLOC_CONTROL=yes: 1 or 0; no control"
+	assert_output "libmcloc: control: MCLOC_CONTROL=yes: 1, wait or 0; no control"
 }
 
 @test "mcloc: one line and exit 1 for a program without control; usage errors exit 2" {
@@ -321,7 +344,7 @@ EOF
 	assert_output "mcloc: abc: not a process id"
 	run "$MCLOC" frobnicate
 	assert_failure 2
-	assert_output "mcloc: unknown command 'frobnicate' (list, funcs, enabled, stats, trace)"
+	assert_output "mcloc: unknown command 'frobnicate' (list, funcs, enabled, stats, trace, run)"
 	run "$MCLOC" funcs
 	assert_failure 2
 	run "$MCLOC" list

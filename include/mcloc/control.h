@@ -56,6 +56,10 @@ enum {
 	 * each lies in, as far as the program knows (its traced images'
 	 * symbols, then the dynamic linker's). */
 	MCLOC_REQ_ADDRS = 7,
+	/* No payload.  Every site of every image, as MCLOC_REQ_ENABLED lists
+	 * those in use: MCLOC_REP_SITES as needed, then MCLOC_REP_END (what
+	 * a controller names events by, asked before the trace starts). */
+	MCLOC_REQ_SITES = 8,
 };
 
 enum {

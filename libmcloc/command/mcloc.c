@@ -236,6 +236,8 @@ static void usage(FILE *f)
 		   "  trace PID TRACER [OPTIONS]\n"
 		   "                        function, function_graph or profile, streamed\n"
 		   "                        until Ctrl-C or --duration (see mcloc(1))\n"
+		   "  run TRACER [OPTIONS] [--preload LIB] -- PROG [ARGS]\n"
+		   "                        start PROG and trace it from main() on\n"
 		   "  -j, --json            JSON lines\n"
 		   "See mcloc(1).\n");
 }
@@ -276,6 +278,8 @@ int main(int argc, char **argv)
 		return cmd_stats(argc, argv);
 	if (!strcmp(argv[0], "trace"))
 		return cmd_trace(argc, argv, json);
-	fail(NULL, "unknown command '%s' (list, funcs, enabled, stats, trace)", argv[0]);
+	if (!strcmp(argv[0], "run"))
+		return cmd_run(argc, argv, json);
+	fail(NULL, "unknown command '%s' (list, funcs, enabled, stats, trace, run)", argv[0]);
 	return 2;
 }

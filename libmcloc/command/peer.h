@@ -43,7 +43,9 @@ int ask(struct peer *p, uint16_t req, uint16_t type, void *out, size_t size);
 /* "KEY":"S", JSON-escaped, and a comma unless LAST. */
 void json_str(const char *key, const char *s, bool last);
 
-/* trace.c: mcloc trace PID TRACER [OPTIONS] (ARGV[0] is "trace"). */
+/* trace.c: mcloc trace PID TRACER [OPTIONS] (ARGV[0] is "trace"), and
+ * mcloc run TRACER [OPTIONS] -- PROG [ARGS]. */
 int cmd_trace(int argc, char **argv, bool json);
+int cmd_run(int argc, char **argv, bool json);
 
 #endif

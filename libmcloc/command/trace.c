@@ -23,6 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -135,12 +137,17 @@ static struct name *name_find(struct names *ns, uint64_t addr)
 	return lo < ns->n && ns->v[lo].addr == addr ? &ns->v[lo] : NULL;
 }
 
-/* The traced sites' names: every site the tracer uses is enabled now. */
+/* Every site's name, asked before the trace starts (a short program may
+ * be gone by the time its first events are read), and again when an
+ * event names a site not known yet (an image loaded since). */
 static int load_sites(struct tracing *t)
 {
 	struct mcloc_msg m;
 
-	if (peer_send(t->p, MCLOC_REQ_ENABLED, NULL, 0) < 0)
+	for (size_t i = 0; i < t->sites.n; i++)
+		free(t->sites.v[i].name);
+	t->sites.n = 0;
+	if (peer_send(t->p, MCLOC_REQ_SITES, NULL, 0) < 0)
 		return -1;
 	while (peer_recv(t->p, &m) == 0) {
 		if (m.type == MCLOC_REP_END)
@@ -562,6 +569,15 @@ static size_t drain(struct tracing *t)
 		t->rate = 1;
 	if (n) {
 		qsort(v, n, sizeof(*v), cmp_item);
+		for (size_t i = 0; i < n; i++)
+			if (!name_find(&t->sites, v[i].e.ip)) {
+				bool quiet = t->p->quiet;
+
+				t->p->quiet = true;
+				load_sites(t);
+				t->p->quiet = quiet;
+				break;
+			}
 		if (!t->json || t->mode != PROFILE) {
 			struct mcloc_event *ev = malloc(n * sizeof(*ev));
 
@@ -651,7 +667,19 @@ static void usage_trace(void)
 		      "[--duration S] [-t USECS] [--buffer KIB] [--rings N] [--chrome FILE]");
 }
 
-int cmd_trace(int argc, char **argv, bool json)
+/* What the trace and run subcommands were asked for. */
+struct targs {
+	const char *filter, *notrace, *graph, *chrome, *preload;
+	struct mcloc_req_trace q;
+	double duration;
+	uint64_t threshold_ns;
+	enum mode mode;
+	bool nop;
+};
+
+/* Options of ARGV[0..ARGC) into A; the index of the first argument that is
+ * not one, or -1 (a message printed). */
+static int parse_targs(int argc, char **argv, struct targs *a, bool run)
 {
 	static const struct option opts[] = {
 		{ "filter", required_argument, NULL, 'f' },
@@ -664,53 +692,74 @@ int cmd_trace(int argc, char **argv, bool json)
 		{ "buffer", required_argument, NULL, 'b' },
 		{ "rings", required_argument, NULL, 'r' },
 		{ "chrome", required_argument, NULL, 'c' },
+		{ "preload", required_argument, NULL, 'p' },
 		{ 0 }
 	};
-	const char *filter = "", *notrace = "", *graph = "", *chrome = NULL;
-	struct mcloc_req_trace q = { .ring_kib = 1024, .rings = 16 };
-	double duration = 0;
-	struct tracing t = { .json = json, .chrome_first = true };
-	int o, ret = 1;
+	int o;
 
-	optind = 0;	/* (a fresh scan, options anywhere after "trace") */
+	*a = (struct targs){ .filter = "", .notrace = "", .graph = "",
+			     .q = { .ring_kib = 1024, .rings = 16 } };
+	optind = 0;	/* (a fresh scan, options anywhere after the subcommand) */
 	while ((o = getopt_long(argc, argv, "t:", opts, NULL)) != -1) {
 		switch (o) {
-		case 'f': filter = optarg; break;
-		case 'n': notrace = optarg; break;
-		case 'g': graph = optarg; break;
-		case 'D': q.max_depth = (uint32_t)strtoul(optarg, NULL, 10); break;
-		case 'T': q.tid = (uint32_t)strtoul(optarg, NULL, 10); break;
-		case 'd': duration = strtod(optarg, NULL); break;
-		case 't': t.threshold_ns = (uint64_t)(strtod(optarg, NULL) * 1000); break;
-		case 'b': q.ring_kib = (uint32_t)strtoul(optarg, NULL, 10); break;
-		case 'r': q.rings = (uint32_t)strtoul(optarg, NULL, 10); break;
-		case 'c': chrome = optarg; break;
-		default: usage_trace(); return 2;
+		case 'f': a->filter = optarg; break;
+		case 'n': a->notrace = optarg; break;
+		case 'g': a->graph = optarg; break;
+		case 'D': a->q.max_depth = (uint32_t)strtoul(optarg, NULL, 10); break;
+		case 'T': a->q.tid = (uint32_t)strtoul(optarg, NULL, 10); break;
+		case 'd': a->duration = strtod(optarg, NULL); break;
+		case 't': a->threshold_ns = (uint64_t)(strtod(optarg, NULL) * 1000); break;
+		case 'b': a->q.ring_kib = (uint32_t)strtoul(optarg, NULL, 10); break;
+		case 'r': a->q.rings = (uint32_t)strtoul(optarg, NULL, 10); break;
+		case 'c': a->chrome = optarg; break;
+		case 'p':
+			if (run) {
+				a->preload = optarg;
+				break;
+			}
+			/* fall through */
+		default: usage_trace(); return -1;
 		}
 	}
-	if (argc - optind != 2) {
-		usage_trace();
-		return 2;
+	if (a->q.ring_kib < 4 || a->q.ring_kib > 65536 || (a->q.ring_kib & (a->q.ring_kib - 1)) ||
+	    !a->q.rings || a->q.rings > 4096) {
+		fail(run ? "run" : "trace", "--buffer: a power of 2 from 4 to 65536 KiB; "
+					    "--rings: 1 to 4096");
+		return -1;
 	}
-	const char *pid = argv[optind], *which = argv[optind + 1];
+	return optind;
+}
 
+/* WHICH into A's mode and tracer; -1 with a message. */
+static int pick_tracer(struct targs *a, const char *which)
+{
 	if (!strcmp(which, "function"))
-		t.mode = FUNCTION, q.tracer = MCLOC_TRACE_FUNCTION;
+		a->mode = FUNCTION, a->q.tracer = MCLOC_TRACE_FUNCTION;
 	else if (!strcmp(which, "function_graph"))
-		t.mode = GRAPH, q.tracer = MCLOC_TRACE_GRAPH;
+		a->mode = GRAPH, a->q.tracer = MCLOC_TRACE_GRAPH;
 	else if (!strcmp(which, "profile"))
-		t.mode = PROFILE, q.tracer = MCLOC_TRACE_GRAPH;
+		a->mode = PROFILE, a->q.tracer = MCLOC_TRACE_GRAPH;
 	else if (!strcmp(which, "nop"))
-		return 0;	/* (nothing runs for this controller to stop) */
+		a->nop = true;
 	else {
 		fail("trace", "no tracer '%s' (function, function_graph, profile, nop)", which);
-		return 2;
+		return -1;
 	}
-	if (q.ring_kib < 4 || q.ring_kib > 65536 || (q.ring_kib & (q.ring_kib - 1)) ||
-	    !q.rings || q.rings > 4096) {
-		fail("trace", "--buffer: a power of 2 from 4 to 65536 KiB; --rings: 1 to 4096");
-		return 2;
-	}
+	return 0;
+}
+
+/* Trace the program PID as A says, until the program exits, Ctrl-C or
+ * the duration.  0, or 1 with a message. */
+static int trace_session(const struct targs *a, const char *pid, bool json)
+{
+	const char *filter = a->filter, *notrace = a->notrace, *graph = a->graph;
+	const char *chrome = a->chrome;
+	struct mcloc_req_trace q = a->q;
+	double duration = a->duration;
+	struct tracing t = { .json = json, .chrome_first = true, .mode = a->mode,
+			     .threshold_ns = a->threshold_ns };
+	int ret = 1;
+
 	if (chrome && !(t.chrome = fopen(chrome, "w"))) {
 		fail(chrome, "%s", strerror(errno));
 		return 1;
@@ -742,6 +791,8 @@ int cmd_trace(int argc, char **argv, bool json)
 
 	struct mcloc_msg m;
 	struct mcloc_rep_trace rt;
+	if (load_sites(&t) < 0)
+		goto out;
 	if (peer_send(t.p, MCLOC_REQ_TRACE, req, len) < 0 || peer_recv(t.p, &m) < 0)
 		goto out;
 	if (m.type != MCLOC_REP_TRACE || m.len < sizeof(m) + sizeof(rt) || t.p->passed_fd < 0) {
@@ -759,9 +810,6 @@ int cmd_trace(int argc, char **argv, bool json)
 		t.h = NULL;
 		goto out;
 	}
-	if (load_sites(&t) < 0)
-		goto out;
-
 	if (!json && !chrome) {
 		if (t.mode == FUNCTION)
 			printf("# tracer: function\n#\n"
@@ -837,4 +885,117 @@ out:
 		close(t.p->fd);
 	free(t.p);
 	return ret;
+}
+
+int cmd_trace(int argc, char **argv, bool json)
+{
+	struct targs a;
+	int at = parse_targs(argc, argv, &a, false);
+
+	if (at < 0)
+		return 2;
+	if (argc - at != 2) {
+		usage_trace();
+		return 2;
+	}
+	if (pick_tracer(&a, argv[at + 1]) < 0)
+		return 2;
+	if (a.nop)
+		return 0;	/* (nothing runs for this controller to stop) */
+	return trace_session(&a, argv[at], json);
+}
+
+/*
+ * mcloc run TRACER [OPTIONS] -- PROG [ARGS]: start PROG with
+ * MCLOC_CONTROL=wait, which holds it at its first image's registration
+ * until a trace starts (10 s at most), so that the trace sees it from
+ * main() on; trace it until it exits or Ctrl-C; exit as it did.
+ */
+int cmd_run(int argc, char **argv, bool json)
+{
+	struct targs a;
+	int dd = 1;
+
+	while (dd < argc && strcmp(argv[dd], "--"))
+		dd++;
+	int at = parse_targs(dd, argv, &a, true);
+
+	if (at < 0)
+		return 2;
+	if (dd - at != 1 || dd + 1 >= argc) {
+		fail("run", "usage: mcloc run TRACER [OPTIONS] [--preload LIB] -- PROG [ARGS]");
+		return 2;
+	}
+	if (pick_tracer(&a, argv[at]) < 0)
+		return 2;
+	char dir[108], sock[200], pid[16];
+
+	if (!control_dir(dir, sizeof(dir))) {
+		fail("run", "the control directory's name is too long");
+		return 1;
+	}
+	pid_t child = fork();
+
+	if (child < 0) {
+		fail("run", "fork: %s", strerror(errno));
+		return 1;
+	}
+	if (!child) {
+		setenv("MCLOC_CONTROL", a.nop ? "1" : "wait", 1);
+		if (a.preload)
+			setenv("LD_PRELOAD", a.preload, 1);
+		execvp(argv[dd + 1], argv + dd + 1);
+		fail(argv[dd + 1], "%s", strerror(errno));
+		_exit(127);
+	}
+	snprintf(pid, sizeof(pid), "%d", (int)child);
+	snprintf(sock, sizeof(sock), "%s/%d", dir, (int)child);
+	/* The program's socket, made when libmcloc loads. */
+	int st, ret = 0;
+	bool up = false;
+
+	for (int i = 0; i < 1000 && !up; i++) {
+		struct stat sb;
+
+		if (waitpid(child, &st, WNOHANG) == child) {
+			fail(argv[dd + 1], "exited before it offered control (is it linked with "
+					   "libmcloc, or given --preload?)");
+			return WIFEXITED(st) ? (WEXITSTATUS(st) ? WEXITSTATUS(st) : 1) : 1;
+		}
+		up = stat(sock, &sb) == 0 && S_ISSOCK(sb.st_mode);
+		if (!up)
+			nanosleep(&(struct timespec){ 0, 5000000 }, NULL);
+	}
+	if (!up) {
+		fail(argv[dd + 1], "offered no control within 5 s (is it linked with libmcloc, "
+				   "or given --preload?); running it untraced");
+	} else if (!a.nop) {
+		/* Control starts when libmcloc loads, before the program's
+		 * image registers (and waits, MCLOC_CONTROL=wait): ask until
+		 * it has (2 s at most: a program found by discovery
+		 * registers only when the trace starts). */
+		struct peer *p = malloc(sizeof(*p));
+		struct mcloc_rep_hello h = { 0 };
+
+		for (int i = 0; p && i < 400; i++) {
+			if (peer_open(p, pid, true) < 0)
+				break;
+			p->quiet = true;
+			int r = ask(p, MCLOC_REQ_HELLO, MCLOC_REP_HELLO, &h, sizeof(h));
+
+			close(p->fd);
+			if (r < 0 || h.images)
+				break;
+			nanosleep(&(struct timespec){ 0, 5000000 }, NULL);
+		}
+		free(p);
+		ret = trace_session(&a, pid, json);
+	}
+	while (waitpid(child, &st, 0) < 0 && errno == EINTR)
+		;
+	if (ret)
+		return ret;
+	if (WIFSIGNALED(st))
+		return 128 + WTERMSIG(st);
+	return WEXITSTATUS(st);
 }

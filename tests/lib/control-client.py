@@ -62,7 +62,8 @@ CASES = [
     ("STOP with a payload", msg(REQ_STOP, b"now\0")),
     ("ADDRS of 5 bytes", msg(REQ_ADDRS, b"\1\2\3\4\5")),
     ("ADDRS without addresses", msg(REQ_ADDRS)),
-] + [("unknown type %d" % t, msg(t)) for t in range(8, 15)] + [
+    ("SITES with a payload", msg(8, b"\0")),
+] + [("unknown type %d" % t, msg(t)) for t in range(9, 15)] + [
     ("a header cut short, then silence", HDR.pack(16, REQ_HELLO, VERSION, 1, 0)[:10]),
 ]
 
