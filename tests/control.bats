@@ -186,6 +186,38 @@ all_sites_off() {
 	stop_served
 }
 
+@test "trace --graph-function, --max-depth, --tid and -j: what ftrace's options select" {
+	start_served
+	# Every function traced, but only what fib calls is shown: the four
+	# threads' work_a/work_b never appear.
+	trace_start function_graph --graph-function fib
+	trigger USR2 fib
+	trace_stop
+	[ "$(grep -cE '\|  +fib\(\)( \{|;)$' "$T/trace.out")" -eq 9 ]
+	run grep -c 'work_' "$T/trace.out"
+	assert_output 0
+	# Two levels of fib(4): fib(4) and its two calls.
+	trace_start function_graph --filter fib --max-depth 2
+	trigger USR2 fib
+	trace_stop
+	[ "$(grep -cE '\|  +fib\(\)( \{|;)$' "$T/trace.out")" -eq 3 ]
+	# The main thread alone (its id is the pid): fib, and no worker's
+	# burst, though both ran.
+	trace_start -j function --filter 'fib,burst_outer' --tid "$PID"
+	trigger USR2 fib
+	trigger USR1 burst
+	trace_stop
+	$PY - "$T/trace.out" "$PID" <<'EOF'
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+assert len(ev) == 9, len(ev)
+assert all(e["type"] == "call" and e["function"] == "fib" and e["tid"] == int(sys.argv[2])
+           for e in ev), ev[:3]
+assert [e["parent"] for e in ev].count("main") == 1
+EOF
+	stop_served
+}
+
 @test "trace --chrome: valid JSON with one begin and one end per call" {
 	start_served
 	trace_start function_graph --filter 'burst_*' --chrome "$T/trace.json"

@@ -675,6 +675,7 @@ struct targs {
 	uint64_t threshold_ns;
 	enum mode mode;
 	bool nop;
+	bool json;		/* -j after the subcommand, as before it */
 };
 
 /* Options of ARGV[0..ARGC) into A; the index of the first argument that is
@@ -693,6 +694,7 @@ static int parse_targs(int argc, char **argv, struct targs *a, bool run)
 		{ "rings", required_argument, NULL, 'r' },
 		{ "chrome", required_argument, NULL, 'c' },
 		{ "preload", required_argument, NULL, 'p' },
+		{ "json", no_argument, NULL, 'j' },
 		{ 0 }
 	};
 	int o;
@@ -700,8 +702,9 @@ static int parse_targs(int argc, char **argv, struct targs *a, bool run)
 	*a = (struct targs){ .filter = "", .notrace = "", .graph = "",
 			     .q = { .ring_kib = 1024, .rings = 16 } };
 	optind = 0;	/* (a fresh scan, options anywhere after the subcommand) */
-	while ((o = getopt_long(argc, argv, "t:", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "jt:", opts, NULL)) != -1) {
 		switch (o) {
+		case 'j': a->json = true; break;
 		case 'f': a->filter = optarg; break;
 		case 'n': a->notrace = optarg; break;
 		case 'g': a->graph = optarg; break;
@@ -902,7 +905,7 @@ int cmd_trace(int argc, char **argv, bool json)
 		return 2;
 	if (a.nop)
 		return 0;	/* (nothing runs for this controller to stop) */
-	return trace_session(&a, argv[at], json);
+	return trace_session(&a, argv[at], json || a.json);
 }
 
 /*
@@ -989,7 +992,7 @@ int cmd_run(int argc, char **argv, bool json)
 			nanosleep(&(struct timespec){ 0, 5000000 }, NULL);
 		}
 		free(p);
-		ret = trace_session(&a, pid, json);
+		ret = trace_session(&a, pid, json || a.json);
 	}
 	while (waitpid(child, &st, 0) < 0 && errno == EINTR)
 		;
