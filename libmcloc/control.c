@@ -63,22 +63,8 @@ static struct {
 	int controller;		/* the connection that traces, or -1 */
 } ctl = { .lock = PTHREAD_MUTEX_INITIALIZER, .lfd = -1, .wake = { -1, -1 }, .controller = -1 };
 
-static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void say(const char *fmt, ...)
-{
-	char msg[400];
-	va_list ap;
-	int n = snprintf(msg, sizeof(msg), "libmcloc: control: ");
-
-	va_start(ap, fmt);
-	n += vsnprintf(msg + n, sizeof(msg) - (size_t)n - 1, fmt, ap);
-	va_end(ap);
-	if (n > (int)sizeof(msg) - 2)
-		n = (int)sizeof(msg) - 2;
-	msg[n++] = '\n';
-	if (write(2, msg, (size_t)n) < 0)
-		return;
-}
+/* One "libmcloc: control: ..." line on standard error. */
+#define say(...) mcr_warn("control: " __VA_ARGS__)
 
 static uint64_t now_ms(void)
 {
@@ -215,18 +201,6 @@ static void reply_error(struct reply *r, int err, const char *fmt, ...)
 
 /* ---- requests ---------------------------------------------------------- */
 
-static void own_comm(char *buf, size_t len)
-{
-	int fd = open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, buf, len - 1) : -1;
-
-	if (fd >= 0)
-		close(fd);
-	if (n > 0 && buf[n - 1] == '\n')
-		n--;
-	buf[n > 0 ? n : 0] = 0;
-}
-
 /* The distinct function names, sorted: names are interned per image, so
  * equal names of two images are two pointers, compared as strings. */
 struct names {
@@ -295,7 +269,7 @@ static void do_hello(struct reply *r)
 		h.functions = ns.n;
 		free(ns.v);
 	}
-	own_comm(h.comm, sizeof(h.comm));
+	mcr_comm(h.comm, sizeof(h.comm));
 	if (ctl.controller >= 0) {
 		snprintf(h.controller, sizeof(h.controller), "pid %d",
 			 (int)ctl.conn[ctl.controller].pid);

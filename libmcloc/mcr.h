@@ -174,6 +174,11 @@ static inline bool mcr_bit_of(const uint64_t *map, size_t g)
 
 /* To the log callback mcloc_set_log() installed, if any. */
 void mcr_say(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* One "libmcloc: ..." line on standard error, whatever the log: how the
+ * environment interface and the control channel say what cannot work. */
+void mcr_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The process's command name (/proc/self/comm), into BUF. */
+void mcr_comm(char *buf, size_t len);
 
 /* images.c: the image whose sites span ADDR; the first record at or after
  * ADDR; the record at SITE, or of the site that ends at AFTER (-1: none). */

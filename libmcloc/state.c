@@ -6,8 +6,10 @@
  */
 #include "mcr.h"
 
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <unistd.h>
 
 pthread_mutex_t mcr_lock = PTHREAD_MUTEX_INITIALIZER;
 struct image *mcr_images[MCR_MAX_IMAGES];
@@ -38,4 +40,32 @@ void mcr_say(int level, const char *fmt, ...)
 void mcloc_set_log(void (*log)(int level, const char *msg))
 {
 	log_fn = log;
+}
+
+void mcr_warn(const char *fmt, ...)
+{
+	char msg[600];
+	va_list ap;
+	int n = snprintf(msg, sizeof(msg), "libmcloc: ");
+
+	va_start(ap, fmt);
+	n += vsnprintf(msg + n, sizeof(msg) - (size_t)n - 1, fmt, ap);
+	va_end(ap);
+	if (n > (int)sizeof(msg) - 2)
+		n = (int)sizeof(msg) - 2;
+	msg[n++] = '\n';
+	if (write(2, msg, (size_t)n) < 0)
+		return;
+}
+
+void mcr_comm(char *buf, size_t len)
+{
+	int fd = open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, len - 1) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	if (n > 0 && buf[n - 1] == '\n')
+		n--;
+	buf[n > 0 ? n : 0] = 0;
 }

@@ -305,38 +305,6 @@ static int cmp_hits(const void *a, const void *b)
 	return x < y ? 1 : x > y ? -1 : strcmp(p->name, q->name);
 }
 
-/* One "libmcloc:" line on standard error: how the environment interface
- * says that a value cannot work. */
-static void env_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void env_warn(const char *fmt, ...)
-{
-	char msg[600];
-	va_list ap;
-	int n = snprintf(msg, sizeof(msg), "libmcloc: ");
-
-	va_start(ap, fmt);
-	n += vsnprintf(msg + n, sizeof(msg) - (size_t)n - 1, fmt, ap);
-	va_end(ap);
-	if (n > (int)sizeof(msg) - 2)
-		n = (int)sizeof(msg) - 2;
-	msg[n++] = '\n';
-	if (write(2, msg, (size_t)n) < 0)
-		return;
-}
-
-/* The program's command name, for output headers. */
-static void own_comm(char *buf, size_t len)
-{
-	int fd = open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, buf, len - 1) : -1;
-
-	if (fd >= 0)
-		close(fd);
-	if (n > 0 && buf[n - 1] == '\n')
-		n--;
-	buf[n > 0 ? n : 0] = 0;
-}
-
 /* The first lines of an output: whose it is, and (function) ftrace's
  * column header. */
 static void write_header(void)
@@ -344,7 +312,7 @@ static void write_header(void)
 	char comm[20], line[400];
 	int n;
 
-	own_comm(comm, sizeof(comm));
+	mcr_comm(comm, sizeof(comm));
 	if (kind == FUNCTION)
 		n = snprintf(line, sizeof(line), "# tracer: function\n# pid %ld (%s)\n#\n"
 			     "#            TASK-PID     CPU#     TIMESTAMP  FUNCTION\n"
@@ -424,7 +392,7 @@ static void finish(void)
 		for (char *p = strtok_r(buf, ", \t\n", &save); p;
 		     p = strtok_r(NULL, ", \t\n", &save), i++)
 			if (i < 64 && !(patterns_matched >> i & 1))
-				env_warn("MCLOC_FILTER: '%s' matched no traced function%s", p,
+				mcr_warn("MCLOC_FILTER: '%s' matched no traced function%s", p,
 					 ever_armed ? "" : "; nothing was traced");
 	}
 	if (!started)
@@ -785,19 +753,19 @@ static void env_tracer_kick(void)
 		if (!t || !*t)
 			return;
 		if (strcmp(t, "function") && strcmp(t, "profile")) {
-			env_warn("MCLOC_TRACER=%.64s: no such tracer (function, profile); not "
+			mcr_warn("MCLOC_TRACER=%.64s: no such tracer (function, profile); not "
 				 "tracing", t);
 			return;
 		}
 		int fd = 2;
 		if (o && *o) {
 			if (!output_path(o, path, sizeof(path))) {
-				env_warn("MCLOC_OUTPUT: too long; not tracing");
+				mcr_warn("MCLOC_OUTPUT: too long; not tracing");
 				return;
 			}
 			fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
 			if (fd < 0) {
-				env_warn("MCLOC_OUTPUT=%.256s: %s; not tracing", path, strerror(errno));
+				mcr_warn("MCLOC_OUTPUT=%.256s: %s; not tracing", path, strerror(errno));
 				return;
 			}
 		}
@@ -805,7 +773,7 @@ static void env_tracer_kick(void)
 		int ret = mcloc_tracer_start(t, secure_getenv("MCLOC_FILTER"),
 					     secure_getenv("MCLOC_NOTRACE"), fd);
 		if (ret)
-			env_warn("MCLOC_TRACER=%s: %s; not tracing", t, strerror(-ret));
+			mcr_warn("MCLOC_TRACER=%s: %s; not tracing", t, strerror(-ret));
 		from_env = ret == 0;
 		if (fd != 2)
 			close(fd);
