@@ -437,6 +437,8 @@ static void do_addrs(struct reply *r, const uint8_t *p, size_t plen)
 
 		memcpy(&a, p + at, 8);
 		const char *name = mcloc_addr_name((uintptr_t)a, &off);
+		if (!name)
+			name = mcr_symbolize((uintptr_t)a, &off);
 		if (!name && dladdr((void *)(uintptr_t)a, &di) && di.dli_sname) {
 			name = di.dli_sname;
 			off = (uintptr_t)a - (uintptr_t)di.dli_saddr;

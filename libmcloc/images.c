@@ -268,7 +268,13 @@ static const char *intern(const char *name)
  * .mcloc_names (own_names()) and failing that .dynsym: the FUNC symbol that
  * contains it.  A record no name covers is still traced by address.
  */
-static void name_records(struct image *im, const char *path, uintptr_t bias)
+/*
+ * The function symbols of the ELF file PATH, loaded at BIAS, sorted by
+ * address: from .symtab, or in a stripped image from .mcloc_names
+ * (own_names()) and failing that .dynsym.  Their names in *STR (the
+ * caller frees both); NULL when there are none.
+ */
+static struct fsym *read_funcs(const char *path, uintptr_t bias, char **str_out, size_t *nf_out)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	Elf64_Ehdr eh;
@@ -276,6 +282,7 @@ static void name_records(struct image *im, const char *path, uintptr_t bias)
 	Elf64_Sym *syms = NULL;
 	struct fsym *fs = NULL;
 	char *str = NULL;
+	size_t nf = 0;
 
 	if (fd < 0 || pread(fd, &eh, sizeof(eh), 0) != sizeof(eh) ||
 	    memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
@@ -285,7 +292,6 @@ static void name_records(struct image *im, const char *path, uintptr_t bias)
 	if (!sh)
 		goto out;
 	const Elf64_Shdr *st = NULL;
-	size_t nf = 0;
 	for (unsigned i = 0; i < eh.e_shnum; i++)
 		if (sh[i].sh_type == SHT_SYMTAB && sh[i].sh_link < eh.e_shnum &&
 		    sh[i].sh_entsize == sizeof(Elf64_Sym)) {
@@ -295,7 +301,7 @@ static void name_records(struct image *im, const char *path, uintptr_t bias)
 	/* Stripped: the names objpatch link --runtime kept, else the
 	 * dynamic symbols (exported functions only). */
 	if (!st && (fs = own_names(fd, &eh, sh, bias, &str, &nf)))
-		goto merge;
+		goto sort;
 	for (unsigned i = 0; !st && i < eh.e_shnum; i++)
 		if (sh[i].sh_type == SHT_DYNSYM && sh[i].sh_link < eh.e_shnum &&
 		    sh[i].sh_entsize == sizeof(Elf64_Sym))
@@ -317,11 +323,44 @@ static void name_records(struct image *im, const char *path, uintptr_t bias)
 						  syms[i].st_value + bias + (syms[i].st_size ?
 									      syms[i].st_size : 1),
 						  syms[i].st_name };
-merge:
+sort:
 	qsort(fs, nf, sizeof(*fs), cmp_fsym);
+	*str_out = str;
+	*nf_out = nf;
+	str = NULL;
+	close(fd);
+	free(sh);
+	free(syms);
+	return fs;
+out:
+	if (fd >= 0)
+		close(fd);
+	free(sh);
+	free(syms);
+	free(fs);
+	free(str);
+	return NULL;
+}
+
+/*
+ * Name every record of IM from PATH's function symbols (read_funcs()):
+ * the FUNC symbol that contains it.  A record no name covers is still
+ * traced by address.
+ */
+static void name_records(struct image *im, const char *path, uintptr_t bias)
+{
+	char *str = NULL;
+	size_t nf = 0;
+	struct fsym *fs = read_funcs(path, bias, &str, &nf);
+
+	if (!fs)
+		return;
 	im->names = calloc(im->nrecs + 1, sizeof(*im->names));
-	if (!im->names)
-		goto out;
+	if (!im->names) {
+		free(fs);
+		free(str);
+		return;
+	}
 	/* Records and functions are both sorted: one merge. */
 	size_t k = 0;
 	for (size_t r = 0; r < im->nrecs; r++) {
@@ -337,15 +376,6 @@ merge:
 	im->strtab = str;
 	im->funcs = fs;
 	im->nfuncs = nf;
-	str = NULL;
-	fs = NULL;
-out:
-	if (fd >= 0)
-		close(fd);
-	free(sh);
-	free(syms);
-	free(fs);
-	free(str);
 }
 
 struct find_ctx {
@@ -376,6 +406,72 @@ static int find_object(struct dl_phdr_info *info, size_t size, void *data)
 	return 0;
 }
 
+
+/* ---- naming any address of the process -------------------------------------- */
+
+/*
+ * The function symbols of every object asked about, read once each from
+ * its file (so a static function of an untraced library has its name,
+ * where dladdr() knows exported ones only); kept for the process's life,
+ * so that the names handed out stay valid.  For the control channel,
+ * which names the callers of traced functions.
+ */
+#define SYM_OBJECTS 64
+static struct {
+	pthread_mutex_t lock;
+	struct sym_object {
+		uintptr_t bias;
+		char *path;
+		struct fsym *fs;	/* NULL: the file has none */
+		size_t nf;
+		char *str;
+	} v[SYM_OBJECTS];
+	size_t n;
+} syms_cache = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+const char *mcr_symbolize(uintptr_t addr, uintptr_t *off)
+{
+	struct find_ctx fc = { .addr = addr };
+	const char *name = NULL;
+	struct sym_object *o = NULL;
+
+	dl_iterate_phdr(find_object, &fc);
+	if (!fc.found)
+		return NULL;
+	pthread_mutex_lock(&syms_cache.lock);
+	for (size_t i = 0; i < syms_cache.n && !o; i++)
+		if (syms_cache.v[i].bias == fc.bias && !strcmp(syms_cache.v[i].path, fc.path))
+			o = &syms_cache.v[i];
+	if (!o && syms_cache.n < SYM_OBJECTS) {	/* (past that many: unnamed) */
+		char *path = strdup(fc.path);
+
+		if (path) {
+			o = &syms_cache.v[syms_cache.n++];
+			o->path = path;
+			o->bias = fc.bias;
+			o->fs = read_funcs(fc.path, fc.bias, &o->str, &o->nf);
+		}
+	}
+	if (o && o->fs) {
+		size_t lo = 0, hi = o->nf;
+
+		while (lo < hi) {	/* the last function starting at or before ADDR */
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (o->fs[mid].lo <= addr)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo && addr < o->fs[lo - 1].hi) {
+			name = o->str + o->fs[lo - 1].name;
+			if (off)
+				*off = addr - o->fs[lo - 1].lo;
+		}
+	}
+	pthread_mutex_unlock(&syms_cache.lock);
+	return name;
+}
 
 /* ---- building an image's records ------------------------------------------- */
 

@@ -226,6 +226,11 @@ struct mcr_hooks {
 };
 extern struct mcr_hooks mcr_hooks;
 
+/* The function containing ADDR, anywhere in the process, by the symbols
+ * of its object's file (.symtab where there is one): NULL if none.  *OFF:
+ * ADDR's offset in it.  Reads each object's file once. */
+const char *mcr_symbolize(uintptr_t addr, uintptr_t *off);
+
 /* Each record of every registered image whose function's name is known:
  * its site's address (what a callback's IP is), the name, and the
  * record's state (REC_*), under mcr_lock. */

@@ -50,6 +50,13 @@ start_program() {
 	echo "no control socket appeared"; cat "$T/served.err"; return 1
 }
 
+# stop_served_plain: SIGTERM, for a program that prints no counts.
+stop_served_plain() {
+	kill -TERM "$PID"
+	wait "$PID"
+	PID=
+}
+
 # stop_served: SIGTERM; it prints its own counts, which must hold together:
 # work_a calls work_b once, work_b calls work_rare for one x in ten.
 stop_served() {
@@ -183,6 +190,17 @@ all_sites_off() {
 	# Self time is what the callees' time leaves: below the total.
 	awk '$1 == "burst_outer" { exit !($5 < $3) }' "$T/trace.out"
 	all_sites_off
+	# Per thread, by calls: each worker's own table, its counts exact.
+	trace_start profile --filter 'burst_*' --per-thread --sort calls
+	trigger USR1 burst
+	trace_stop
+	[ "$(grep -c '^# thread [0-9]* (served)$' "$T/trace.out")" -eq 4 ]
+	[ "$(grep -cE '^burst_inner +2000 ' "$T/trace.out")" -eq 4 ]
+	[ "$(grep -cE '^burst_outer +1000 ' "$T/trace.out")" -eq 4 ]
+	# (by calls: burst_inner's row before burst_outer's in each table)
+	run awk '/^burst_/ { print $1 }' "$T/trace.out"
+	assert_equal "$(echo "$output" | paste -sd' ')" \
+		"burst_inner burst_outer burst_inner burst_outer burst_inner burst_outer burst_inner burst_outer"
 	stop_served
 }
 
@@ -216,6 +234,30 @@ assert all(e["type"] == "call" and e["function"] == "fib" and e["tid"] == int(sy
 assert [e["parent"] for e in ev].count("main") == 1
 EOF
 	stop_served
+}
+
+@test "trace function names callers in untraced objects by their .symtab, static functions too" {
+	# An untraced library whose static function calls back into the
+	# traced program: dladdr() alone would name the exported function
+	# before it, or nothing.
+	printf '%s\n' '__attribute__((noinline)) static void helper(void (*f)(int), int i) { f(i); f(i + 1); }' \
+		'void lib_call(void (*f)(int)) { for (int i = 0; i < 5; i++) helper(f, i); }' > "$T/lib.c"
+	cc -O1 -shared -fPIC "$T/lib.c" -o "$T/libx.so"
+	printf '%s\n' '#include <signal.h>' '#include <stdio.h>' 'void lib_call(void (*f)(int));' \
+		'volatile int sink;' '__attribute__((noinline)) void cb(int i) { sink += i; }' \
+		'int main(void) { sigset_t s; int sig; sigemptyset(&s); sigaddset(&s, SIGUSR1);' \
+		'  sigaddset(&s, SIGTERM); sigprocmask(SIG_BLOCK, &s, 0); printf("running\n"); fflush(stdout);' \
+		'  for (int n = 1; !sigwait(&s, &sig) && sig == SIGUSR1; n++) {' \
+		'    lib_call(cb); printf("call %d done\n", n); fflush(stdout); } return 0; }' > "$T/cbmain.c"
+	cc -O1 -pg -mfentry -c "$T/cbmain.c" -o "$T/cbmain.o"
+	"$RECORDMCOUNT" "$T/cbmain.o"
+	"$OBJPATCH" link --nop --runtime -- cc "$T/cbmain.o" -o "$T/cbmain" -L"$T" -lx -Wl,-rpath,"$T"
+	start_program "$T/cbmain"
+	trace_start function --filter cb
+	trigger USR1 call
+	trace_stop
+	[ "$(grep -c ': cb <-helper$' "$T/trace.out")" -eq 10 ]
+	stop_served_plain
 }
 
 @test "trace --chrome: valid JSON with one begin and one end per call" {

@@ -63,7 +63,10 @@ struct thread {
 
 struct hit {
 	uint64_t ip, calls, total_ns, self_ns, untimed;
+	uint32_t tid;		/* --per-thread: whose (else 0) */
 };
+
+enum sort_key { BY_TOTAL, BY_SELF, BY_CALLS, BY_AVG, BY_NAME };
 
 struct tracing {
 	enum mode mode;
@@ -78,7 +81,11 @@ struct tracing {
 	struct thread *threads;
 	size_t nthreads;
 	struct hit *hits;
-	size_t nhits;
+	size_t nhits, cap_hits;
+	size_t *hit_index;		/* open addressing: index + 1, or 0 */
+	size_t index_mask;
+	bool per_thread;
+	enum sort_key sort;
 	uint32_t last_tid;		/* graph: the thread of the last line */
 	uint64_t events;
 	double rate;			/* ns per time unit */
@@ -380,23 +387,60 @@ static void graph_flush_pending(struct tracing *t, struct thread *th)
 	th->opened++;
 }
 
-static struct hit *hit_of(struct tracing *t, uint64_t ip)
+static size_t hit_hash(uint64_t ip, uint32_t tid, size_t mask)
 {
-	for (size_t i = 0; i < t->nhits; i++)
-		if (t->hits[i].ip == ip)
-			return &t->hits[i];
-	struct hit *v = realloc(t->hits, (t->nhits + 1) * sizeof(*v));
+	return (size_t)(((ip ^ (uint64_t)tid << 40) * 0x9e3779b97f4a7c15ull) >> 32) & mask;
+}
 
-	if (!v)
-		return NULL;
-	t->hits = v;
-	t->hits[t->nhits] = (struct hit){ .ip = ip };
-	return &t->hits[t->nhits++];
+/* The counters of the function at IP (of thread TID with --per-thread):
+ * found through a hash of them, as a profile sees an event per call. */
+static struct hit *hit_of(struct tracing *t, uint64_t ip, uint32_t tid)
+{
+	if (!t->per_thread)
+		tid = 0;
+	for (size_t i = t->hit_index ? hit_hash(ip, tid, t->index_mask) : 0;
+	     t->hit_index && t->hit_index[i]; i = (i + 1) & t->index_mask) {
+		struct hit *h = &t->hits[t->hit_index[i] - 1];
+
+		if (h->ip == ip && h->tid == tid)
+			return h;
+	}
+	if (t->nhits == t->cap_hits) {
+		size_t cap = t->cap_hits ? 2 * t->cap_hits : 256;
+		struct hit *v = realloc(t->hits, cap * sizeof(*v));
+		size_t *ix = calloc(2 * cap, sizeof(*ix));
+
+		if (!v || !ix) {
+			free(ix);
+			if (v)
+				t->hits = v;
+			return NULL;
+		}
+		t->hits = v;
+		t->cap_hits = cap;
+		free(t->hit_index);
+		t->hit_index = ix;
+		t->index_mask = 2 * cap - 1;
+		for (size_t k = 0; k < t->nhits; k++) {
+			size_t i = hit_hash(t->hits[k].ip, t->hits[k].tid, t->index_mask);
+
+			while (ix[i])
+				i = (i + 1) & t->index_mask;
+			ix[i] = k + 1;
+		}
+	}
+	size_t i = hit_hash(ip, tid, t->index_mask);
+
+	while (t->hit_index[i])
+		i = (i + 1) & t->index_mask;
+	t->hits[t->nhits] = (struct hit){ .ip = ip, .tid = tid };
+	t->hit_index[i] = ++t->nhits;
+	return &t->hits[t->nhits - 1];
 }
 
 static void profile_event(struct tracing *t, struct thread *th, const struct mcloc_event *e)
 {
-	struct hit *h = hit_of(t, e->ip);
+	struct hit *h = hit_of(t, e->ip, th->tid);
 
 	if (!h)
 		return;
@@ -595,32 +639,68 @@ static size_t drain(struct tracing *t)
 	return n;
 }
 
+/* For the sort: the tracing being printed (qsort passes no context). */
+static struct tracing *sorting;
+
+static uint64_t avg_ns(const struct hit *h)
+{
+	uint64_t timed = h->calls - h->untimed;
+
+	return timed ? h->total_ns / timed : 0;
+}
+
+/* By thread (--per-thread), then by the --sort key, most first (names in
+ * order); ties by calls, then name. */
 static int cmp_hit(const void *a, const void *b)
 {
 	const struct hit *x = a, *y = b;
+	char b1[32], b2[32];
+	uint64_t u, v;
 
-	if (x->total_ns != y->total_ns)
-		return x->total_ns < y->total_ns ? 1 : -1;
-	return x->calls < y->calls ? 1 : x->calls > y->calls ? -1 : 0;
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	switch (sorting->sort) {
+	case BY_SELF: u = x->self_ns, v = y->self_ns; break;
+	case BY_CALLS: u = x->calls, v = y->calls; break;
+	case BY_AVG: u = avg_ns(x), v = avg_ns(y); break;
+	case BY_NAME: u = v = 0; break;
+	default: u = x->total_ns, v = y->total_ns; break;
+	}
+	if (u != v)
+		return u < v ? 1 : -1;
+	if (sorting->sort != BY_NAME && x->calls != y->calls)
+		return x->calls < y->calls ? 1 : -1;
+	return strcmp(site_name(sorting, x->ip, b1, sizeof(b1)),
+		      site_name(sorting, y->ip, b2, sizeof(b2)));
 }
 
 static void print_profile(struct tracing *t)
 {
 	char b[32];
 
+	sorting = t;
 	qsort(t->hits, t->nhits, sizeof(*t->hits), cmp_hit);
-	if (!t->json)
-		printf("%-40s %12s %14s %12s %14s\n%-40s %12s %14s %12s %14s\n", "Function", "Hit",
-		       "Time (us)", "Avg (us)", "Self (us)", "--------", "---", "---------",
-		       "--------", "---------");
 	for (size_t i = 0; i < t->nhits; i++) {
 		const struct hit *h = &t->hits[i];
 		uint64_t timed = h->calls - h->untimed;
 		const char *fn = site_name(t, h->ip, b, sizeof(b));
 
+		if (!t->json && (i == 0 || h->tid != t->hits[i - 1].tid)) {
+			if (t->per_thread) {
+				struct thread *th = thread_of(t, h->tid, ~0u);
+
+				printf("%s# thread %u (%s)\n", i ? "\n" : "", h->tid,
+				       th ? th->comm : "?");
+			}
+			printf("%-40s %12s %14s %12s %14s\n%-40s %12s %14s %12s %14s\n", "Function",
+			       "Hit", "Time (us)", "Avg (us)", "Self (us)", "--------", "---",
+			       "---------", "--------", "---------");
+		}
 		if (t->json) {
 			putchar('{');
 			json_str("function", fn, false);
+			if (t->per_thread)
+				printf("\"tid\":%u,", h->tid);
 			printf("\"calls\":%llu,\"timed\":%llu,\"total_ns\":%llu,\"self_ns\":%llu}\n",
 			       (unsigned long long)h->calls, (unsigned long long)timed,
 			       (unsigned long long)h->total_ns, (unsigned long long)h->self_ns);
@@ -664,7 +744,8 @@ static void usage_trace(void)
 {
 	fail("trace", "usage: mcloc trace PID function|function_graph|profile|nop [--filter G] "
 		      "[--notrace G] [--graph-function G] [--max-depth N] [--tid T] "
-		      "[--duration S] [-t USECS] [--buffer KIB] [--rings N] [--chrome FILE]");
+		      "[--duration S] [-t USECS] [--per-thread] [--sort KEY] [--buffer KIB] "
+		      "[--rings N] [--chrome FILE] [-j]");
 }
 
 /* What the trace and run subcommands were asked for. */
@@ -676,6 +757,8 @@ struct targs {
 	enum mode mode;
 	bool nop;
 	bool json;		/* -j after the subcommand, as before it */
+	bool per_thread;	/* profile: a table per thread */
+	enum sort_key sort;	/* profile: the order of its rows */
 };
 
 /* Options of ARGV[0..ARGC) into A; the index of the first argument that is
@@ -695,6 +778,8 @@ static int parse_targs(int argc, char **argv, struct targs *a, bool run)
 		{ "chrome", required_argument, NULL, 'c' },
 		{ "preload", required_argument, NULL, 'p' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "per-thread", no_argument, NULL, 'P' },
+		{ "sort", required_argument, NULL, 's' },
 		{ 0 }
 	};
 	int o;
@@ -705,6 +790,20 @@ static int parse_targs(int argc, char **argv, struct targs *a, bool run)
 	while ((o = getopt_long(argc, argv, "jt:", opts, NULL)) != -1) {
 		switch (o) {
 		case 'j': a->json = true; break;
+		case 'P': a->per_thread = true; break;
+		case 's': {
+			static const char *const keys[] = { "total", "self", "calls", "avg", "name" };
+			size_t k = 0;
+
+			while (k < 5 && strcmp(optarg, keys[k]))
+				k++;
+			if (k == 5) {
+				fail(run ? "run" : "trace", "--sort: total, self, calls, avg or name");
+				return -1;
+			}
+			a->sort = (enum sort_key)k;
+			break;
+		}
 		case 'f': a->filter = optarg; break;
 		case 'n': a->notrace = optarg; break;
 		case 'g': a->graph = optarg; break;
@@ -760,7 +859,8 @@ static int trace_session(const struct targs *a, const char *pid, bool json)
 	struct mcloc_req_trace q = a->q;
 	double duration = a->duration;
 	struct tracing t = { .json = json, .chrome_first = true, .mode = a->mode,
-			     .threshold_ns = a->threshold_ns };
+			     .threshold_ns = a->threshold_ns, .per_thread = a->per_thread,
+			     .sort = a->sort };
 	int ret = 1;
 
 	if (chrome && !(t.chrome = fopen(chrome, "w"))) {
@@ -887,6 +987,15 @@ out:
 	if (t.p && t.p->fd >= 0)
 		close(t.p->fd);
 	free(t.p);
+	for (size_t i = 0; i < t.sites.n; i++)
+		free(t.sites.v[i].name);
+	for (size_t i = 0; i < t.callers.n; i++)
+		free(t.callers.v[i].name);
+	free(t.sites.v);
+	free(t.callers.v);
+	free(t.threads);
+	free(t.hits);
+	free(t.hit_index);
 	return ret;
 }
 
