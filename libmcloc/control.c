@@ -172,7 +172,8 @@ static void reply_add(struct reply *r, const void *p, size_t len, bool align)
 	if (r->len + pad + len > sizeof(r->buf))
 		return;		/* (longer than any reply: dropped) */
 	memset(r->buf + r->len, 0, pad);
-	memcpy(r->buf + r->len + pad, p, len);
+	if (len)	/* (P may be NULL then) */
+		memcpy(r->buf + r->len + pad, p, len);
 	r->len += pad + len;
 }
 

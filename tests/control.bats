@@ -15,12 +15,28 @@ CLIENT="$PY $SRC/tests/lib/control-client.py"
 setup() {
 	T=$(mktemp -d "$BATS_RUN_TMPDIR/t.XXXXXX")
 	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
-	[ -z "${MCLOC_SANITIZED:-}" ] || skip "LD_PRELOAD of a sanitized library into a plain program"
 	export XDG_RUNTIME_DIR=$T/run
 	mkdir -m 700 "$XDG_RUNTIME_DIR"
-	cc -O1 -pg -mfentry -c "$RT/served.c" -o "$T/served.o"
-	"$RECORDMCOUNT" "$T/served.o"
-	"$OBJPATCH" link --nop --runtime -- cc "$T/served.o" -o "$T/served" -lpthread
+	# The programs link libmcloc (sanitized in the sanitized build, and
+	# they with it, so that ASan and UBSan watch the control channel and
+	# the rings from both ends: mcloc is that build's too).
+	SAN=()
+	[ -z "${MCLOC_SANITIZED:-}" ] || SAN=(-fsanitize=address,undefined)
+	export LD_LIBRARY_PATH=$LIBDIR ASAN_OPTIONS=detect_leaks=0
+	traced_c served "$RT/served.c" -lpthread
+}
+
+# traced_c NAME SOURCE [LINK ARGS]: $T/NAME from SOURCE (C or C++, by its
+# suffix), -pg -mfentry, recordmcount, objpatch link --nop --runtime,
+# linked with libmcloc.
+traced_c() {
+	local name=$1 src=$2 cc=cc
+	shift 2
+	case $src in *.cc) cc=g++ ;; esac
+	$cc -O1 -pg -mfentry "${SAN[@]}" -c "$src" -o "$T/$name.o"
+	"$RECORDMCOUNT" "$T/$name.o"
+	"$OBJPATCH" link --nop --runtime -- $cc "${SAN[@]}" "$T/$name.o" -o "$T/$name" \
+		"$@" -L"$LIBDIR" -lmcloc
 }
 
 teardown() {
@@ -40,7 +56,7 @@ start_served() {
 start_program() {
 	local bin=$1
 	shift
-	env LD_PRELOAD="$LIBDIR/libmcloc.so" MCLOC_CONTROL=1 "$@" "$bin" \
+	env MCLOC_CONTROL=1 "$@" "$bin" \
 		>"$T/served.out" 2>"$T/served.err" &
 	PID=$!
 	for _ in $(seq 200); do
@@ -249,9 +265,7 @@ EOF
 		'  sigaddset(&s, SIGTERM); sigprocmask(SIG_BLOCK, &s, 0); printf("running\n"); fflush(stdout);' \
 		'  for (int n = 1; !sigwait(&s, &sig) && sig == SIGUSR1; n++) {' \
 		'    lib_call(cb); printf("call %d done\n", n); fflush(stdout); } return 0; }' > "$T/cbmain.c"
-	cc -O1 -pg -mfentry -c "$T/cbmain.c" -o "$T/cbmain.o"
-	"$RECORDMCOUNT" "$T/cbmain.o"
-	"$OBJPATCH" link --nop --runtime -- cc "$T/cbmain.o" -o "$T/cbmain" -L"$T" -lx -Wl,-rpath,"$T"
+	traced_c cbmain "$T/cbmain.c" -L"$T" -lx -Wl,-rpath,"$T"
 	start_program "$T/cbmain"
 	trace_start function --filter cb
 	trigger USR1 call
@@ -279,9 +293,7 @@ EOF
 }
 
 @test "exceptions and longjmps through traced, timed calls: the program's results hold, the graph says where calls were left" {
-	g++ -O1 -pg -mfentry -c "$RT/unwind.cc" -o "$T/unwind.o"
-	"$RECORDMCOUNT" "$T/unwind.o"
-	"$OBJPATCH" link --nop --runtime -- g++ "$T/unwind.o" -o "$T/unwind"
+	traced_c unwind "$RT/unwind.cc"
 	start_program "$T/unwind"
 	trace_start function_graph --filter 'level*,jump*'
 	trigger USR1 round
@@ -316,16 +328,19 @@ EOF
 	printf '%s\n' '#include <stdio.h>' \
 		'__attribute__((noinline)) int fib(int n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }' \
 		'int main(void) { printf("fib(5)=%d\n", fib(5)); return 3; }' > "$T/hello.c"
-	cc -O1 -pg -mfentry -c "$T/hello.c" -o "$T/hello.o"
-	"$RECORDMCOUNT" "$T/hello.o"
-	"$OBJPATCH" link --nop --runtime -- cc "$T/hello.o" -o "$T/hello"
-	run "$MCLOC" run function_graph --preload "$LIBDIR/libmcloc.so" -- "$T/hello"
+	traced_c hello "$T/hello.c"
+	# (--preload is for programs not linked with libmcloc; this one is,
+	# so it changes nothing, but in the sanitized build, where ASan
+	# must load first.)
+	pre=(--preload "$LIBDIR/libmcloc.so")
+	[ -z "${MCLOC_SANITIZED:-}" ] || pre=()
+	run "$MCLOC" run function_graph "${pre[@]}" -- "$T/hello"
 	assert_equal "$status" 3
 	assert_line "fib(5)=5"
 	assert_line --regexp '^ +[0-9]+\) +\|  main\(\) \{$'
 	# fib(5) is 15 calls, each a leaf line or an opening one.
 	[ "$(echo "$output" | grep -cE '\|  +fib\(\)( \{|;)$')" -eq 15 ]
-	run "$MCLOC" run profile --preload "$LIBDIR/libmcloc.so" -- "$T/hello"
+	run "$MCLOC" run profile "${pre[@]}" -- "$T/hello"
 	assert_equal "$status" 3
 	assert_line --regexp '^fib +15 '
 	assert_line --regexp '^main +1 '
@@ -393,7 +408,7 @@ EOF
 
 @test "a control directory that others may enter, or a bad MCLOC_CONTROL: one line, no control, the program runs" {
 	mkdir -m 755 "$XDG_RUNTIME_DIR/mcloc"
-	env LD_PRELOAD="$LIBDIR/libmcloc.so" MCLOC_CONTROL=1 "$T/served" >"$T/served.out" \
+	env MCLOC_CONTROL=1 "$T/served" >"$T/served.out" \
 		2>"$T/served.err" &
 	PID=$!
 	sleep 0.5
@@ -401,7 +416,7 @@ EOF
 	stop_served
 	run cat "$T/served.err"
 	assert_output "libmcloc: control: $XDG_RUNTIME_DIR/mcloc: not a directory of this user's that only it may enter; no control"
-	run env LD_PRELOAD="$LIBDIR/libmcloc.so" MCLOC_CONTROL=yes "$T/served" 0
+	run env MCLOC_CONTROL=yes "$T/served" 0
 	assert_equal "$status" 2
 	assert_output "libmcloc: control: MCLOC_CONTROL=yes: 1, wait or 0; no control"
 }

@@ -95,7 +95,8 @@ int peer_send(struct peer *p, uint16_t type, const void *payload, size_t len)
 		return -1;
 	}
 	memcpy(buf, &m, sizeof(m));
-	memcpy(buf + sizeof(m), payload, len);
+	if (len)	/* (PAYLOAD may be NULL then) */
+		memcpy(buf + sizeof(m), payload, len);
 	if (send(p->fd, buf, sizeof(m) + len, MSG_NOSIGNAL) != (ssize_t)(sizeof(m) + len)) {
 		/* (A program that refuses us closes the connection at once.) */
 		if (errno == EPIPE || errno == ECONNRESET)

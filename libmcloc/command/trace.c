@@ -128,7 +128,8 @@ static int cmp_name(const void *a, const void *b)
 static struct name *name_find(struct names *ns, uint64_t addr)
 {
 	if (!ns->sorted) {
-		qsort(ns->v, ns->n, sizeof(*ns->v), cmp_name);
+		if (ns->n)
+			qsort(ns->v, ns->n, sizeof(*ns->v), cmp_name);
 		ns->sorted = true;
 	}
 	size_t lo = 0, hi = ns->n;
@@ -679,7 +680,8 @@ static void print_profile(struct tracing *t)
 	char b[32];
 
 	sorting = t;
-	qsort(t->hits, t->nhits, sizeof(*t->hits), cmp_hit);
+	if (t->nhits)
+		qsort(t->hits, t->nhits, sizeof(*t->hits), cmp_hit);
 	for (size_t i = 0; i < t->nhits; i++) {
 		const struct hit *h = &t->hits[i];
 		uint64_t timed = h->calls - h->untimed;
