@@ -95,6 +95,16 @@ static inline uint64_t mcr_ticks(void)
 }
 #if defined(__x86_64__)
 bool mcr_ticks_constant(void);
+/*
+ * Where the return address into a traced function's caller lies, found
+ * from the argument frame ARGS that the args trampoline or the direct
+ * trampoline saved (no registers are saved there): AFTER and PARENT are
+ * the two return addresses the trampoline read, and are checked in place.
+ * NULL when neither trampoline's layout fits.  What lets a tracer time a
+ * call without the register-saving trampoline.
+ */
+#define MCR_ARGS_RETURN_SLOT 1
+uintptr_t *mcr_args_return_slot(const void *args, uintptr_t after, uintptr_t parent);
 #else
 static inline bool mcr_ticks_constant(void)
 {
@@ -187,8 +197,8 @@ void mcr_tramp_stubs(uint8_t *page, uintptr_t args, uintptr_t regs);
  * call length the ISA has, mcr_direct_len[]).  A stub jumps to
  * mcr_direct_tramp with its own address in a scratch register; the
  * trampoline saves what the callback may clobber and calls
- * mcr_direct_hook(AFTER, PARENT, STUB), where AFTER is the address just
- * past the site.  Stubs are written once, when the page is made, and never
+ * mcr_direct_hook(AFTER, PARENT, STUB, ARGS), where AFTER is the address
+ * just past the site and ARGS the argument frame it saved.  Stubs are written once, when the page is made, and never
  * change: a thread stopped inside one finds the same stub when it resumes.
  */
 #define MCR_DIRECT_STUB 32
@@ -199,7 +209,7 @@ extern const uint8_t mcr_direct_len[MCR_DIRECT_LENS];
 void mcr_direct_stub(uint8_t *buf, uintptr_t tramp);
 void mcr_direct_tramp(void);
 /* Defined by the library. */
-void mcr_direct_hook(uintptr_t after, uintptr_t parent, uintptr_t stub);
+void mcr_direct_hook(uintptr_t after, uintptr_t parent, uintptr_t stub, void *args);
 
 /* Where the call of LEN bytes that ends at AFTER goes, also while its
  * first byte is the breakpoint of a change in progress; 0 if it is not a

@@ -56,6 +56,7 @@ static uintptr_t walk(uintptr_t after, uintptr_t parent, struct mcloc_image *img
 			struct mcloc_regs *rg = regs;
 			uintptr_t pc = rg ? rg->pc : 0;
 
+			mcr_call_at_entry = im->at_entry && (im->at_entry[r / 64] >> (r % 64) & 1);
 			__atomic_fetch_add(&mcr_list_calls, 1, __ATOMIC_RELAXED);
 			for (size_t i = 0; set && i < set->n; i++) {
 				const struct set_ent *e = &set->v[i];
@@ -137,7 +138,8 @@ static bool slot_call(const struct image *im, uintptr_t after, uintptr_t parent)
  * cannot go before the section ends.  Otherwise the site changed under
  * the call, and the set decides, as for any call in flight.
  */
-__attribute__((used)) void mcr_direct_hook(uintptr_t after, uintptr_t parent, uintptr_t stub)
+__attribute__((used)) void mcr_direct_hook(uintptr_t after, uintptr_t parent, uintptr_t stub,
+					  void *args)
 {
 	size_t i = (stub & (MCR_DIRECT_PAGE - 1)) / MCR_DIRECT_STUB;
 	unsigned len = mcr_direct_len[i / MCR_DIRECT_SLOTS];
@@ -145,16 +147,24 @@ __attribute__((used)) void mcr_direct_hook(uintptr_t after, uintptr_t parent, ui
 	if (mcr_in_tracer)
 		return;
 	mcr_in_tracer = 1;
+	mcr_entry_args = (struct mcr_entry_args){ args, after, parent };
 	mcr_read_lock();
 	if (mcr_call_dest(after, len) == stub) {
 		const struct direct *d = &mcr_direct[i % MCR_DIRECT_SLOTS];
 
-		if (d->func)
+		if (d->func) {
+			const struct image *im = mcr_image_of(after - 1);
+			long r = im ? mcr_rec_before(im, after) : -1;
+
+			mcr_call_at_entry = r >= 0 && im->at_entry &&
+					    (im->at_entry[r / 64] >> (r % 64) & 1);
 			d->func(after - len, parent, d->ops, NULL);
+		}
 	} else {
 		walk(after, parent, NULL, NULL, true);
 	}
 	mcr_read_unlock();
+	mcr_entry_args.args = NULL;
 	mcr_in_tracer = 0;
 }
 #endif
@@ -162,8 +172,8 @@ __attribute__((used)) void mcr_direct_hook(uintptr_t after, uintptr_t parent, ui
 uintptr_t mcr_args_dispatch(uintptr_t after, uintptr_t parent, struct mcloc_image *img,
 			     void *args)
 {
-	(void)args;
 #if MCR_ONE_STORE
+	(void)args;
 	uintptr_t direct = 0;
 
 	if (mcr_in_tracer)
@@ -177,7 +187,13 @@ uintptr_t mcr_args_dispatch(uintptr_t after, uintptr_t parent, struct mcloc_imag
 	mcr_in_tracer = 0;
 	return direct;
 #else
-	return dispatch(after, parent, img, NULL);
+	if (mcr_in_tracer)
+		return walk(after, parent, img, NULL, false);
+	/* (For a callback that times the call: mcr_hook_return_args().) */
+	mcr_entry_args = (struct mcr_entry_args){ args, after, parent };
+	uintptr_t direct = dispatch(after, parent, img, NULL);
+	mcr_entry_args.args = NULL;
+	return direct;
 #endif
 }
 

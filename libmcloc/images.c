@@ -356,7 +356,12 @@ static void name_records(struct image *im, const char *path, uintptr_t bias)
 	if (!fs)
 		return;
 	im->names = calloc(im->nrecs + 1, sizeof(*im->names));
-	if (!im->names) {
+	im->at_entry = calloc(im->nrecs / 64 + 1, sizeof(*im->at_entry));
+	if (!im->names || !im->at_entry) {
+		free(im->names);
+		free(im->at_entry);
+		im->names = NULL;
+		im->at_entry = NULL;
 		free(fs);
 		free(str);
 		return;
@@ -368,10 +373,14 @@ static void name_records(struct image *im, const char *path, uintptr_t bias)
 
 		while (k + 1 < nf && fs[k + 1].lo <= a)
 			k++;
-		if (nf && fs[k].lo <= a && a < fs[k].hi)
+		if (nf && fs[k].lo <= a && a < fs[k].hi) {
 			im->names[r] = intern(str + fs[k].name);
-		else if (nf && k + 1 < nf && fs[k + 1].lo > a && fs[k + 1].lo - a < 16)
+			if (mcr_site_at_entry(a, fs[k].lo))
+				im->at_entry[r / 64] |= 1ull << (r % 64);
+		} else if (nf && k + 1 < nf && fs[k + 1].lo > a && fs[k + 1].lo - a < 16) {
 			im->names[r] = intern(str + fs[k + 1].name);	/* patchable NOPs before the entry */
+			im->at_entry[r / 64] |= 1ull << (r % 64);
+		}
 	}
 	im->strtab = str;
 	im->funcs = fs;
@@ -567,6 +576,7 @@ void mcr_image_free(struct image *im)
 {
 	free(im->recs);
 	free(im->names);
+	free(im->at_entry);
 	free(im->funcs);
 	free(im->strtab);
 	free(im);

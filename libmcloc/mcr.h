@@ -64,6 +64,10 @@ struct image {
 	uint64_t scale;		/* (nrecs - 1) / (last - first offset), 32.32 */
 	uint8_t *stubs;		/* its direct page (NULL: none within reach) */
 	bool slots;		/* every site has an ops slot (MCR_SLOT_BACK) */
+	/* Bit r: record r's site is at its function's entry (after a
+	 * landing pad), by the symbols; NULL without symbols.  Only there
+	 * is the caller's return address where a return hook looks. */
+	uint64_t *at_entry;
 };
 
 struct mcloc_ops_priv {
@@ -154,6 +158,18 @@ extern size_t mcr_list_calls;			/* traced calls that walked the set */
 /* Set while this thread runs a tracer callback: traced calls it makes
  * are not traced again. */
 extern __thread int mcr_in_tracer;
+/* While callbacks of a call reached through an argument frame run (x86:
+ * the args and direct trampolines): the frame and the call's two return
+ * addresses, from which mcr_hook_return_args() finds the one to hook
+ * without the register-saving trampoline.  ARGS NULL otherwise. */
+struct mcr_entry_args {
+	const void *args;
+	uintptr_t after, parent;
+};
+extern __thread struct mcr_entry_args mcr_entry_args;
+/* While callbacks of a call run: its site is at its function's entry
+ * (image.at_entry), so its return can be hooked. */
+extern __thread bool mcr_call_at_entry;
 
 static inline struct image *mcr_image_at(size_t i)
 {
@@ -256,8 +272,30 @@ typedef void (*mcr_ret_fn)(uintptr_t ip, void *arg, unsigned gen, uint64_t t0, u
  * prologue, 128 hooked calls deep). */
 int mcr_hook_return(struct mcloc_regs *regs, uintptr_t ip, uintptr_t parent, mcr_ret_fn done,
 		    void *arg, unsigned gen, uint64_t t0);
+/* The same from a callback without registers, where the call came
+ * through an argument frame that says where its return address is
+ * (MCR_ARGS_RETURN_SLOT: x86_64); -1 elsewhere. */
+int mcr_hook_return_args(uintptr_t ip, uintptr_t parent, mcr_ret_fn done, void *arg,
+			 unsigned gen, uint64_t t0);
 /* How many hooked calls the thread is inside. */
 unsigned mcr_hook_depth(void);
+/* The ops flags a tracer that hooks returns needs: the register-saving
+ * trampoline, except where the argument frame says where the return
+ * address is (x86_64), which spares saving every register and lets the
+ * site call the tracer's one ops directly. */
+#ifdef MCR_ARGS_RETURN_SLOT
+#define MCR_HOOK_OPS_FLAGS 0u
+#else
+#define MCR_HOOK_OPS_FLAGS ((unsigned)MCLOC_OPS_SAVE_REGS)
+#endif
+/* Hook the return of a callback's call, by REGS or else by its argument
+ * frame (the two above). */
+static inline int mcr_hook_call(struct mcloc_regs *regs, uintptr_t ip, uintptr_t parent,
+				mcr_ret_fn done, void *arg, unsigned gen, uint64_t t0)
+{
+	return regs ? mcr_hook_return(regs, ip, parent, done, arg, gen, t0)
+		    : mcr_hook_return_args(ip, parent, done, arg, gen, t0);
+}
 
 /* tracer.c: the built-in tracer running now ("function", "profile"), or
  * "nop". */

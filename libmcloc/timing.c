@@ -112,16 +112,26 @@ unsigned mcr_hook_depth(void)
 	return myshadow ? myshadow->depth : 0;
 }
 
-int mcr_hook_return(struct mcloc_regs *regs, uintptr_t ip, uintptr_t parent, mcr_ret_fn done,
-		    void *arg, unsigned gen, uint64_t t0)
+/* Hook the return whose address is at SLOT (KEY: the stack pointer
+ * after it). */
+static int hook_slot(uintptr_t *slot, uintptr_t sp, uintptr_t ip, mcr_ret_fn done, void *arg,
+		     unsigned gen, uint64_t t0)
 {
 	struct shadow *sh = get_shadow();
-	uintptr_t sp = 0;
-	uintptr_t *slot = regs ? mcr_return_slot(regs, ip, parent, &sp) : NULL;
 	unsigned d;
 
 	if (!sh || !slot || sh->depth == SHADOW_DEPTH)
 		return -1;
+#if !MCR_ONE_STORE
+	/* x86_64: a site after a prologue (-pg without -mfentry) has the
+	 * saved frame pointer where an entry's caller's return address would
+	 * be, the same value the trampoline read as the parent: hooking that
+	 * slot corrupted the function.  Only sites the symbols put at an
+	 * entry are hooked.  (aarch64 and riscv64 tell the two by the code
+	 * before the site, in mcr_return_slot().) */
+	if (!mcr_call_at_entry)
+		return -1;
+#endif
 	d = sh->depth;
 	sh->f[d] = (struct frame){ sp, slot, *slot, ip, done, arg, gen, t0 };
 	/* The entry first: a signal arriving between the two finds it. */
@@ -129,6 +139,34 @@ int mcr_hook_return(struct mcloc_regs *regs, uintptr_t ip, uintptr_t parent, mcr
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	*slot = (uintptr_t)mcr_return_tramp;
 	return (int)d;
+}
+
+int mcr_hook_return(struct mcloc_regs *regs, uintptr_t ip, uintptr_t parent, mcr_ret_fn done,
+		    void *arg, unsigned gen, uint64_t t0)
+{
+	uintptr_t sp = 0;
+	uintptr_t *slot = regs ? mcr_return_slot(regs, ip, parent, &sp) : NULL;
+
+	return hook_slot(slot, sp, ip, done, arg, gen, t0);
+}
+
+int mcr_hook_return_args(uintptr_t ip, uintptr_t parent, mcr_ret_fn done, void *arg,
+			 unsigned gen, uint64_t t0)
+{
+#ifdef MCR_ARGS_RETURN_SLOT
+	const struct mcr_entry_args *e = &mcr_entry_args;
+	uintptr_t *slot;
+
+	/* (An mcount site after a prologue: its caller's return address
+	 * is not next to the trampoline's; not found, not timed.) */
+	if (!e->args || e->parent != parent ||
+	    !(slot = mcr_args_return_slot(e->args, e->after, e->parent)))
+		return -1;
+	return hook_slot(slot, (uintptr_t)(slot + 1), ip, done, arg, gen, t0);
+#else
+	(void)ip, (void)parent, (void)done, (void)arg, (void)gen, (void)t0;
+	return -1;
+#endif
 }
 
 __attribute__((used)) uintptr_t mcr_return_hook(uintptr_t sp)

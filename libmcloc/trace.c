@@ -207,8 +207,8 @@ static void graph_cb(uintptr_t ip, uintptr_t parent, struct mcloc_ops *ops,
 	if (s->max_depth && depth >= s->max_depth)
 		goto out;
 	uint64_t t = mcr_stamp();
-	int d = mcr_hook_return(regs, ip, parent, graph_done, entering ? (void *)1 : NULL,
-				s->gen, t);
+	int d = mcr_hook_call(regs, ip, parent, graph_done, entering ? (void *)1 : NULL, s->gen,
+			      t);
 
 	put_event(s, d >= 0 ? MCLOC_EV_ENTRY : MCLOC_EV_UNTIMED, t, ip, parent,
 		  d >= 0 ? (unsigned)d : depth);
@@ -353,7 +353,7 @@ int mcr_trace_start(const struct mcloc_req_trace *q, const char *filter, const c
 	trace_ops = (struct mcloc_ops){ .sz = sizeof(trace_ops),
 					.func = q->tracer == MCLOC_TRACE_GRAPH ? graph_cb : function_cb,
 					.flags = q->tracer == MCLOC_TRACE_GRAPH ?
-						 MCLOC_OPS_SAVE_REGS : 0 };
+						 MCR_HOOK_OPS_FLAGS : 0 };
 	if ((filter[0] && (ret = mcloc_set_filter(&trace_ops, filter, 1)) < 0) ||
 	    (notrace[0] && (ret = mcloc_set_notrace(&trace_ops, notrace, 1)) < 0)) {
 		snprintf(err, errlen, "%s '%s': %s", ret == -ENOENT ? "a pattern of" : "",

@@ -288,8 +288,8 @@ static void profile_cb(uintptr_t ip, uintptr_t parent, struct mcloc_ops *ops,
 		return;
 	atomic_fetch_add_explicit(&h->n, 1, memory_order_relaxed);
 	/* (Counted even where it cannot be timed.) */
-	mcr_hook_return(regs, ip, parent, profile_done, h,
-			atomic_load_explicit(&hits_gen, memory_order_relaxed), mcr_stamp());
+	mcr_hook_call(regs, ip, parent, profile_done, h,
+		      atomic_load_explicit(&hits_gen, memory_order_relaxed), mcr_stamp());
 }
 
 /* Most time first; then most calls; then by name. */
@@ -624,9 +624,9 @@ static int arm(void)
 		mcloc_ops_free(&tracer_ops);
 		started = false;
 	}
-	/* The profile needs the stack pointer to time calls: registers. */
+	/* The profile hooks returns: registers where the ISA needs them. */
 	tracer_ops = (struct mcloc_ops){ .func = kind == FUNCTION ? function_cb : profile_cb,
-					 .flags = kind == PROFILE ? MCLOC_OPS_SAVE_REGS : 0 };
+					 .flags = kind == PROFILE ? MCR_HOOK_OPS_FLAGS : 0 };
 	/* Pattern by pattern: one may match only in a library loaded later.
 	 * A filter none of whose patterns matches yet traces nothing (an
 	 * empty filter would mean everything). */

@@ -12,6 +12,7 @@
 #define MC_X86_ARGS_FRAME_H
 
 #define MC_X86_ARGS_FRAME "192"
+#define MC_X86_ARGS_FRAME_BYTES 192	/* (the same, for C) */
 
 #define MC_X86_SAVE_ARGS \
 "	movq	%rdi, 0(%rsp)\n" \

@@ -213,6 +213,7 @@ __asm__(
 "mcr_direct_tramp:\n"
 MC_X86_ENTER_ARGS
 "	movq	%r11, %rdx\n"
+"	movq	%rsp, %rcx\n"
 "	call	mcr_direct_hook\n"
 MC_X86_RESTORE_ARGS
 MC_X86_LEAVE
@@ -306,4 +307,28 @@ bool mcr_ticks_constant(void)
 	bool ok = flags && strstr(flags, " constant_tsc") && strstr(flags, " nonstop_tsc");
 	__atomic_store_n(&known, ok ? 1 : -1, __ATOMIC_RELAXED);
 	return ok;
+}
+
+/*
+ * Both trampolines that save the argument frame (objpatch's
+ * mcloc_tramp_args, libmcloc's mcr_direct_tramp) open it the same way:
+ * at entry %rsp = S points at the return address into the function
+ * (AFTER), S + 8 at its caller's (PARENT); "pushq %rbp; movq %rsp, %rbp",
+ * then the args trampoline steps over the red zone (128), both align to
+ * 16 and take the frame below.  So S + 8 lies 144 or 152 bytes above the
+ * frame's end (args trampoline, by S's parity), or 16 or 24 (direct).
+ * The candidate whose two words are AFTER and PARENT is the slot.
+ */
+uintptr_t *mcr_args_return_slot(const void *args, uintptr_t after, uintptr_t parent)
+{
+	static const unsigned above[] = { 144, 152, 16, 24 };
+	uintptr_t end = (uintptr_t)args + MC_X86_ARGS_FRAME_BYTES;
+
+	for (unsigned i = 0; i < sizeof(above) / sizeof(above[0]); i++) {
+		uintptr_t *slot = (uintptr_t *)(end + above[i]);
+
+		if (slot[0] == parent && slot[-1] == after)
+			return slot;
+	}
+	return NULL;
 }
