@@ -201,6 +201,25 @@ sum=143 max=55 mean=14.30"
 	assert_equal "$status" 139
 }
 
+@test "profile of a -pg program (sites after the prologue): counted, not timed, and the program unharmed" {
+	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
+	[ -z "${MCLOC_SANITIZED:-}" ] || skip "LD_PRELOAD of a sanitized library into a plain program"
+	printf '%s\n' '#include <stdio.h>' \
+		'__attribute__((noinline)) int leaf(int x) { __asm__ volatile(""); return x * 3; }' \
+		'__attribute__((noinline)) int mid(int x) { return leaf(x) + leaf(x + 1); }' \
+		'int main(void) { long s = 0; for (int i = 0; i < 1000; i++) s += mid(i); printf("%ld\n", s); return 0; }' \
+		> "$T/pg.c"
+	cc -O2 -pg -c "$T/pg.c" -o "$T/pg.o"
+	"$RECORDMCOUNT" "$T/pg.o"
+	"$OBJPATCH" link --nop --runtime -- cc "$T/pg.o" -o "$T/pg"
+	# Hooking there overwrote the saved frame pointer: wrong sums.
+	run env LD_PRELOAD="$LIBDIR/libmcloc.so" MCLOC_TRACER=profile MCLOC_OUTPUT="$T/prof" "$T/pg"
+	assert_success
+	assert_output 3000000
+	grep -Eq '^leaf +2000 +- +-$' "$T/prof"
+	grep -Eq '^mid +1000 +- +-$' "$T/prof"
+}
+
 @test "-g tables, --gc-sections and link --runtime: unused functions go, the tracer sees the rest" {
 	# A __start___mcount_loc reference in the descriptor once kept every
 	# table section, and so every function, alive; link --runtime now
