@@ -317,8 +317,11 @@ bool mcr_ticks_constant(void)
  * then the args trampoline steps over the red zone (128), both align to
  * 16 and take the frame below.  So S + 8 lies 144 or 152 bytes above the
  * frame's end (args trampoline, by S's parity), or 16 or 24 (direct).
- * The candidate whose two words are AFTER and PARENT is the slot.
+ * The candidate whose two words are AFTER and PARENT is the slot.  (The
+ * other candidates are words of the stack that may lie in a sanitizer's
+ * redzone: read as an unwinder reads a stack, unchecked.)
  */
+__attribute__((no_sanitize_address))
 uintptr_t *mcr_args_return_slot(const void *args, uintptr_t after, uintptr_t parent)
 {
 	static const unsigned above[] = { 144, 152, 16, 24 };
