@@ -130,11 +130,34 @@ out:
 	return ret;
 }
 
+static void print_site(const struct mcloc_rep_site *s, const char *name, void *ctx)
+{
+	const char *state = s->flags & MCLOC_SITE_REFUSED ? "refused" :
+			    s->flags & MCLOC_SITE_ENABLED ? "enabled" :
+			    s->flags & MCLOC_SITE_PARKED ? "parked" : "nop";
+
+	(void)ctx;
+	if (json) {
+		printf("{\"site\":%llu,", (unsigned long long)s->site);
+		json_str("function", name, false);
+		printf("\"ops\":%u,\"regs\":%s,\"direct\":%s,", s->ops,
+		       s->flags & MCLOC_SITE_REGS ? "true" : "false",
+		       s->flags & MCLOC_SITE_DIRECT ? "true" : "false");
+		json_str("state", state, true);
+		printf("}\n");
+	} else {
+		/* As ftrace's enabled_functions: name (ops) flags. */
+		printf("%s (%u)%s%s\t%#llx %s\n", name, s->ops,
+		       s->flags & MCLOC_SITE_REGS ? " R" : "",
+		       s->flags & MCLOC_SITE_DIRECT ? " D" : "",
+		       (unsigned long long)s->site, state);
+	}
+}
+
 static int cmd_enabled(int argc, char **argv)
 {
 	struct peer *p;
-	struct mcloc_msg m;
-	int ret = 1;
+	int ret;
 
 	if (argc != 2) {
 		fail("enabled", "usage: mcloc enabled PID");
@@ -144,49 +167,7 @@ static int cmd_enabled(int argc, char **argv)
 		free(p);
 		return 1;
 	}
-	if (peer_send(p, MCLOC_REQ_ENABLED, NULL, 0) < 0)
-		goto out;
-	while (peer_recv(p, &m) == 0) {
-		if (m.type == MCLOC_REP_END) {
-			ret = 0;
-			break;
-		}
-		if (m.type != MCLOC_REP_SITES) {
-			fail(p->name, "an unexpected reply (type %#x)", m.type);
-			break;
-		}
-		for (size_t at = sizeof(m); at + sizeof(struct mcloc_rep_site) <= m.len;) {
-			struct mcloc_rep_site s;
-
-			memcpy(&s, p->buf + at, sizeof(s));
-			const char *name = (const char *)p->buf + at + sizeof(s);
-
-			if (at + sizeof(s) + s.namelen + 1 > m.len || name[s.namelen]) {
-				fail(p->name, "a malformed site entry");
-				goto out;
-			}
-			const char *state = s.flags & MCLOC_SITE_REFUSED ? "refused" :
-					    s.flags & MCLOC_SITE_ENABLED ? "enabled" :
-					    s.flags & MCLOC_SITE_PARKED ? "parked" : "nop";
-			if (json) {
-				printf("{\"site\":%llu,", (unsigned long long)s.site);
-				json_str("function", name, false);
-				printf("\"ops\":%u,\"regs\":%s,\"direct\":%s,", s.ops,
-				       s.flags & MCLOC_SITE_REGS ? "true" : "false",
-				       s.flags & MCLOC_SITE_DIRECT ? "true" : "false");
-				json_str("state", state, true);
-				printf("}\n");
-			} else {
-				/* As ftrace's enabled_functions: name (ops) flags. */
-				printf("%s (%u)%s%s\t%#llx %s\n", name, s.ops,
-				       s.flags & MCLOC_SITE_REGS ? " R" : "",
-				       s.flags & MCLOC_SITE_DIRECT ? " D" : "",
-				       (unsigned long long)s.site, state);
-			}
-			at += (sizeof(s) + s.namelen + 1 + 7) & ~(size_t)7;
-		}
-	}
-out:
+	ret = peer_sites(p, MCLOC_REQ_ENABLED, print_site, NULL) < 0;
 	close(p->fd);
 	free(p);
 	return ret;

@@ -200,3 +200,35 @@ void json_str(const char *key, const char *s, bool last)
 
 /* ---- the subcommands ----------------------------------------------------- */
 
+
+int peer_sites(struct peer *p, uint16_t req,
+	       void (*fn)(const struct mcloc_rep_site *s, const char *name, void *ctx), void *ctx)
+{
+	struct mcloc_msg m;
+
+	if (peer_send(p, req, NULL, 0) < 0)
+		return -1;
+	while (peer_recv(p, &m) == 0) {
+		if (m.type == MCLOC_REP_END)
+			return 0;
+		if (m.type != MCLOC_REP_SITES) {
+			pfail(p, "an unexpected reply (type %#x)", m.type);
+			return -1;
+		}
+		/* 8-byte aligned entries, each followed by its name. */
+		for (size_t at = sizeof(m); at + sizeof(struct mcloc_rep_site) <= m.len;) {
+			struct mcloc_rep_site s;
+
+			memcpy(&s, p->buf + at, sizeof(s));
+			const char *name = (const char *)p->buf + at + sizeof(s);
+
+			if (at + sizeof(s) + s.namelen + 1 > m.len || name[s.namelen]) {
+				pfail(p, "a malformed site entry");
+				return -1;
+			}
+			fn(&s, name, ctx);
+			at += (sizeof(s) + s.namelen + 1 + 7) & ~(size_t)7;
+		}
+	}
+	return -1;
+}

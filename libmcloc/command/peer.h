@@ -40,6 +40,12 @@ int peer_recv(struct peer *p, struct mcloc_msg *m);
 /* One request with one reply of TYPE, at least SIZE bytes, into OUT. */
 int ask(struct peer *p, uint16_t req, uint16_t type, void *out, size_t size);
 
+/* Send REQ (MCLOC_REQ_ENABLED or MCLOC_REQ_SITES) and call FN for each
+ * site of the MCLOC_REP_SITES replies, with its NUL-terminated name,
+ * until MCLOC_REP_END.  0, or -1 with a message on a broken reply. */
+int peer_sites(struct peer *p, uint16_t req,
+	       void (*fn)(const struct mcloc_rep_site *s, const char *name, void *ctx), void *ctx);
+
 /* "KEY":"S", JSON-escaped, and a comma unless LAST. */
 void json_str(const char *key, const char *s, bool last);
 

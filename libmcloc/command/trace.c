@@ -148,33 +148,20 @@ static struct name *name_find(struct names *ns, uint64_t addr)
 /* Every site's name, asked before the trace starts (a short program may
  * be gone by the time its first events are read), and again when an
  * event names a site not known yet (an image loaded since). */
+static void add_site_name(const struct mcloc_rep_site *s, const char *name, void *ctx)
+{
+	struct name *n = name_add(ctx, s->site);
+
+	if (n)
+		n->name = strdup(name);
+}
+
 static int load_sites(struct tracing *t)
 {
-	struct mcloc_msg m;
-
 	for (size_t i = 0; i < t->sites.n; i++)
 		free(t->sites.v[i].name);
 	t->sites.n = 0;
-	if (peer_send(t->p, MCLOC_REQ_SITES, NULL, 0) < 0)
-		return -1;
-	while (peer_recv(t->p, &m) == 0) {
-		if (m.type == MCLOC_REP_END)
-			return 0;
-		if (m.type != MCLOC_REP_SITES)
-			break;
-		for (size_t at = sizeof(m); at + sizeof(struct mcloc_rep_site) <= m.len;) {
-			struct mcloc_rep_site s;
-			struct name *n;
-
-			memcpy(&s, t->p->buf + at, sizeof(s));
-			if (at + sizeof(s) + s.namelen + 1 > m.len)
-				break;
-			if ((n = name_add(&t->sites, s.site)))
-				n->name = strndup((const char *)t->p->buf + at + sizeof(s), s.namelen);
-			at += (sizeof(s) + s.namelen + 1 + 7) & ~(size_t)7;
-		}
-	}
-	return -1;
+	return peer_sites(t->p, MCLOC_REQ_SITES, add_site_name, &t->sites);
 }
 
 /* Ask the program for the names of the callers in EV[0..N) not known yet. */
@@ -223,24 +210,25 @@ static void resolve_callers(struct tracing *t, const struct mcloc_event *ev, siz
 	}
 }
 
-static const char *site_name(struct tracing *t, uint64_t ip, char *buf, size_t len)
+/* ADDR's name in NS, or ADDR in hex in BUF. */
+static const char *name_or_addr(struct names *ns, uint64_t addr, char *buf, size_t len)
 {
-	struct name *n = name_find(&t->sites, ip);
-
-	if (n && n->name)
-		return n->name;
-	snprintf(buf, len, "%#llx", (unsigned long long)ip);
-	return buf;
-}
-
-static const char *caller_name(struct tracing *t, uint64_t addr, char *buf, size_t len)
-{
-	struct name *n = name_find(&t->callers, addr);
+	struct name *n = name_find(ns, addr);
 
 	if (n && n->name)
 		return n->name;
 	snprintf(buf, len, "%#llx", (unsigned long long)addr);
 	return buf;
+}
+
+static const char *site_name(struct tracing *t, uint64_t ip, char *buf, size_t len)
+{
+	return name_or_addr(&t->sites, ip, buf, len);
+}
+
+static const char *caller_name(struct tracing *t, uint64_t addr, char *buf, size_t len)
+{
+	return name_or_addr(&t->callers, addr, buf, len);
 }
 
 /* ---- the rings -------------------------------------------------------------- */
