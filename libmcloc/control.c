@@ -394,8 +394,8 @@ static bool do_trace(struct reply *r, int i, const uint8_t *p, size_t plen)
 		g[k] = (const char *)p + at;
 		at = (size_t)((const uint8_t *)z - p) + 1;
 	}
-	if (at != plen || q.reserved) {
-		reply_error(r, EINVAL, "a trace request with bytes past its globs, or reserved set");
+	if (at != plen || (q.flags & ~(uint32_t)MCLOC_TRACE_OVERWRITE)) {
+		reply_error(r, EINVAL, "a trace request with bytes past its globs, or unknown flags");
 		return false;
 	}
 	if (ctl.controller >= 0) {

@@ -168,8 +168,11 @@ struct mcr_entry_args {
 };
 extern __thread struct mcr_entry_args mcr_entry_args;
 /* While callbacks of a call run: its site is at its function's entry
- * (image.at_entry), so its return can be hooked. */
-extern __thread bool mcr_call_at_entry;
+ * (image.at_entry), so its return can be hooked: 1 or 0, or -1 not
+ * looked up yet (the direct trampoline's calls: only a callback that
+ * hooks the return asks, through mcr_at_entry()). */
+extern __thread signed char mcr_call_at_entry;
+bool mcr_at_entry(void);
 
 static inline struct image *mcr_image_at(size_t i)
 {
@@ -257,8 +260,17 @@ void mcr_each_site_name(void (*fn)(uintptr_t site, const char *name, uint32_t st
 
 /* A timestamp: the CPU's constant-rate counter, or (where the CPU's is
  * not constant) CLOCK_MONOTONIC nanoseconds, as mcr_stamp_is_tick() says. */
-uint64_t mcr_stamp(void);
 bool mcr_stamp_is_tick(void);
+uint64_t mcr_stamp_slow(void);
+extern int mcr_tick_clock;	/* 0: not decided yet; 1: mcr_ticks(); -1: ns */
+/* (Inline: a traced call takes two, and the counter costs less than a
+ * call to read it on the fast path.) */
+static inline uint64_t mcr_stamp(void)
+{
+	if (__builtin_expect(__atomic_load_n(&mcr_tick_clock, __ATOMIC_RELAXED) > 0, 1))
+		return mcr_ticks();
+	return mcr_stamp_slow();
+}
 
 /* What runs when a hooked call at IP returns (RETURNED, at stamp T1), or
  * when it was found to have been left by a longjmp or an exception (not

@@ -21,7 +21,7 @@ size_t mcr_list_calls;
 struct direct_set *mcr_directs;
 __thread int mcr_in_tracer __attribute__((tls_model("initial-exec")));
 __thread struct mcr_entry_args mcr_entry_args __attribute__((tls_model("initial-exec")));
-__thread bool mcr_call_at_entry __attribute__((tls_model("initial-exec")));
+__thread signed char mcr_call_at_entry __attribute__((tls_model("initial-exec")));
 struct mcr_hooks mcr_hooks;
 
 static void (*log_fn)(int, const char *);

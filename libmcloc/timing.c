@@ -39,25 +39,24 @@
 #include <time.h>
 #include <unistd.h>
 
-static int tick_clock;	/* 0: not decided yet; 1: mcr_ticks(); -1: ns */
+int mcr_tick_clock;
 
 bool mcr_stamp_is_tick(void)
 {
-	int c = __atomic_load_n(&tick_clock, __ATOMIC_RELAXED);
+	int c = __atomic_load_n(&mcr_tick_clock, __ATOMIC_RELAXED);
 
 	if (!c) {
 		c = mcr_ticks_constant() ? 1 : -1;
-		__atomic_store_n(&tick_clock, c, __ATOMIC_RELAXED);
+		__atomic_store_n(&mcr_tick_clock, c, __ATOMIC_RELAXED);
 	}
 	return c > 0;
 }
 
-uint64_t mcr_stamp(void)
+uint64_t mcr_stamp_slow(void)
 {
 	struct timespec ts;
 
-	if (__builtin_expect(__atomic_load_n(&tick_clock, __ATOMIC_RELAXED) > 0, 1) ||
-	    mcr_stamp_is_tick())
+	if (mcr_stamp_is_tick())
 		return mcr_ticks();
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
@@ -129,7 +128,7 @@ static int hook_slot(uintptr_t *slot, uintptr_t sp, uintptr_t ip, mcr_ret_fn don
 	 * slot corrupted the function.  Only sites the symbols put at an
 	 * entry are hooked.  (aarch64 and riscv64 tell the two by the code
 	 * before the site, in mcr_return_slot().) */
-	if (!mcr_call_at_entry)
+	if (!mcr_at_entry())
 		return -1;
 #endif
 	d = sh->depth;

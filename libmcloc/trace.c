@@ -6,7 +6,9 @@
  *
  * A traced thread takes a ring at its first event and then writes events
  * with plain stores and one release store of its head: no lock, no system
- * call, no allocation.  A full ring drops the event and counts it.
+ * call, no allocation.  A full ring drops the event and counts it, and the
+ * thread's next event says so; or, asked for, overwrites its oldest
+ * events (the reader then tells what it could not read, by claim).
  * function writes one event per call; function_graph one at entry and
  * one when the call returns, through timing.c's return hook.  The
  * session is published under RCU: stopping unregisters the ops (no
@@ -28,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/rseq.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -37,6 +40,7 @@ struct session {
 	size_t size;
 	unsigned gen;
 	uint32_t tracer, max_depth, tid;
+	bool overwrite;
 	/* function_graph's set_graph_function: the sites of the functions
 	 * whose calls alone are traced (sorted), or none. */
 	uintptr_t *graph_sites;
@@ -53,6 +57,7 @@ struct my_ring {
 	unsigned gen;
 	struct mcloc_ring *r;	/* NULL: none left for this thread */
 	unsigned inside;	/* graph: calls of set_graph_function entered */
+	bool dropped;		/* events lost since the last one written */
 };
 static __thread struct my_ring mine __attribute__((tls_model("initial-exec")));
 static __thread uint32_t mytid __attribute__((tls_model("initial-exec")));
@@ -69,6 +74,25 @@ static void forked_child(void)
 {
 	mytid = 0;
 	mine = (struct my_ring){ 0 };
+}
+
+/* The CPU the thread runs on: glibc keeps it in the thread's rseq area,
+ * read in place; sched_getcpu() when the kernel or the C library has no
+ * rseq (it is then a vDSO call). */
+static uint32_t my_cpu(void)
+{
+	if (__builtin_expect(__rseq_size != 0, 1)) {
+		const struct rseq *rs = (const struct rseq *)((const char *)
+							      __builtin_thread_pointer() +
+							      __rseq_offset);
+		int32_t c = (int32_t)__atomic_load_n(&rs->cpu_id, __ATOMIC_RELAXED);
+
+		if (c >= 0)
+			return (uint32_t)c;
+	}
+	int c = sched_getcpu();
+
+	return c >= 0 ? (uint32_t)c : 0;
 }
 
 static uint64_t now_ns(void)
@@ -119,18 +143,32 @@ static void put_event(const struct session *s, uint16_t type, uint64_t time, uin
 		return;
 	}
 	uint64_t head = r->head;
-	uint64_t tail = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
 	uint32_t size = s->hdr->ring_size;
 
-	if (head - tail + sizeof(struct mcloc_event) > size) {
+	if (s->overwrite) {
+		/* (The reader discards what claim says may be half-written:
+		 * the fence orders claim before the event's stores.) */
+		__atomic_store_n(&r->claim, head + sizeof(struct mcloc_event), __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_RELEASE);
+	} else if (head - __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE) +
+			   sizeof(struct mcloc_event) > size) {
 		__atomic_store_n(&r->lost, r->lost + 1, __ATOMIC_RELAXED);
+		if (!mine.dropped) {
+			mine.dropped = true;
+			__atomic_store_n(&r->lost_open, 1, __ATOMIC_RELAXED);
+		}
 		return;
 	}
 	struct mcloc_event *e = (struct mcloc_event *)((uint8_t *)(r + 1) + (head & (size - 1)));
 
+	if (__builtin_expect(mine.dropped, 0)) {
+		type |= MCLOC_EV_LOST_BEFORE;
+		mine.dropped = false;
+		__atomic_store_n(&r->lost_open, 0, __ATOMIC_RELAXED);
+	}
 	*e = (struct mcloc_event){ .time = time, .ip = ip, .parent = parent, .type = type,
 				   .depth = (uint16_t)(depth > 0xffff ? 0xffff : depth),
-				   .cpu = (uint32_t)sched_getcpu() };	/* (rseq: no call) */
+				   .cpu = my_cpu() };
 	__atomic_store_n(&r->head, head + sizeof(*e), __ATOMIC_RELEASE);
 }
 
@@ -293,7 +331,7 @@ int mcr_trace_start(const struct mcloc_req_trace *q, const char *filter, const c
 	}
 	if ((q->tracer != MCLOC_TRACE_FUNCTION && q->tracer != MCLOC_TRACE_GRAPH) ||
 	    q->ring_kib < 4 || q->ring_kib > 65536 || (q->ring_kib & (q->ring_kib - 1)) ||
-	    !q->rings || q->rings > 4096) {
+	    !q->rings || q->rings > 4096 || (q->flags & ~(uint32_t)MCLOC_TRACE_OVERWRITE)) {
 		snprintf(err, errlen, "bad trace request (tracer %u, %u KiB rings, %u rings)",
 			 q->tracer, q->ring_kib, q->rings);
 		ret = -EINVAL;
@@ -313,6 +351,7 @@ int mcr_trace_start(const struct mcloc_req_trace *q, const char *filter, const c
 	s->tracer = q->tracer;
 	s->max_depth = q->max_depth;
 	s->tid = q->tid;
+	s->overwrite = q->flags & MCLOC_TRACE_OVERWRITE;
 	s->gen = ++sess_gen;
 	if (graph[0]) {
 		struct collect c = { .glob = graph };
@@ -346,6 +385,7 @@ int mcr_trace_start(const struct mcloc_req_trace *q, const char *filter, const c
 		.ring_size = ring_size, .ring_stride = (uint32_t)stride,
 		.data_offset = (uint32_t)off, .ticks = mcr_stamp_is_tick(),
 		.start_ns = now_ns(), .start_time = mcr_stamp(),
+		.flags = s->overwrite ? MCLOC_RING_OVERWRITE : 0,
 	};
 	s->hdr->now_ns = s->hdr->start_ns;
 	s->hdr->now_time = s->hdr->start_time;

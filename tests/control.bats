@@ -184,6 +184,47 @@ all_sites_off() {
 	stop_served
 }
 
+@test "full rings: dropped or (--overwrite) overwritten events are marked and counted, exactly" {
+	start_served
+	# 4 KiB rings hold 128 events; a burst writes 3000 per thread long
+	# before mcloc reads: most are lost.  What is printed and what is
+	# reported lost add up to the 12000 calls, in either mode.
+	for mode in drop overwrite; do
+		opt=()
+		[ "$mode" = drop ] || opt=(--overwrite)
+		trace_start function --filter 'burst_*' --buffer 4 "${opt[@]}"
+		trigger USR1 burst
+		trace_stop
+		cat "$T/trace.err"
+		calls=$(grep -cE ': burst_(outer|inner) <-' "$T/trace.out")
+		if [ "$mode" = drop ]; then
+			lost=$(sed -n 's/.*: \([0-9]*\) events lost (rings full.*/\1/p' "$T/trace.err")
+		else
+			lost=$(sed -n 's/.*: \([0-9]*\) events overwritten before they were read.*/\1/p' "$T/trace.err")
+		fi
+		[ -n "$lost" ] && [ "$lost" -gt 0 ]
+		[ "$calls" -ge 512 ]			# at least a ringful per thread
+		[ $(( calls + lost )) -eq 12000 ]
+		grep -qE '^ +served-[0-9]+ +\[[0-9]{3}\] \[LOST EVENTS\]$' "$T/trace.out"
+		# every other line is a call's
+		[ "$(grep -v '^#' "$T/trace.out" | grep -vc 'LOST EVENTS\|: burst_')" -eq 0 ]
+	done
+	# The graph across gaps: the Chrome file still pairs every begin.
+	trace_start function_graph --filter 'burst_*' --buffer 4 --overwrite --chrome "$T/t.json"
+	trigger USR1 burst
+	trace_stop
+	grep -q 'overwritten before they were read' "$T/trace.err"
+	$PY - "$T/t.json" <<'EOF'
+import collections, json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+b = collections.Counter(e["tid"] for e in ev if e["ph"] == "B")
+e = collections.Counter(e["tid"] for e in ev if e["ph"] == "E")
+assert 0 < sum(b.values()) < 12000 and b == e, (b, e)
+EOF
+	all_sites_off
+	stop_served
+}
+
 @test "trace function_graph of a recursive call equals its golden file; profile counts exactly" {
 	start_served
 	trace_start function_graph --filter fib

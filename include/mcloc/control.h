@@ -121,11 +121,17 @@ struct mcloc_req_trace {
 	uint32_t rings;		/* threads that get one: 1 to 4096 */
 	uint32_t max_depth;	/* graph: no events deeper than this (0: any) */
 	uint32_t tid;		/* only this thread (0: every thread) */
-	uint32_t reserved;	/* 0 */
+	uint32_t flags;		/* MCLOC_TRACE_OVERWRITE; no other bit set */
 	/* Then three NUL-terminated globs, each possibly empty: the filter,
 	 * notrace, and (graph) the functions whose calls alone are traced,
 	 * with all they call (ftrace's set_graph_function). */
 	char globs[];
+};
+
+enum {
+	/* A full ring overwrites its oldest events (a flight recorder, as
+	 * ftrace's overwrite option) rather than dropping new ones. */
+	MCLOC_TRACE_OVERWRITE = 1 << 0,
 };
 
 struct mcloc_rep_trace {
@@ -139,8 +145,16 @@ struct mcloc_rep_trace {
  * and one reader, the controller: the writer puts an event at head (mod
  * size), if head - tail leaves room, else counts it lost, and then
  * advances head with release order; the reader reads up to head (acquire)
- * and advances tail.  The traced thread makes no system call and takes
- * no lock for an event.
+ * and advances tail.  The first event written after some were lost has
+ * MCLOC_EV_LOST_BEFORE in its type.  The traced thread makes no system
+ * call and takes no lock for an event.
+ *
+ * With MCLOC_RING_OVERWRITE in flags, the writer never looks at tail: it
+ * first advances claim past the event it is about to write (then a
+ * release fence), writes it, and advances head.  The reader starts at
+ * head - size if tail is further behind, copies up to head, and then
+ * (after an acquire fence) reads claim: what lies before claim - size may
+ * have been overwritten while it copied, and is discarded as lost.
  */
 #define MCLOC_RING_MAGIC 0x676e6972636c636dull	/* "mclcring" */
 
@@ -160,18 +174,21 @@ struct mcloc_ring_hdr {
 	 * (the program refreshes it while tracing, under clock_seq: odd while
 	 * it writes). */
 	uint64_t start_ns, start_time;
-	uint32_t clock_seq, reserved;
+	uint32_t clock_seq, flags;	/* flags: MCLOC_RING_* */
 	uint64_t now_ns, now_time;
 };
 
+enum { MCLOC_RING_OVERWRITE = 1 << 0 };
+
 struct mcloc_ring {
 	uint64_t head;		/* bytes written, by the thread */
-	uint64_t pad0[7];
+	uint64_t claim;		/* overwrite: bytes being written */
+	uint64_t pad0[6];
 	uint64_t tail;		/* bytes read, by the controller */
 	uint64_t pad1[7];
-	uint64_t lost;		/* events dropped: no room */
+	uint64_t lost;		/* events dropped: no room (not overwrite) */
 	uint32_t tid;		/* 0 until a thread takes the ring */
-	uint32_t reserved;
+	uint32_t lost_open;	/* 1: events lost since the last one written */
 	char comm[16];
 	uint64_t pad2[4];
 	/* Then ring_size bytes of events. */
@@ -192,6 +209,8 @@ enum {
 	MCLOC_EV_EXIT = 3,	/* graph: it returns */
 	MCLOC_EV_LEFT = 4,	/* graph: a longjmp left it (no return) */
 	MCLOC_EV_UNTIMED = 5,	/* graph: a call whose return cannot be hooked */
+	/* Or'ed into type: events of this thread were lost just before. */
+	MCLOC_EV_LOST_BEFORE = 0x8000,
 };
 
 /* One address of MCLOC_REQ_ADDRS's answer, followed by its function's name

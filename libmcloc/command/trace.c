@@ -53,6 +53,7 @@ struct thread {
 	unsigned opened;		/* graph: "{" printed, "}" not yet */
 	unsigned open;			/* chrome: begun, not ended */
 	uint64_t last_ns;
+	uint32_t cpu;			/* of its last event */
 	/* profile: the calls the thread is inside, with the time their
 	 * callees took */
 	unsigned depth;
@@ -88,6 +89,7 @@ struct tracing {
 	enum sort_key sort;
 	uint32_t last_tid;		/* graph: the thread of the last line */
 	uint64_t events;
+	uint64_t overwritten;		/* events the program wrote over unread */
 	double rate;			/* ns per time unit */
 	uint32_t pid;
 };
@@ -172,7 +174,8 @@ static void resolve_callers(struct tracing *t, const struct mcloc_event *ev, siz
 	struct mcloc_msg m;
 
 	for (size_t i = 0; i <= n; i++) {
-		if (i < n && (ev[i].type == MCLOC_EV_CALL || ev[i].type == MCLOC_EV_ENTRY) &&
+		if (i < n && ((ev[i].type & ~MCLOC_EV_LOST_BEFORE) == MCLOC_EV_CALL ||
+			      (ev[i].type & ~MCLOC_EV_LOST_BEFORE) == MCLOC_EV_ENTRY) &&
 		    !name_find(&t->callers, ev[i].parent)) {
 			struct name *nm = name_add(&t->callers, ev[i].parent);
 
@@ -457,17 +460,42 @@ static void profile_event(struct tracing *t, struct thread *th, const struct mcl
 	}
 }
 
-static void format_event(struct tracing *t, const struct item *it)
+/* Events of TH were lost before its next one (at NS): say so where the
+ * gap is, as trace_pipe does, and forget the calls it was inside, whose
+ * ends may be among them. */
+static void thread_lost(struct tracing *t, struct thread *th, const struct mcloc_event *e)
 {
-	const struct mcloc_event *e = &it->e;
+	graph_flush_pending(t, th);
+	while (th->open) {
+		chrome_event(t, th, "E", "", th->last_ns);
+		th->open--;
+	}
+	th->opened = 0;
+	th->depth = 0;
+	if (t->json)
+		printf("{\"pid\":%u,\"tid\":%u,\"type\":\"lost\"}\n", t->pid, th->tid);
+	else if (t->mode == GRAPH && !t->chrome)
+		printf(" %3u) %s-%u [LOST EVENTS]\n", e->cpu, th->comm, th->tid);
+	else if (t->mode == FUNCTION && !t->chrome)
+		printf("%16s-%-7u [%03u] [LOST EVENTS]\n", th->comm, th->tid, e->cpu);
+}
+
+static void format_event(struct tracing *t, struct item *it)
+{
+	struct mcloc_event *e = &it->e;
 	struct thread *th = thread_of(t, it->tid, ~0u);
 	uint64_t ns = to_ns(t, e->time);
 	char b1[32], b2[32];
 
 	if (!th)
 		return;
+	if (e->type & MCLOC_EV_LOST_BEFORE) {
+		e->type &= (uint16_t)~MCLOC_EV_LOST_BEFORE;
+		thread_lost(t, th, e);
+	}
 	t->events++;
 	th->last_ns = ns;
+	th->cpu = e->cpu;
 	if (t->mode == PROFILE) {
 		profile_event(t, th, e);
 		return;
@@ -564,6 +592,7 @@ static size_t drain(struct tracing *t)
 {
 	const struct mcloc_ring_hdr *h = t->h;
 	uint32_t nr = __atomic_load_n(&h->next_ring, __ATOMIC_ACQUIRE);
+	bool overwrite = h->flags & MCLOC_RING_OVERWRITE;
 	struct item *v = NULL;
 	size_t n = 0, cap = 0;
 
@@ -582,6 +611,15 @@ static size_t drain(struct tracing *t)
 		if (!tid)
 			continue;
 		thread_of(t, tid, i);
+		/* Overwrite: start at the oldest event still there. */
+		uint64_t gap = 0, from = n;
+
+		if (overwrite && head - tail > h->ring_size) {
+			gap = head - h->ring_size - tail;
+			tail = head - h->ring_size;
+		}
+		uint64_t first = tail;
+
 		for (uint32_t seq = 0; tail < head; tail += sizeof(struct mcloc_event), seq++) {
 			if (n == cap) {
 				cap = cap ? 2 * cap : 4096;
@@ -595,6 +633,24 @@ static size_t drain(struct tracing *t)
 			       sizeof(v[n].e));
 			v[n].tid = tid;
 			v[n++].seq = seq;
+		}
+		if (overwrite) {
+			/* What the writer may have overwritten as it was copied. */
+			__atomic_thread_fence(__ATOMIC_ACQUIRE);
+			uint64_t claim = __atomic_load_n(&r->claim, __ATOMIC_RELAXED);
+			uint64_t torn = claim > h->ring_size + first ?
+						(claim - h->ring_size - first) : 0;
+
+			torn = torn < tail - first ? torn : tail - first;
+			gap += torn;
+			torn /= sizeof(struct mcloc_event);
+			memmove(&v[from], &v[from + torn], (n - from - torn) * sizeof(*v));
+			n -= torn;
+			if (gap) {
+				t->overwritten += gap / sizeof(struct mcloc_event);
+				if (n > from)
+					v[from].e.type |= MCLOC_EV_LOST_BEFORE;
+			}
 		}
 		__atomic_store_n(&r->tail, tail, __ATOMIC_RELEASE);
 	}
@@ -735,7 +791,7 @@ static void usage_trace(void)
 	fail("trace", "usage: mcloc trace PID function|function_graph|profile|nop [--filter G] "
 		      "[--notrace G] [--graph-function G] [--max-depth N] [--tid T] "
 		      "[--duration S] [-t USECS] [--per-thread] [--sort KEY] [--buffer KIB] "
-		      "[--rings N] [--chrome FILE] [-j]");
+		      "[--rings N] [--overwrite] [--chrome FILE] [-j]");
 }
 
 /* What the trace and run subcommands were asked for. */
@@ -765,6 +821,7 @@ static int parse_targs(int argc, char **argv, struct targs *a, bool run)
 		{ "threshold", required_argument, NULL, 't' },
 		{ "buffer", required_argument, NULL, 'b' },
 		{ "rings", required_argument, NULL, 'r' },
+		{ "overwrite", no_argument, NULL, 'O' },
 		{ "chrome", required_argument, NULL, 'c' },
 		{ "preload", required_argument, NULL, 'p' },
 		{ "json", no_argument, NULL, 'j' },
@@ -803,6 +860,7 @@ static int parse_targs(int argc, char **argv, struct targs *a, bool run)
 		case 't': a->threshold_ns = (uint64_t)(strtod(optarg, NULL) * 1000); break;
 		case 'b': a->q.ring_kib = (uint32_t)strtoul(optarg, NULL, 10); break;
 		case 'r': a->q.rings = (uint32_t)strtoul(optarg, NULL, 10); break;
+		case 'O': a->q.flags |= MCLOC_TRACE_OVERWRITE; break;
 		case 'c': a->chrome = optarg; break;
 		case 'p':
 			if (run) {
@@ -948,6 +1006,15 @@ static int trace_session(const struct targs *a, const char *pid, bool json)
 		fail(pid, "the tracer may not have stopped: %s", t.p->error);
 	while (drain(&t))
 		;
+	/* Events lost at a thread's end, with none after them to say so. */
+	for (uint32_t i = 0; i < t.h->rings; i++) {
+		const struct mcloc_ring *r = ring(&t, i);
+		struct thread *th = r->tid && __atomic_load_n(&r->lost_open, __ATOMIC_ACQUIRE) ?
+					    thread_of(&t, r->tid, i) : NULL;
+
+		if (th)
+			thread_lost(&t, th, &(struct mcloc_event){ .cpu = th->cpu });
+	}
 	for (size_t i = 0; i < t.nthreads; i++)
 		graph_flush_pending(&t, &t.threads[i]);
 	if (t.mode == PROFILE)
@@ -963,6 +1030,10 @@ static int trace_session(const struct targs *a, const char *pid, bool json)
 	uint64_t lost = t.h->no_ring;
 	for (uint32_t i = 0; i < t.h->rings; i++)
 		lost += ring(&t, i)->lost;
+	if (t.overwritten)
+		fprintf(stderr, "mcloc: %s: %llu event%s overwritten before they were read "
+				"(--overwrite)\n", pid, (unsigned long long)t.overwritten,
+			t.overwritten == 1 ? "" : "s");
 	if (lost)
 		fprintf(stderr, "mcloc: %s: %llu event%s lost (rings full, or more threads than "
 				"--rings)\n", pid, (unsigned long long)lost, lost == 1 ? "" : "s");

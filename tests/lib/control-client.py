@@ -16,7 +16,7 @@ import sys
 
 VERSION = 1
 REQ_HELLO, REQ_FUNCS, REQ_ENABLED, REQ_STATS, REQ_TRACE, REQ_STOP, REQ_ADDRS = 1, 2, 3, 4, 5, 6, 7
-TRACE = struct.Struct("=IIIIII")     # tracer, ring_kib, rings, max_depth, tid, reserved
+TRACE = struct.Struct("=IIIIII")     # tracer, ring_kib, rings, max_depth, tid, flags
 REP_HELLO, REP_END, REP_ERROR = 0x101, 0x1FE, 0x1FF
 HDR = struct.Struct("=IHHII")
 
@@ -57,8 +57,8 @@ CASES = [
      msg(REQ_TRACE, TRACE.pack(1, 64, 4, 0, 0, 0) + b"work_*")),
     ("TRACE with bytes past its globs",
      msg(REQ_TRACE, TRACE.pack(1, 64, 4, 0, 0, 0) + b"\0\0\0junk")),
-    ("TRACE with its reserved field set",
-     msg(REQ_TRACE, TRACE.pack(1, 64, 4, 0, 0, 9) + b"\0\0\0")),
+    ("TRACE with an unknown flag set",
+     msg(REQ_TRACE, TRACE.pack(1, 64, 4, 0, 0, 8) + b"\0\0\0")),
     ("STOP with a payload", msg(REQ_STOP, b"now\0")),
     ("ADDRS of 5 bytes", msg(REQ_ADDRS, b"\1\2\3\4\5")),
     ("ADDRS without addresses", msg(REQ_ADDRS)),
