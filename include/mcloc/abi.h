@@ -44,7 +44,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define MCLOC_IMAGE_MAGIC 0x636c636du	/* "mclc" */
+#define MCLOC_IMAGE_MAGIC 0x636c636d	/* "mclc" (no suffix: assemblers read it too) */
 #define MCLOC_IMAGE_VERSION 3	/* 3: handlers may name a direct trampoline */
 
 /*
