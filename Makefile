@@ -5,8 +5,12 @@
 #   make demo     deps, build, then the bundled example
 #   make demo-cross   the runtime example for aarch64 and riscv64, under qemu
 #   make check    deps, build, then every test, also under ASan + UBSan
+#   make fuzz     deps, then a libFuzzer campaign of FUZZ_SECONDS per
+#                 harness (tests/fuzz/README.md)
 BUILD     ?= build
 SANBUILD  ?= build-san
+FUZZBUILD ?= build-fuzz
+FUZZ_SECONDS ?= 600
 MESON_OPTS ?=
 
 # Build and test dependencies.  gcc-multilib is deliberately absent: it
@@ -28,7 +32,7 @@ BUILD_PCS   := libelf libdw capstone
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps build demo demo-cross check test clean
+.PHONY: all deps build demo demo-cross check test clean fuzz
 
 all: build
 
@@ -64,6 +68,17 @@ $(SANBUILD)/build.ninja:
 
 build: $(BUILD)/build.ninja
 	ninja -C $(BUILD)
+
+# The harnesses under clang, instrumented for coverage with ASan and
+# UBSan, the libraries too (CFLAGS reach every target).
+$(FUZZBUILD)/build.ninja:
+	CC=clang CFLAGS="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined" \
+	LDFLAGS="-fsanitize=address,undefined" \
+		meson setup $(FUZZBUILD) -Dfuzz=true -Dstatic_tools=false -Db_lundef=false $(MESON_OPTS)
+
+fuzz: deps $(FUZZBUILD)/build.ninja
+	ninja -C $(FUZZBUILD)
+	tests/fuzz/campaign.sh $(FUZZBUILD) $(FUZZ_SECONDS)
 
 demo: deps
 	$(MAKE) build
