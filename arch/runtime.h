@@ -147,6 +147,10 @@ struct mcr_site {
 	bool slot;
 };
 int mcr_site_find(uintptr_t entry, uintptr_t fentry, struct mcr_site *s);
+/* Provided by libmcloc for the above: whether [ADDR, ADDR + LEN) lies in
+ * a segment of a loaded object, so that it can be read (a call site's
+ * target, which a corrupt table may make anything). */
+bool mcr_mapped(uintptr_t addr, size_t len);
 
 #if MCR_ONE_STORE
 /* After the stores of a batch and before its sync: make the instruction

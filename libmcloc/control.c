@@ -742,7 +742,12 @@ int mcloc_control_start(void)
 	}
 	if ((ret = own_dir(dir)) < 0)
 		goto out;
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%d", dir, (int)getpid());
+	/* (dir left room for the pid; checked all the same) */
+	if (snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%d", dir, (int)getpid()) >=
+	    (int)sizeof(sa.sun_path)) {
+		ret = -ENAMETOOLONG;
+		goto out;
+	}
 	ctl.lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (ctl.lfd < 0 || pipe2(ctl.wake, O_CLOEXEC) < 0) {
 		ret = -errno;

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* ---- records ------------------------------------------------------------ */
@@ -131,6 +132,13 @@ static int cmp_fsym(const void *a, const void *b)
 
 void *mcr_read_at(int fd, off_t off, size_t len)
 {
+	struct stat st;
+
+	/* (Sizes come from the file's own headers: none past its end is
+	 * allocated for, whatever they say.) */
+	if (fstat(fd, &st) < 0 || off < 0 || off > st.st_size ||
+	    len > (uint64_t)(st.st_size - off))
+		return NULL;
 	void *p = malloc(len + 1);
 
 	if (p && pread(fd, p, len, off) != (ssize_t)len) {
@@ -264,17 +272,12 @@ static const char *intern(const char *name)
 }
 
 /*
- * Name every record of IM from PATH's .symtab, or in a stripped image from
- * .mcloc_names (own_names()) and failing that .dynsym: the FUNC symbol that
- * contains it.  A record no name covers is still traced by address.
- */
-/*
  * The function symbols of the ELF file PATH, loaded at BIAS, sorted by
  * address: from .symtab, or in a stripped image from .mcloc_names
  * (own_names()) and failing that .dynsym.  Their names in *STR (the
  * caller frees both); NULL when there are none.
  */
-static struct fsym *read_funcs(const char *path, uintptr_t bias, char **str_out, size_t *nf_out)
+struct fsym *mcr_read_funcs(const char *path, uintptr_t bias, char **str_out, size_t *nf_out)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	Elf64_Ehdr eh;
@@ -312,8 +315,8 @@ static struct fsym *read_funcs(const char *path, uintptr_t bias, char **str_out,
 	const Elf64_Shdr *ss = &sh[st->sh_link];
 	syms = mcr_read_at(fd, (off_t)st->sh_offset, st->sh_size);
 	str = mcr_read_at(fd, (off_t)ss->sh_offset, ss->sh_size);
-	fs = malloc((n + 1) * sizeof(*fs));
-	if (!syms || !str || !fs)
+	/* (Sized once the symbols are known to be in the file.) */
+	if (!syms || !str || !(fs = malloc((n + 1) * sizeof(*fs))))
 		goto out;
 	str[ss->sh_size] = 0;
 	for (size_t i = 0; i < n; i++)
@@ -343,7 +346,7 @@ out:
 }
 
 /*
- * Name every record of IM from PATH's function symbols (read_funcs()):
+ * Name every record of IM from PATH's function symbols (mcr_read_funcs()):
  * the FUNC symbol that contains it.  A record no name covers is still
  * traced by address.
  */
@@ -351,7 +354,7 @@ static void name_records(struct image *im, const char *path, uintptr_t bias)
 {
 	char *str = NULL;
 	size_t nf = 0;
-	struct fsym *fs = read_funcs(path, bias, &str, &nf);
+	struct fsym *fs = mcr_read_funcs(path, bias, &str, &nf);
 
 	if (!fs)
 		return;
@@ -458,7 +461,7 @@ const char *mcr_symbolize(uintptr_t addr, uintptr_t *off)
 			o = &syms_cache.v[syms_cache.n++];
 			o->path = path;
 			o->bias = fc.bias;
-			o->fs = read_funcs(fc.path, fc.bias, &o->str, &o->nf);
+			o->fs = mcr_read_funcs(fc.path, fc.bias, &o->str, &o->nf);
 		}
 	}
 	if (o && o->fs) {
@@ -502,6 +505,86 @@ static uintptr_t *table_entries(const struct mcloc_image *desc, size_t *n)
 	return v;
 }
 
+/* The executable segments of the object an image's descriptor lies in
+ * (else, for a descriptor on the heap, of the object loaded at its
+ * base): where its sites can be. */
+#define EXEC_SEGS 8
+struct exec_ctx {
+	uintptr_t desc, base;
+	uintptr_t lo[EXEC_SEGS], hi[EXEC_SEGS];
+	unsigned n;
+	bool by_desc;
+};
+
+static int exec_segments(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct exec_ctx *c = data;
+	bool holds = false;
+
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + p->p_vaddr;
+
+		if (p->p_type == PT_LOAD && c->desc >= lo && c->desc - lo < p->p_memsz)
+			holds = true;
+	}
+	if (!holds && (c->by_desc || c->n || info->dlpi_addr != c->base))
+		return 0;
+	c->n = 0;
+	c->by_desc = holds;
+	for (int i = 0; i < info->dlpi_phnum && c->n < EXEC_SEGS; i++) {
+		const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+
+		if (p->p_type == PT_LOAD && (p->p_flags & PF_X)) {
+			c->lo[c->n] = info->dlpi_addr + p->p_vaddr;
+			c->hi[c->n++] = info->dlpi_addr + p->p_vaddr + p->p_memsz;
+		}
+	}
+	return holds;
+}
+
+/* Whether a whole site at ADDR lies in one of C's executable segments:
+ * only there is it read.  (A table entry elsewhere, which a corrupt or
+ * hand-made image may hold, would otherwise fault at start-up.) */
+static bool in_exec(const struct exec_ctx *c, uintptr_t addr)
+{
+	for (unsigned i = 0; i < c->n; i++)
+		if (addr >= c->lo[i] && addr < c->hi[i] && c->hi[i] - addr >= 16)
+			return true;
+	return false;
+}
+
+struct mapped_ctx {
+	uintptr_t lo, hi;
+	bool found;
+};
+
+static int find_mapped(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct mapped_ctx *c = data;
+
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + p->p_vaddr;
+
+		if (p->p_type == PT_LOAD && c->lo >= lo && c->hi <= lo + p->p_memsz)
+			return c->found = true;
+	}
+	return 0;
+}
+
+bool mcr_mapped(uintptr_t addr, size_t len)
+{
+	struct mapped_ctx c = { addr, addr + len, false };
+
+	if (c.hi < c.lo)
+		return false;
+	dl_iterate_phdr(find_mapped, &c);
+	return c.found;
+}
+
 static int cmp_rec(const void *a, const void *b)
 {
 	const struct mcloc_rec *x = a, *y = b;
@@ -513,9 +596,11 @@ int mcr_image_records(struct image *im, const struct mcloc_image *desc)
 {
 	size_t n, nslots = 0;
 	uintptr_t *tab = table_entries(desc, &n);
+	struct exec_ctx ex = { .desc = (uintptr_t)desc, .base = im->base };
 
 	if (!tab)
 		return -ENOMEM;
+	dl_iterate_phdr(exec_segments, &ex);
 	im->recs = calloc(n + 1, sizeof(*im->recs));
 	if (!im->recs) {
 		free(tab);
@@ -532,7 +617,7 @@ int mcr_image_records(struct image *im, const struct mcloc_image *desc)
 		 * architecture says which form, so how long, it is, and
 		 * where it begins (aarch64 and riscv64 record the first of
 		 * the NOPs, which may be an ops slot). */
-		bool ok = !mcr_site_find(tab[i], 0, &st) && !st.is_call &&
+		bool ok = in_exec(&ex, tab[i]) && !mcr_site_find(tab[i], 0, &st) && !st.is_call &&
 			  st.at - im->base < UINT32_MAX;
 		struct mcloc_rec *r = &im->recs[im->nrecs++];
 

@@ -213,6 +213,10 @@ int mcr_image_records(struct image *im, const struct mcloc_image *desc);
 const char *mcr_image_name(struct image *im, const struct mcloc_image *desc);
 /* The function symbol of IM that holds ADDR, or NULL. */
 const struct fsym *mcr_func_at(const struct image *im, uintptr_t addr);
+/* The function symbols of the ELF file PATH, loaded at BIAS, sorted by
+ * address (.symtab, else .mcloc_names, else .dynsym), their names in
+ * *STR; NULL when there are none.  The caller frees both. */
+struct fsym *mcr_read_funcs(const char *path, uintptr_t bias, char **str, size_t *nf);
 /* The site of the function whose entry is FN (the record there, or a -pg
  * site after its prologue), or 0. */
 uintptr_t mcr_site_of_func(uintptr_t fn);

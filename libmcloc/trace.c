@@ -331,9 +331,11 @@ int mcr_trace_start(const struct mcloc_req_trace *q, const char *filter, const c
 	}
 	if ((q->tracer != MCLOC_TRACE_FUNCTION && q->tracer != MCLOC_TRACE_GRAPH) ||
 	    q->ring_kib < 4 || q->ring_kib > 65536 || (q->ring_kib & (q->ring_kib - 1)) ||
-	    !q->rings || q->rings > 4096 || (q->flags & ~(uint32_t)MCLOC_TRACE_OVERWRITE)) {
-		snprintf(err, errlen, "bad trace request (tracer %u, %u KiB rings, %u rings)",
-			 q->tracer, q->ring_kib, q->rings);
+	    !q->rings || q->rings > 4096 || (q->flags & ~(uint32_t)MCLOC_TRACE_OVERWRITE) ||
+	    (uint64_t)q->rings * q->ring_kib > (uint64_t)MCLOC_RINGS_MAX_MIB << 10) {
+		snprintf(err, errlen, "bad trace request (tracer %u, %u KiB rings, %u rings: "
+			 "at most %u MiB in all)", q->tracer, q->ring_kib, q->rings,
+			 MCLOC_RINGS_MAX_MIB);
 		ret = -EINVAL;
 		goto out;
 	}

@@ -370,8 +370,20 @@ static int find_tables(struct mce_file *f, struct op_sites *s)
 			continue;
 		if (!t->own_section)
 			t->sec = mce_sec_of_vaddr(f, t->start);
-		if (t->sec)
-			s->ntables++;
+		if (!t->sec)
+			continue;
+		/* Checked before anything is sized by them: a corrupt bound
+		 * must not make the tool ask for gigabytes. */
+		if (t->start < t->sec->sh.sh_addr ||
+		    t->end > t->sec->sh.sh_addr + t->sec->sh.sh_size ||
+		    (t->end - t->start) % f->addrsize)
+			return mce_fail(f, "%s: bounds 0x%llx..0x%llx do not fit section %s",
+					t->name, (unsigned long long)t->start,
+					(unsigned long long)t->end, t->sec->name);
+		if (t->sec->sh.sh_type == SHT_NOBITS && t->end > t->start)
+			return mce_fail(f, "%s: section %s has no bytes in the file", t->name,
+					t->sec->name);
+		s->ntables++;
 	}
 	return 0;
 }
@@ -386,12 +398,7 @@ const uint64_t *op_table_words(struct mce_file *f, const struct mc_arch *a,
 	const uint64_t *v;
 
 	*own = NULL;
-	if (t->start < t->sec->sh.sh_addr || t->end > t->sec->sh.sh_addr + t->sec->sh.sh_size ||
-	    (t->end - t->start) % f->addrsize) {
-		mce_fail(f, "%s: bounds 0x%llx..0x%llx do not fit section %s", t->name,
-			 (unsigned long long)t->start, (unsigned long long)t->end, t->sec->name);
-		return NULL;
-	}
+	/* (find_tables() checked the bounds against the section.) */
 	/* (One more word: a table may be empty, and NULL means failure.) */
 	if ((v = mce_words_view(f, t->start, n)))
 		return v;

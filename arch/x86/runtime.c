@@ -124,9 +124,16 @@ static unsigned site_len(uintptr_t site, uintptr_t fentry, bool *is_call)
 	if (!memcmp(b, nop6, 6))
 		return 6;
 	*is_call = true;
+	/* A call: only a call to __fentry__ is a site, and only what the
+	 * caller names as __fentry__ can say so.  Its target and GOT slot
+	 * are read only where something is mapped. */
+	if (!fentry)
+		return 0;
 	if (b[0] == 0xff && b[1] == 0x15) {		/* call *__fentry__@GOTPCREL(%rip) */
 		memcpy(&d, b + 2, 4);
-		return through(site + 6 + (intptr_t)d) == fentry ? 6 : 0;
+		uintptr_t slot = site + 6 + (intptr_t)d;
+
+		return mcr_mapped(slot, 8) && through(slot) == fentry ? 6 : 0;
 	}
 	if (b[0] == 0xe8 || (b[0] == 0x67 && b[1] == 0xe8)) {	/* call rel32 */
 		unsigned len = b[0] == 0x67 ? 6 : 5;
@@ -136,7 +143,8 @@ static unsigned site_len(uintptr_t site, uintptr_t fentry, bool *is_call)
 		/* Directly, or through a PLT entry whose GOT slot holds
 		 * __fentry__, or still points back into that PLT entry
 		 * (lazy binding, not resolved before its first call). */
-		if (t == fentry || ((slot = plt_slot(t)) &&
+		if (t == fentry || (mcr_mapped(t, 16) && (slot = plt_slot(t)) &&
+				    mcr_mapped(slot, 8) &&
 				    (through(slot) == fentry || through(slot) - t < 16)))
 			return len;
 	}

@@ -115,10 +115,15 @@ enum {
 	MCLOC_TRACE_GRAPH = 2,		/* an event at entry and one at exit */
 };
 
+/* The most shared memory a trace may ask for: it is allocated and
+ * populated when the trace starts. */
+#define MCLOC_RINGS_MAX_MIB 1024
+
 struct mcloc_req_trace {
 	uint32_t tracer;	/* MCLOC_TRACE_* */
 	uint32_t ring_kib;	/* each thread's ring: a power of 2, 4 to 65536 */
-	uint32_t rings;		/* threads that get one: 1 to 4096 */
+	uint32_t rings;		/* threads that get one: 1 to 4096; all of
+				 * them at most MCLOC_RINGS_MAX_MIB */
 	uint32_t max_depth;	/* graph: no events deeper than this (0: any) */
 	uint32_t tid;		/* only this thread (0: every thread) */
 	uint32_t flags;		/* MCLOC_TRACE_OVERWRITE; no other bit set */

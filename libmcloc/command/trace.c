@@ -872,9 +872,11 @@ static int parse_targs(int argc, char **argv, struct targs *a, bool run)
 		}
 	}
 	if (a->q.ring_kib < 4 || a->q.ring_kib > 65536 || (a->q.ring_kib & (a->q.ring_kib - 1)) ||
-	    !a->q.rings || a->q.rings > 4096) {
+	    !a->q.rings || a->q.rings > 4096 ||
+	    (uint64_t)a->q.rings * a->q.ring_kib > (uint64_t)MCLOC_RINGS_MAX_MIB << 10) {
 		fail(run ? "run" : "trace", "--buffer: a power of 2 from 4 to 65536 KiB; "
-					    "--rings: 1 to 4096");
+					    "--rings: 1 to 4096; --buffer times --rings: at most %u MiB",
+		     MCLOC_RINGS_MAX_MIB);
 		return -1;
 	}
 	return optind;

@@ -57,6 +57,44 @@ gcc -O2 -pg -mfentry -c "$fix/link/lib.c" -o "$w/lib.o"
 "$rc" "$w/main.o" "$w/util.o" "$w/lib.o"
 "$op" link --nop --runtime -- gcc -Wl,-z,max-page-size=4096,-z,noseparate-code "$w/main.o" "$w/util.o" "$w/lib.o" -o "$w/prog"
 seed objpatch x86_64-runtime "$w/prog" 00 01 02 03 04 05 06 13
+# libmcloc's readers of an image (fuzz-tables): entries at the sites of
+# the harness's text block (a 29-byte pattern: nop5, nop6, call, parked),
+# and the files above for the name reader: with .symtab, stripped (so
+# .mcloc_names), and a shared library (.dynsym).
+rm -f "$here"/corpus/tables/seed-* "$here"/corpus/control/seed-*
+strip -o "$w/prog.stripped" "$w/prog"
+entries() { /usr/bin/python3 -c 'import struct,sys; v=[int(a) for a in sys.argv[1:]]; sys.stdout.buffer.write(bytes([len(v)])+b"".join(struct.pack("<i",x) for x in v))' "$@"; }
+for f in prog prog.stripped x86_64.so; do
+	[ -f "$w/$f" ] || continue
+	{ entries 0 5 11 16 29 34 40 45 -4 100000 1879048192 -2147483648; cat "$w/$f"; } > "$here/corpus/tables/seed-$f"
+done
+{ entries 0 29 58; } > "$here/corpus/tables/seed-none"
+
+# The control protocol (fuzz-control): each malformed request of
+# tests/lib/control-client.py, and well-formed conversations.
+/usr/bin/python3 - "$here/../lib/control-client.py" "$here/corpus/control" <<'PY'
+import importlib.util, struct, sys
+spec = importlib.util.spec_from_file_location("cc", sys.argv[1])
+cc = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(cc)
+out = sys.argv[2]
+for i, (what, m) in enumerate(cc.CASES):
+    open("%s/seed-malformed-%02d" % (out, i), "wb").write(m)
+tr = lambda tracer, flags=0, globs=b"\0\0\0": cc.msg(cc.REQ_TRACE, cc.TRACE.pack(tracer, 4, 2, 0, 0, flags) + globs)
+convs = {
+    "hello": cc.msg(cc.REQ_HELLO),
+    "ask-all": cc.msg(cc.REQ_HELLO) + cc.msg(cc.REQ_FUNCS, b"*\0") + cc.msg(cc.REQ_ENABLED)
+               + cc.msg(cc.REQ_STATS) + cc.msg(8),
+    "addrs": cc.msg(cc.REQ_ADDRS, struct.pack("<3Q", 0, 0x401000, 0x7fffffffffff)),
+    "trace-function": tr(1) + cc.msg(cc.REQ_STATS) + cc.msg(cc.REQ_STOP),
+    "trace-graph": tr(2, 1, b"*\0\0main\0") + cc.msg(cc.REQ_STOP),
+    "trace-twice": tr(1) + tr(2),
+    "split": cc.msg(cc.REQ_HELLO)[:7],
+}
+for name, m in convs.items():
+    open("%s/seed-%s" % (out, name), "wb").write(m)
+PY
 ls "$here"/corpus/recordmcount | wc -l | sed 's/$/ recordmcount seeds/'
 ls "$here"/corpus/objpatch | wc -l | sed 's/$/ objpatch seeds/'
+for h in tables control; do ls "$here/corpus/$h" | wc -l | sed "s/\$/ $h seeds/"; done
 du -sh "$here/corpus"
