@@ -582,12 +582,19 @@ int mce_write_in_place(struct mce_file *f)
 {
 	struct out o = { .in_place = true };
 	int fd = -1, ret = -1;
+	uint8_t old[sizeof(Elf64_Ehdr)];
 
 	if (build_image(f, &o) < 0)
 		goto out;
 	fd = f->writable ? dup(f->fd) : open(f->path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0) {
 		mce_fail(f, "cannot open for writing: %s", strerror(errno));
+		goto out;
+	}
+	/* (The old header as the file has it, not as the private map may by
+	 * now: to put back if the close fails after the new one is in.) */
+	if (o.ehdr_len > sizeof(old) || pread(fd, old, o.ehdr_len, 0) != (ssize_t)o.ehdr_len) {
+		mce_fail(f, "cannot read the ELF header back: %s", strerror(errno));
 		goto out;
 	}
 	if (lseek(fd, (off_t)f->size, SEEK_SET) < 0 || write_all(fd, &o) < 0) {
@@ -599,8 +606,20 @@ int mce_write_in_place(struct mce_file *f)
 		mce_fail(f, "cannot write the ELF header: %s", w < 0 ? strerror(errno) : "short write");
 		goto undo;
 	}
-	ret = 0;
-	goto out;
+	/* A close that fails (a deferred write error) fails the update:
+	 * the old header and size go back, through a new descriptor. */
+	if (close(fd) == 0) {
+		fd = -1;
+		ret = 0;
+		goto out;
+	}
+	mce_fail(f, "cannot write: %s", strerror(errno));
+	fd = open(f->path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || pwrite(fd, old, o.ehdr_len, 0) != (ssize_t)o.ehdr_len) {
+		snprintf(f->err + strlen(f->err), sizeof(f->err) - strlen(f->err),
+			 "; and could not put the old header back: %s", strerror(errno));
+		goto out;
+	}
 undo:
 	if (ftruncate(fd, (off_t)f->size) < 0)
 		snprintf(f->err + strlen(f->err), sizeof(f->err) - strlen(f->err),
