@@ -680,10 +680,96 @@ static int open_temp(char *tmp, mode_t mode)
 	return fd;
 }
 
+/*
+ * The new file is written unnamed (O_TMPFILE) in the target's directory
+ * and only then given a name, STAGE (".NAME.mcloc~"), and renamed over
+ * the target: a tool killed while it writes leaves nothing behind, and
+ * one killed between the link and the rename leaves a complete output
+ * under a name that says what it is, which the next run on the same
+ * target removes (one unlink, no directory scan).  Runs on the same
+ * target at once (make -j with a bad Makefile) may take each other's
+ * staged file: every file ever under that name is complete, so whichever
+ * is renamed, the target is a whole object.  Returns the descriptor, or
+ * -1 where the file system has no O_TMPFILE (the caller then makes a
+ * named temporary file).
+ */
+static int open_unnamed(const char *dir, mode_t mode)
+{
+	int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, mode & 0777);
+	struct stat st;
+
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) < 0 || ((st.st_mode & 07777) != mode && fchmod(fd, mode) < 0)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* The name a new TARGET is staged under in DIR (see above). */
+static char *stage_name(const char *dir, const char *base)
+{
+	char *s;
+
+	return asprintf(&s, "%s/.%s.mcloc~", dir, base) < 0 ? NULL : s;
+}
+
+void mce_unstage(const char *target)
+{
+	char *dup = strdup(target), *s;
+	const char *base = strrchr(target, '/') ? strrchr(target, '/') + 1 : target;
+
+	if (dup && (s = stage_name(dirname(dup), base))) {
+		unlink(s);
+		free(s);
+	}
+	free(dup);
+}
+
+/* Name the unnamed *FD STAGE, close it (a close that fails is a write
+ * error: nothing is replaced), and rename STAGE over TARGET.  -1 with
+ * errno, and STAGE not left behind; *FD is -1 once closed. */
+static int publish(int *fd, const char *stage, const char *target)
+{
+	char proc[64];
+	int tries = 0;
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", *fd);
+	for (;;) {
+		/* (A staged file a killed run left, or a concurrent run's.) */
+		if (unlink(stage) < 0 && errno != ENOENT)
+			return -1;
+		if (linkat(AT_FDCWD, proc, AT_FDCWD, stage, AT_SYMLINK_FOLLOW) == 0)
+			break;
+		if (errno != EEXIST)
+			return -1;
+		if (++tries == 8) {
+			errno = EBUSY;
+			return -1;
+		}
+	}
+	int c = close(*fd), e = errno;
+
+	*fd = -1;
+	if (c < 0 || rename(stage, target) < 0) {
+		e = c < 0 ? e : errno;
+		/* ENOENT: a run on the same target at once unlinked ours and
+		 * staged its own, which it renames over the target: that is
+		 * a whole object too. */
+		if (c == 0 && e == ENOENT)
+			return 0;
+		unlink(stage);
+		errno = e;
+		return -1;
+	}
+	return 0;
+}
+
 int mce_write(struct mce_file *f, const char *outpath)
 {
 	const char *target = outpath ? outpath : f->path;
-	char *dup = strdup(target), *tmp = NULL;
+	char *dup = strdup(target), *tmp = NULL, *stage = NULL;
 	struct out o = { 0 };
 	int fd = -1, ret = -1;
 	struct stat tst;
@@ -706,8 +792,28 @@ int mce_write(struct mce_file *f, const char *outpath)
 	} else if (build_image(f, &o) < 0) {
 		goto out;
 	}
-	if (asprintf(&tmp, "%s/.%s.XXXXXX", dirname(dup),
-		     strrchr(target, '/') ? strrchr(target, '/') + 1 : target) < 0) {
+	const char *base = strrchr(target, '/') ? strrchr(target, '/') + 1 : target;
+	const char *dir = dirname(dup);
+
+	fd = open_unnamed(dir, mode);
+	if (fd >= 0) {
+		if (!(stage = stage_name(dir, base))) {
+			mce_fail(f, "out of memory");
+			goto out;
+		}
+		if ((o.patches ? write_patched(f, fd, &o) : write_all(fd, &o)) < 0) {
+			mce_fail(f, "cannot write beside %s: %s", target, strerror(errno));
+			goto out;
+		}
+		if (publish(&fd, stage, target) < 0) {
+			mce_fail(f, "cannot replace %s: %s", target, strerror(errno));
+			goto out;
+		}
+		ret = 0;
+		goto out;
+	}
+	/* No O_TMPFILE here: a named temporary file. */
+	if (asprintf(&tmp, "%s/.%s.XXXXXX", dir, base) < 0) {
 		tmp = NULL;
 		mce_fail(f, "out of memory");
 		goto out;
@@ -738,6 +844,7 @@ out:
 		close(fd);
 	if (ret < 0 && tmp)
 		unlink(tmp);
+	free(stage);
 	free(tmp);
 	free(dup);
 	out_free(&o);

@@ -266,11 +266,20 @@ void mce_rel_to_gelf(const struct mce_file *f, const struct mce_rel *r,
 
 /*
  * Write the changed file to OUT (the input's path when OUT is NULL):
- * a temporary file in the same directory, the input's mode, then rename().
- * An unchanged file is copied as it is.  On failure nothing is left
- * behind and the target is untouched.
+ * an unnamed file in the same directory (O_TMPFILE; where there is none,
+ * a named temporary file), the input's mode, then rename().  An unchanged
+ * file is copied as it is.  On failure nothing is left behind and the
+ * target is untouched.
  */
 int mce_write(struct mce_file *f, const char *out);
+
+/*
+ * A tool killed between naming its new file and renaming it over TARGET
+ * leaves a complete new file as ".TARGET.mcloc~" beside it; mce_write()
+ * on TARGET removes it, and a tool that leaves TARGET as it is calls this
+ * to remove it too (one unlink: no directory scan).
+ */
+void mce_unstage(const char *target);
 
 /*
  * Update the input file itself, the way the kernel's recordmcount does, but

@@ -829,6 +829,8 @@ int op_fix_file(const char *path, const struct fix_opts *o, struct fix_stats *st
 		mc_error(path, "%s", f.err);
 		goto out;
 	}
+	if (!st->changed)
+		mce_unstage(path);	/* (what a killed run may have left) */
 	ret = 0;
 out:
 	op_sites_free(&s);

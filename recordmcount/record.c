@@ -547,6 +547,8 @@ unchanged:
 	if (o->output && !o->dry_run && mce_write(&f, o->output) < 0) {
 		mc_error(path, "%s", f.err);
 		ret = -1;
+	} else if (!o->output && !o->dry_run && !o->in_place) {
+		mce_unstage(path);	/* (what a killed run may have left) */
 	}
 out:
 	free(ss.v);

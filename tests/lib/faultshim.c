@@ -3,7 +3,8 @@
  * An LD_PRELOAD shim that makes one call of a tool's write path fail, for
  * tests/faults.bats.  The write path: opening a file for writing, every
  * write to it (write, writev, pwrite, pwritev, copy_file_range,
- * ftruncate, fsync, fdatasync), closing it, fchmod, and rename.
+ * ftruncate, fsync, fdatasync), closing it, fchmod, naming it (linkat),
+ * unlink and rename.
  *
  *   MCLOC_FAULT=N:MODE   the Nth such call (from 1) fails, as MODE says:
  *     eio      -1, EIO
@@ -13,6 +14,8 @@
  *     short    a write does half of what was asked; every write after it
  *              fails with ENOSPC (a disk filling up); other calls: EIO
  *   MCLOC_FAULT_COUNT=FILE   at exit, the number of such calls into FILE
+ *   MCLOC_FAULT_NO_TMPFILE=1 O_TMPFILE is refused (EOPNOTSUPP, not counted),
+ *                            as on a file system without it
  *
  * Only the process it is preloaded into: it takes itself out of the
  * environment, so that a linker objpatch link runs writes undisturbed.
@@ -33,7 +36,7 @@
 
 static long nth, calls;
 static int mode_err = EIO;
-static bool short_mode, filling;
+static bool short_mode, filling, no_tmpfile;
 static const char *count_file;
 static bool writable[MAXFD];
 
@@ -42,6 +45,7 @@ __attribute__((constructor)) static void shim_init(void)
 	const char *f = getenv("MCLOC_FAULT");
 	char *end;
 
+	no_tmpfile = getenv("MCLOC_FAULT_NO_TMPFILE") != NULL;
 	count_file = getenv("MCLOC_FAULT_COUNT");
 	if (count_file)
 		count_file = strdup(count_file);
@@ -62,6 +66,7 @@ __attribute__((constructor)) static void shim_init(void)
 	unsetenv("LD_PRELOAD");
 	unsetenv("MCLOC_FAULT");
 	unsetenv("MCLOC_FAULT_COUNT");
+	unsetenv("MCLOC_FAULT_NO_TMPFILE");
 }
 
 __attribute__((destructor)) static void shim_fini(void)
@@ -124,6 +129,10 @@ int open(const char *path, int flags, ...)
 		m = (mode_t)va_arg(ap, int);
 		va_end(ap);
 	}
+	if ((flags & O_TMPFILE) == O_TMPFILE && no_tmpfile) {
+		errno = EOPNOTSUPP;
+		return -1;
+	}
 	if ((flags & O_ACCMODE) != O_RDONLY && fault(false, NULL))
 		return -1;
 	return opened(real_open(path, flags, m), flags);
@@ -153,6 +162,10 @@ int openat(int dir, const char *path, int flags, ...)
 		va_start(ap, flags);
 		m = (mode_t)va_arg(ap, int);
 		va_end(ap);
+	}
+	if ((flags & O_TMPFILE) == O_TMPFILE && no_tmpfile) {
+		errno = EOPNOTSUPP;
+		return -1;
 	}
 	if ((flags & O_ACCMODE) != O_RDONLY && fault(false, NULL))
 		return -1;
@@ -323,6 +336,22 @@ int rename(const char *a, const char *b)
 	if (fault(false, NULL))
 		return -1;
 	return real_rename(a, b);
+}
+
+int linkat(int da, const char *a, int db, const char *b, int flags)
+{
+	REAL(linkat);
+	if (fault(false, NULL))
+		return -1;
+	return real_linkat(da, a, db, b, flags);
+}
+
+int unlink(const char *p)
+{
+	REAL(unlink);
+	if (fault(false, NULL))
+		return -1;
+	return real_unlink(p);
 }
 
 int renameat(int da, const char *a, int db, const char *b)
