@@ -207,13 +207,20 @@ int mcr_init(bool (*is_site)(uintptr_t addr), char *err, size_t errlen)
 	site_known = is_site;
 	page_size = sysconf(_SC_PAGESIZE);
 	int cmds = membarrier(MEMBARRIER_CMD_QUERY);
+	int e = cmds < 0 ? errno : 0;
+
 	if (cmds >= 0 && (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE) &&
 	    membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE) == 0) {
 		have_membarrier = true;
 	} else if (MCR_ONE_STORE) {
 		/* Patching stays correct (see the top of this file). */
-		(void)err, (void)errlen;
+		(void)err, (void)errlen, (void)e;
 		return 0;
+	} else if (e == EPERM || e == EACCES) {
+		/* (A seccomp filter, or a sandbox, that denies it.) */
+		snprintf(err, errlen, "membarrier() is denied (%s): live patching is refused",
+			 strerror(e));
+		return -EPERM;
 	} else {
 		snprintf(err, errlen, "membarrier(PRIVATE_EXPEDITED_SYNC_CORE) is not "
 			 "available: live patching is refused");
@@ -438,6 +445,14 @@ static inline __attribute__((always_inline)) bool same_bytes(const void *p, cons
 
 #endif
 
+/* Why a write of text failed, said with the way it was written. */
+static void write_failed(const struct mcr_batch *b, char *err, size_t errlen, int ret)
+{
+	snprintf(err, errlen, b->memfd >= 0 ? "writing text through /proc/self/mem (mprotect "
+					      "refused) failed: %s" : "writing text failed: %s",
+		 strerror(-ret));
+}
+
 /* One write through /proc/self/mem. */
 static int poke(struct mcr_batch *w, uintptr_t addr, const uint8_t *bytes, size_t len)
 {
@@ -614,7 +629,7 @@ int mcr_flip_slow(struct mcr_batch *b, uintptr_t site, uint8_t old, uint8_t new_
 	if (b->memfd < 0)
 		*(volatile uint8_t *)site = mcr_breakpoint;
 	else if ((ret = poke(b, site, &mcr_breakpoint, 1)))
-		snprintf(err, errlen, "writing text failed: %s", strerror(-ret));
+		write_failed(b, err, errlen, ret);
 	b->last = site;
 	if (b->memfd < 0)
 		b->wlo = site + 1;
@@ -693,7 +708,7 @@ static int patch_breakpoints(struct mcr_batch *b, struct mcr_poke *v, size_t n,
 	}
 out:
 	if (ret && ret != -EILSEQ)	/* (a refusal is worded where it was found) */
-		snprintf(err, errlen, "writing text failed: %s", strerror(-ret));
+		write_failed(b, err, errlen, ret);
 	withdraw(b);
 	mcr_stats.insn_stores += ret ? 0 : n + b->nflips;
 	return ret;
@@ -782,7 +797,7 @@ static int patch_one_store(struct mcr_batch *w, struct mcr_poke *v, size_t n,
 		for (size_t i = 0; i < done; i++)
 			store_insn(w, v[i].addr, v[i].old_bytes);
 		if (ret != -EILSEQ)
-			snprintf(err, errlen, "writing text failed: %s", strerror(-ret));
+			write_failed(w, err, errlen, ret);
 	}
 	if (n) {
 		flush_written(w, v, n);

@@ -46,17 +46,29 @@ void mcloc_set_log(void (*log)(int level, const char *msg))
 
 void mcr_warn(const char *fmt, ...)
 {
-	char msg[600];
+	char raw[600], msg[600 * 4 + 16];
 	va_list ap;
-	int n = snprintf(msg, sizeof(msg), "libmcloc: ");
+	int n;
+	size_t m = (size_t)snprintf(msg, sizeof(msg), "libmcloc: ");
 
 	va_start(ap, fmt);
-	n += vsnprintf(msg + n, sizeof(msg) - (size_t)n - 1, fmt, ap);
+	n = vsnprintf(raw, sizeof(raw), fmt, ap);
 	va_end(ap);
-	if (n > (int)sizeof(msg) - 2)
-		n = (int)sizeof(msg) - 2;
-	msg[n++] = '\n';
-	if (write(2, msg, (size_t)n) < 0)
+	if (n > (int)sizeof(raw) - 1)
+		n = (int)sizeof(raw) - 1;
+	/* One line, whatever a value quoted in it holds (an environment
+	 * variable with a newline or a terminal escape): control bytes are
+	 * written as \xNN. */
+	for (int i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)raw[i];
+
+		if (c < 0x20 || c == 0x7f)
+			m += (size_t)snprintf(msg + m, sizeof(msg) - m, "\\x%02x", c);
+		else
+			msg[m++] = (char)c;
+	}
+	msg[m++] = '\n';
+	if (write(2, msg, m) < 0)
 		return;
 }
 
