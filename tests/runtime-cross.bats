@@ -121,6 +121,29 @@ dlloop() {
 	dlloop riscv64
 }
 
+# dlthreads ARCH: tests/hostile.bats's dlopen/dlclose while threads call
+# into the library, under qemu.
+dlthreads() {
+	plain_only
+	cross "$1"
+	$CC -O2 -fPIC "${FLAGS[@]}" -c "$RT/shlib.c" -o "$T/shlib.o"
+	"$OBJPATCH" link --nop --runtime --check -- $CC -shared "$T/shlib.o" -o "$T/libtraced.so"
+	$CC -O2 -I"$SRC/include" "$RT/dlthreads.c" -o "$T/dlthreads" -Wl,--no-as-needed \
+		-L"$LIB" -lmcloc -ldl -lpthread
+	run_cross "$T/dlthreads" "$T/libtraced.so"
+	echo "$output"
+	assert_success
+	assert_line "PASSED"
+}
+
+@test "aarch64: dlopen/dlclose 200 times while 4 threads call into the library, exact" {
+	dlthreads aarch64
+}
+
+@test "riscv64: dlopen/dlclose 200 times while 4 threads call into the library, exact" {
+	dlthreads riscv64
+}
+
 # stores ARCH NOP CALL: the fixture's lines, decoded with tests/lib/decode.py.
 stores() {
 	plain_only
