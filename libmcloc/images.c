@@ -397,25 +397,31 @@ struct find_ctx {
 	bool found;
 };
 
+/* Whether one of INFO's loaded segments holds all of [LO, HI). */
+static bool load_holds(const struct dl_phdr_info *info, uintptr_t lo, uintptr_t hi)
+{
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+		uintptr_t at = info->dlpi_addr + p->p_vaddr;
+
+		if (p->p_type == PT_LOAD && lo >= at && hi >= lo && hi - at <= p->p_memsz)
+			return true;
+	}
+	return false;
+}
+
 static int find_object(struct dl_phdr_info *info, size_t size, void *data)
 {
 	struct find_ctx *c = data;
 
 	(void)size;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *p = &info->dlpi_phdr[i];
-		uintptr_t lo = info->dlpi_addr + p->p_vaddr;
-
-		if (p->p_type == PT_LOAD && c->addr >= lo && c->addr < lo + p->p_memsz) {
-			snprintf(c->path, sizeof(c->path), "%s",
-				 info->dlpi_name && info->dlpi_name[0] ? info->dlpi_name
-								       : "/proc/self/exe");
-			c->bias = info->dlpi_addr;
-			c->found = true;
-			return 1;
-		}
-	}
-	return 0;
+	if (!load_holds(info, c->addr, c->addr + 1))
+		return 0;
+	snprintf(c->path, sizeof(c->path), "%s",
+		 info->dlpi_name && info->dlpi_name[0] ? info->dlpi_name : "/proc/self/exe");
+	c->bias = info->dlpi_addr;
+	c->found = true;
+	return 1;
 }
 
 
@@ -519,16 +525,9 @@ struct exec_ctx {
 static int exec_segments(struct dl_phdr_info *info, size_t size, void *data)
 {
 	struct exec_ctx *c = data;
-	bool holds = false;
+	bool holds = load_holds(info, c->desc, c->desc + 1);
 
 	(void)size;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *p = &info->dlpi_phdr[i];
-		uintptr_t lo = info->dlpi_addr + p->p_vaddr;
-
-		if (p->p_type == PT_LOAD && c->desc >= lo && c->desc - lo < p->p_memsz)
-			holds = true;
-	}
 	if (!holds && (c->by_desc || c->n || info->dlpi_addr != c->base))
 		return 0;
 	c->n = 0;
@@ -565,14 +564,7 @@ static int find_mapped(struct dl_phdr_info *info, size_t size, void *data)
 	struct mapped_ctx *c = data;
 
 	(void)size;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *p = &info->dlpi_phdr[i];
-		uintptr_t lo = info->dlpi_addr + p->p_vaddr;
-
-		if (p->p_type == PT_LOAD && c->lo >= lo && c->hi <= lo + p->p_memsz)
-			return c->found = true;
-	}
-	return 0;
+	return c->found = load_holds(info, c->lo, c->hi);
 }
 
 bool mcr_mapped(uintptr_t addr, size_t len)

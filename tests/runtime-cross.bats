@@ -99,11 +99,16 @@ stress() {
 	stress riscv64
 }
 
-dlloop() {
+# cross_shlib ARCH: $T/libtraced.so from fixtures/runtime/shlib.c.
+cross_shlib() {
 	plain_only
 	cross "$1"
 	$CC -O2 -fPIC "${FLAGS[@]}" -c "$RT/shlib.c" -o "$T/shlib.o"
 	"$OBJPATCH" link --nop --runtime --check -- $CC -shared "$T/shlib.o" -o "$T/libtraced.so"
+}
+
+dlloop() {
+	cross_shlib "$1"
 	$CC -O2 -I"$SRC/include" "$RT/dlloop.c" -o "$T/dlloop" -Wl,--no-as-needed \
 		-L"$LIB" -lmcloc -ldl
 	run_cross "$T/dlloop" "$T/libtraced.so"
@@ -124,10 +129,7 @@ dlloop() {
 # dlthreads ARCH: tests/hostile.bats's dlopen/dlclose while threads call
 # into the library, under qemu.
 dlthreads() {
-	plain_only
-	cross "$1"
-	$CC -O2 -fPIC "${FLAGS[@]}" -c "$RT/shlib.c" -o "$T/shlib.o"
-	"$OBJPATCH" link --nop --runtime --check -- $CC -shared "$T/shlib.o" -o "$T/libtraced.so"
+	cross_shlib "$1"
 	$CC -O2 -I"$SRC/include" "$RT/dlthreads.c" -o "$T/dlthreads" -Wl,--no-as-needed \
 		-L"$LIB" -lmcloc -ldl -lpthread
 	run_cross "$T/dlthreads" "$T/libtraced.so"

@@ -117,72 +117,52 @@ static int opened(int fd, int flags)
 	return fd;
 }
 
+/* The mode argument of an open that creates (read inside the variadic
+ * function itself). */
+#define MODE_ARG(flags, last) ({					\
+	mode_t m_ = 0;							\
+	if ((flags) & (O_CREAT | O_TMPFILE)) {				\
+		va_list ap;						\
+		va_start(ap, last);					\
+		m_ = (mode_t)va_arg(ap, int);				\
+		va_end(ap);						\
+	}								\
+	m_; })
+
+/* Whether an open with FLAGS fails here (errno set). */
+static bool open_fails(int flags)
+{
+	if ((flags & O_TMPFILE) == O_TMPFILE && no_tmpfile) {
+		errno = EOPNOTSUPP;
+		return true;
+	}
+	return (flags & O_ACCMODE) != O_RDONLY && fault(false, NULL);
+}
+
 int open(const char *path, int flags, ...)
 {
 	REAL(open);
-	mode_t m = 0;
+	mode_t m = MODE_ARG(flags, flags);
 
-	if (flags & (O_CREAT | O_TMPFILE)) {
-		va_list ap;
-
-		va_start(ap, flags);
-		m = (mode_t)va_arg(ap, int);
-		va_end(ap);
-	}
-	if ((flags & O_TMPFILE) == O_TMPFILE && no_tmpfile) {
-		errno = EOPNOTSUPP;
-		return -1;
-	}
-	if ((flags & O_ACCMODE) != O_RDONLY && fault(false, NULL))
-		return -1;
-	return opened(real_open(path, flags, m), flags);
+	return open_fails(flags) ? -1 : opened(real_open(path, flags, m), flags);
 }
+
 int open64(const char *path, int flags, ...)
 {
-	mode_t m = 0;
-
-	if (flags & (O_CREAT | O_TMPFILE)) {
-		va_list ap;
-
-		va_start(ap, flags);
-		m = (mode_t)va_arg(ap, int);
-		va_end(ap);
-	}
-	return open(path, flags, m);
+	return open(path, flags, MODE_ARG(flags, flags));
 }
 
 int openat(int dir, const char *path, int flags, ...)
 {
 	REAL(openat);
-	mode_t m = 0;
+	mode_t m = MODE_ARG(flags, flags);
 
-	if (flags & (O_CREAT | O_TMPFILE)) {
-		va_list ap;
-
-		va_start(ap, flags);
-		m = (mode_t)va_arg(ap, int);
-		va_end(ap);
-	}
-	if ((flags & O_TMPFILE) == O_TMPFILE && no_tmpfile) {
-		errno = EOPNOTSUPP;
-		return -1;
-	}
-	if ((flags & O_ACCMODE) != O_RDONLY && fault(false, NULL))
-		return -1;
-	return opened(real_openat(dir, path, flags, m), flags);
+	return open_fails(flags) ? -1 : opened(real_openat(dir, path, flags, m), flags);
 }
+
 int openat64(int dir, const char *path, int flags, ...)
 {
-	mode_t m = 0;
-
-	if (flags & (O_CREAT | O_TMPFILE)) {
-		va_list ap;
-
-		va_start(ap, flags);
-		m = (mode_t)va_arg(ap, int);
-		va_end(ap);
-	}
-	return openat(dir, path, flags, m);
+	return openat(dir, path, flags, MODE_ARG(flags, flags));
 }
 
 int dup(int fd)
