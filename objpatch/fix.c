@@ -254,6 +254,10 @@ static int settle_uncovered(struct mce_file *f, const struct mc_arch *a, const u
 		struct mce_sec *s = mce_sec_of_vaddr(f, u[i]);
 		struct op_entry e = { 0 };
 
+		if (!s) {	/* (in no section at all: nothing to keep) */
+			stale[idx[i] / 64] |= 1ull << (idx[i] % 64);
+			continue;
+		}
 		op_classify(f, a, (uint32_t)s->idx, u[i] - s->sh.sh_addr, &e, &memo);
 		if (e.state == OP_PATCHABLE && next[i] < u[i] + e.len)
 			continue;

@@ -26,6 +26,7 @@ for name in "${names[@]}"; do
 	mkdir -p "$saved" "$crashes" "$wc"
 	cp -n "$saved"/* "$wc"/ 2>/dev/null || true
 	log=$work/$name.$(date +%Y%m%d-%H%M%S).log
+	export MCLOC_FUZZ_LOG=$log.harness
 	# The tools print a diagnostic per bad input: their standard error
 	# is closed.  The runtime's harnesses print little, and say why they
 	# abort there, which a crash's log then shows.

@@ -11,6 +11,7 @@
 #include "harness.h"
 #include <mcloc/mcloc.h>
 
+#include <errno.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -27,10 +28,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	(void)argc, (void)argv;
 	/* The socket goes in $XDG_RUNTIME_DIR/mcloc/PID. */
 	setenv("XDG_RUNTIME_DIR", fz_path(""), 1);
-	if (mcloc_control_start() < 0) {
-		perror("mcloc_control_start");
-		abort();
-	}
+	int r = mcloc_control_start();
+
+	if (r < 0)
+		fz_fail("mcloc_control_start: %s", strerror(-r));
 	addr.sun_family = AF_UNIX;
 	snprintf(addr.sun_path, sizeof(addr.sun_path), "%s/mcloc/%d", fz_path(""),
 		 (int)getpid());
@@ -42,10 +43,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	uint8_t buf[65536];
 
-	if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
-		perror(addr.sun_path);
-		abort();
-	}
+	if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0)
+		fz_fail("%s: %s", addr.sun_path, strerror(errno));
 	/* (A request the program is still waiting the rest of, or that it
 	 * answers at length, must not block the send: both ends poll.) */
 	size_t sent = 0;
@@ -60,10 +59,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			continue;
 		}
 		/* A program that answers nothing for 5 s hangs: a bug. */
-		if (poll(&pf, 1, 5000) != 1) {
-			fprintf(stderr, "fuzz-control: no answer in 5 s\n");
-			abort();
-		}
+		if (poll(&pf, 1, 5000) != 1)
+			fz_fail("fuzz-control: no answer in 5 s (%zu of %zu bytes sent)", sent, size);
 		if (pf.revents & POLLOUT) {
 			ssize_t n = send(fd, data + sent, size - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
 

@@ -2,7 +2,9 @@
 #include "harness.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,10 +34,8 @@ const char *fz_path(const char *name)
 		const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
 
 		snprintf(dir, sizeof(dir), "%s/mcloc-fuzz.%d", base, (int)getpid());
-		if (mkdir(dir, 0700) < 0 && access(dir, W_OK) < 0) {
-			perror(dir);
-			abort();
-		}
+		if (mkdir(dir, 0700) < 0 && access(dir, W_OK) < 0)
+			fz_fail("%s: %s", dir, strerror(errno));
 		atexit(clean);
 	}
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
@@ -47,11 +47,30 @@ const char *fz_put(const char *name, const uint8_t *data, size_t size)
 	const char *p = fz_path(name);
 	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 
-	if (fd < 0 || (size && write(fd, data, size) != (ssize_t)size) || close(fd) < 0) {
-		perror(p);
-		abort();
-	}
+	if (fd < 0 || (size && write(fd, data, size) != (ssize_t)size) || close(fd) < 0)
+		fz_fail("%s: %s", p, strerror(errno));
 	return p;
+}
+
+void fz_fail(const char *fmt, ...)
+{
+	const char *log = getenv("MCLOC_FUZZ_LOG");
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "%s\n", msg);
+	if (log) {
+		FILE *f = fopen(log, "a");
+
+		if (f) {
+			fprintf(f, "%d: %s\n", (int)getpid(), msg);
+			fclose(f);
+		}
+	}
+	abort();
 }
 
 void fz_quiet(void)

@@ -29,6 +29,11 @@ const char *fz_path(const char *name);
 /* Write DATA[0..SIZE) to fz_path(NAME), replacing it; its path. */
 const char *fz_put(const char *name, const uint8_t *data, size_t size);
 
+/* A harness's own failure (the program hung, the socket vanished): the
+ * message on standard error and appended to $MCLOC_FUZZ_LOG when set (a
+ * campaign's children may have no standard error left), then abort(). */
+__attribute__((noreturn, format(printf, 1, 2))) void fz_fail(const char *fmt, ...);
+
 /* Point standard output and error at /dev/null, unless MCLOC_FUZZ_VERBOSE
  * is set (to see the diagnostics of one input): what replay.c does.
  * (Under libFuzzer, -close_fd_mask=3 does it, and libFuzzer and the
