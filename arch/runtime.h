@@ -10,6 +10,7 @@
 #ifndef MCLOC_ARCH_RUNTIME_H
 #define MCLOC_ARCH_RUNTIME_H
 
+#include <link.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -147,10 +148,19 @@ struct mcr_site {
 	bool slot;
 };
 int mcr_site_find(uintptr_t entry, uintptr_t fentry, struct mcr_site *s);
-/* Provided by libmcloc for the above: whether [ADDR, ADDR + LEN) lies in
- * a segment of a loaded object, so that it can be read (a call site's
- * target, which a corrupt table may make anything). */
-bool mcr_mapped(uintptr_t addr, size_t len);
+/* Whether one of INFO's loaded segments holds all of [LO, HI). */
+static inline bool mcr_segment_holds(const struct dl_phdr_info *info, uintptr_t lo,
+				     uintptr_t hi)
+{
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+		uintptr_t at = info->dlpi_addr + p->p_vaddr;
+
+		if (p->p_type == PT_LOAD && lo >= at && hi >= lo && hi - at <= p->p_memsz)
+			return true;
+	}
+	return false;
+}
 
 #if MCR_ONE_STORE
 /* After the stores of a batch and before its sync: make the instruction

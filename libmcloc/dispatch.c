@@ -128,22 +128,6 @@ static bool slot_call(const struct image *im, uintptr_t after, uintptr_t parent)
 }
 #endif
 
-/* Whether the call whose callbacks run came from a site at its
- * function's entry, looked up from its return address the first time a
- * callback asks.  (Under the read lock the callbacks run in.) */
-bool mcr_at_entry(void)
-{
-	if (mcr_call_at_entry < 0) {
-		uintptr_t after = mcr_entry_args.after;
-		const struct image *im = after ? mcr_image_of(after - 1) : NULL;
-		long r = im ? mcr_rec_before(im, after) : -1;
-
-		mcr_call_at_entry = r >= 0 && im->at_entry &&
-				    (im->at_entry[r / 64] >> (r % 64) & 1);
-	}
-	return mcr_call_at_entry > 0;
-}
-
 #if !MCR_ONE_STORE
 /*
  * A site alone in one ops's hands, through its stub.  The stub says which

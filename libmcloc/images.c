@@ -397,25 +397,12 @@ struct find_ctx {
 	bool found;
 };
 
-/* Whether one of INFO's loaded segments holds all of [LO, HI). */
-static bool load_holds(const struct dl_phdr_info *info, uintptr_t lo, uintptr_t hi)
-{
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *p = &info->dlpi_phdr[i];
-		uintptr_t at = info->dlpi_addr + p->p_vaddr;
-
-		if (p->p_type == PT_LOAD && lo >= at && hi >= lo && hi - at <= p->p_memsz)
-			return true;
-	}
-	return false;
-}
-
 static int find_object(struct dl_phdr_info *info, size_t size, void *data)
 {
 	struct find_ctx *c = data;
 
 	(void)size;
-	if (!load_holds(info, c->addr, c->addr + 1))
+	if (!mcr_segment_holds(info, c->addr, c->addr + 1))
 		return 0;
 	snprintf(c->path, sizeof(c->path), "%s",
 		 info->dlpi_name && info->dlpi_name[0] ? info->dlpi_name : "/proc/self/exe");
@@ -424,6 +411,22 @@ static int find_object(struct dl_phdr_info *info, size_t size, void *data)
 	return 1;
 }
 
+
+/* Whether the call whose callbacks run came from a site at its
+ * function's entry, looked up from its return address the first time a
+ * callback asks.  (Under the read lock the callbacks run in.) */
+bool mcr_at_entry(void)
+{
+	if (mcr_call_at_entry < 0) {
+		uintptr_t after = mcr_entry_args.after;
+		const struct image *im = after ? mcr_image_of(after - 1) : NULL;
+		long r = im ? mcr_rec_before(im, after) : -1;
+
+		mcr_call_at_entry = r >= 0 && im->at_entry &&
+				    (im->at_entry[r / 64] >> (r % 64) & 1);
+	}
+	return mcr_call_at_entry > 0;
+}
 
 /* ---- naming any address of the process -------------------------------------- */
 
@@ -525,7 +528,7 @@ struct exec_ctx {
 static int exec_segments(struct dl_phdr_info *info, size_t size, void *data)
 {
 	struct exec_ctx *c = data;
-	bool holds = load_holds(info, c->desc, c->desc + 1);
+	bool holds = mcr_segment_holds(info, c->desc, c->desc + 1);
 
 	(void)size;
 	if (!holds && (c->by_desc || c->n || info->dlpi_addr != c->base))
@@ -552,29 +555,6 @@ static bool in_exec(const struct exec_ctx *c, uintptr_t addr)
 		if (addr >= c->lo[i] && addr < c->hi[i] && c->hi[i] - addr >= 16)
 			return true;
 	return false;
-}
-
-struct mapped_ctx {
-	uintptr_t lo, hi;
-	bool found;
-};
-
-static int find_mapped(struct dl_phdr_info *info, size_t size, void *data)
-{
-	struct mapped_ctx *c = data;
-
-	(void)size;
-	return c->found = load_holds(info, c->lo, c->hi);
-}
-
-bool mcr_mapped(uintptr_t addr, size_t len)
-{
-	struct mapped_ctx c = { addr, addr + len, false };
-
-	if (c.hi < c.lo)
-		return false;
-	dl_iterate_phdr(find_mapped, &c);
-	return c.found;
 }
 
 static int cmp_rec(const void *a, const void *b)

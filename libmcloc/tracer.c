@@ -34,6 +34,7 @@
 #include <mcloc/mcloc.h>
 #include <mcloc/abi.h>
 #include "mcr.h"
+#include "timing.h"
 #include "../arch/runtime.h"
 
 #include <dlfcn.h>

@@ -97,6 +97,32 @@ static uintptr_t through(uintptr_t slot)
 	return v;
 }
 
+struct mapped_ctx {
+	uintptr_t lo, hi;
+	bool found;
+};
+
+static int find_mapped(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct mapped_ctx *c = data;
+
+	(void)size;
+	return c->found = mcr_segment_holds(info, c->lo, c->hi);
+}
+
+/* Whether [ADDR, ADDR + LEN) lies in a segment of a loaded object, so
+ * that it can be read: a call site's target, which a corrupt table may
+ * make anything. */
+static bool mapped(uintptr_t addr, size_t len)
+{
+	struct mapped_ctx c = { addr, addr + len, false };
+
+	if (c.hi < c.lo)
+		return false;
+	dl_iterate_phdr(find_mapped, &c);
+	return c.found;
+}
+
 /* A PLT entry at P: [endbr64] [bnd] jmp *disp32(%rip); its slot, or 0. */
 static uintptr_t plt_slot(uintptr_t p)
 {
@@ -133,7 +159,7 @@ static unsigned site_len(uintptr_t site, uintptr_t fentry, bool *is_call)
 		memcpy(&d, b + 2, 4);
 		uintptr_t slot = site + 6 + (intptr_t)d;
 
-		return mcr_mapped(slot, 8) && through(slot) == fentry ? 6 : 0;
+		return mapped(slot, 8) && through(slot) == fentry ? 6 : 0;
 	}
 	if (b[0] == 0xe8 || (b[0] == 0x67 && b[1] == 0xe8)) {	/* call rel32 */
 		unsigned len = b[0] == 0x67 ? 6 : 5;
@@ -143,8 +169,8 @@ static unsigned site_len(uintptr_t site, uintptr_t fentry, bool *is_call)
 		/* Directly, or through a PLT entry whose GOT slot holds
 		 * __fentry__, or still points back into that PLT entry
 		 * (lazy binding, not resolved before its first call). */
-		if (t == fentry || (mcr_mapped(t, 16) && (slot = plt_slot(t)) &&
-				    mcr_mapped(slot, 8) &&
+		if (t == fentry || (mapped(t, 16) && (slot = plt_slot(t)) &&
+				    mapped(slot, 8) &&
 				    (through(slot) == fentry || through(slot) - t < 16)))
 			return len;
 	}
