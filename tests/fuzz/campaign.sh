@@ -30,11 +30,11 @@ for name in "${names[@]}"; do
 	# The tools print a diagnostic per bad input: their standard error
 	# is closed.  The runtime's harnesses print little, and say why they
 	# abort there, which a crash's log then shows.
-	mask=3
-	case $name in tables|control) mask=1 ;; esac
+	mask=3 timeout=10
+	case $name in tables) mask=1 ;; control) mask=1 timeout=30 ;; esac
 	"$fz" "$wc" -dict="$here/elf.dict" -max_total_time="$secs" -fork="$jobs" \
 		-ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 \
-		-artifact_prefix="$crashes/" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
+		-artifact_prefix="$crashes/" -max_len=65536 -timeout=$timeout -rss_limit_mb=3072 \
 		-close_fd_mask=$mask > "$log" 2>&1 || true
 	# -fork's status lines: "#N: cov: C ft: F corp: ... exec/s: E ..."
 	last=$(grep -E '^#[0-9]+: cov: ' "$log" | tail -1)
