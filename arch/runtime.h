@@ -211,9 +211,13 @@ void mcr_tramp_stubs(uint8_t *page, uintptr_t args, uintptr_t regs);
  * call length the ISA has, mcr_direct_len[]).  A stub jumps to
  * mcr_direct_tramp with its own address in a scratch register; the
  * trampoline saves what the callback may clobber and calls
- * mcr_direct_hook(AFTER, PARENT, STUB, ARGS), where AFTER is the address
- * just past the site and ARGS the argument frame it saved.  Stubs are written once, when the page is made, and never
- * change: a thread stopped inside one finds the same stub when it resumes.
+ * mcr_direct_hook(AFTER, PARENT, STUB, ARGS, SLOT), where AFTER is the
+ * address just past the site, ARGS the argument frame it saved and SLOT
+ * the stack word PARENT was read from (the caller's return address, if
+ * the site is at an entry: what a callback that times the call hooks,
+ * without looking for it).  Stubs are written once, when the page is
+ * made, and never change: a thread stopped inside one finds the same stub
+ * when it resumes.
  */
 #define MCR_DIRECT_STUB 32
 #define MCR_DIRECT_PAGE 4096
@@ -223,7 +227,8 @@ extern const uint8_t mcr_direct_len[MCR_DIRECT_LENS];
 void mcr_direct_stub(uint8_t *buf, uintptr_t tramp);
 void mcr_direct_tramp(void);
 /* Defined by the library. */
-void mcr_direct_hook(uintptr_t after, uintptr_t parent, uintptr_t stub, void *args);
+void mcr_direct_hook(uintptr_t after, uintptr_t parent, uintptr_t stub, void *args,
+		     uintptr_t *slot);
 
 /* Where the call of LEN bytes that ends at AFTER goes, also while its
  * first byte is the breakpoint of a change in progress; 0 if it is not a

@@ -135,6 +135,7 @@ int mcloc_register_image(struct mcloc_image *desc)
 	__atomic_store_n(&mcr_images[at], slot, __ATOMIC_RELEASE);
 	if (at == mcr_nimages)
 		__atomic_store_n(&mcr_nimages, mcr_nimages + 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&mcr_images_gen, mcr_images_gen + 1, __ATOMIC_RELEASE);
 	mcr_nrecords += im.nrecs;
 	/* Before the handlers: a dispatcher finds the image through it. */
 	__atomic_store_n(&desc->lib, slot, __ATOMIC_RELEASE);
@@ -161,6 +162,7 @@ void mcloc_unregister_image(struct mcloc_image *desc)
 		if (mcr_images[i] && mcr_images[i]->desc == desc) {
 			gone = mcr_images[i];
 			__atomic_store_n(&mcr_images[i], NULL, __ATOMIC_RELEASE);
+			__atomic_store_n(&mcr_images_gen, mcr_images_gen + 1, __ATOMIC_RELEASE);
 		}
 	if (gone) {
 		__atomic_store_n(&desc->lib, NULL, __ATOMIC_RELEASE);

@@ -139,7 +139,7 @@ static bool slot_call(const struct image *im, uintptr_t after, uintptr_t parent)
  * the call, and the set decides, as for any call in flight.
  */
 __attribute__((used)) void mcr_direct_hook(uintptr_t after, uintptr_t parent, uintptr_t stub,
-					  void *args)
+					  void *args, uintptr_t *slot)
 {
 	size_t i = (stub & (MCR_DIRECT_PAGE - 1)) / MCR_DIRECT_STUB;
 	unsigned len = mcr_direct_len[i / MCR_DIRECT_SLOTS];
@@ -147,7 +147,7 @@ __attribute__((used)) void mcr_direct_hook(uintptr_t after, uintptr_t parent, ui
 	if (mcr_in_tracer)
 		return;
 	mcr_in_tracer = 1;
-	mcr_entry_args = (struct mcr_entry_args){ args, after, parent };
+	mcr_entry_args = (struct mcr_entry_args){ args, after, parent, slot };
 	mcr_read_lock();
 	if (mcr_call_dest(after, len) == stub) {
 		const struct direct *d = &mcr_direct[i % MCR_DIRECT_SLOTS];
@@ -186,7 +186,7 @@ uintptr_t mcr_args_dispatch(uintptr_t after, uintptr_t parent, struct mcloc_imag
 	if (mcr_in_tracer)
 		return walk(after, parent, img, NULL, false);
 	/* (For a callback that times the call: mcr_hook_return_args().) */
-	mcr_entry_args = (struct mcr_entry_args){ args, after, parent };
+	mcr_entry_args = (struct mcr_entry_args){ args, after, parent, NULL };
 	uintptr_t direct = dispatch(after, parent, img, NULL);
 	mcr_entry_args.args = NULL;
 	return direct;

@@ -165,6 +165,7 @@ extern __thread int mcr_in_tracer;
 struct mcr_entry_args {
 	const void *args;
 	uintptr_t after, parent;
+	uintptr_t *slot;	/* where PARENT was read, if the trampoline says */
 };
 extern __thread struct mcr_entry_args mcr_entry_args;
 /* While callbacks of a call run: its site is at its function's entry
@@ -173,6 +174,9 @@ extern __thread struct mcr_entry_args mcr_entry_args;
  * hooks the return asks, through mcr_at_entry()). */
 extern __thread signed char mcr_call_at_entry;
 bool mcr_at_entry(void);
+/* Counts the images that came or went (under mcr_lock), so that what a
+ * thread learnt of an address is known to still hold. */
+extern unsigned long mcr_images_gen;
 
 static inline struct image *mcr_image_at(size_t i)
 {

@@ -159,8 +159,12 @@ int mcr_hook_return_args(uintptr_t ip, uintptr_t parent, mcr_ret_fn done, void *
 
 	/* (An mcount site after a prologue: its caller's return address
 	 * is not next to the trampoline's; not found, not timed.) */
-	if (!e->args || e->parent != parent ||
-	    !(slot = mcr_args_return_slot(e->args, e->after, e->parent)))
+	if (!e->args || e->parent != parent)
+		return -1;
+	/* (The direct trampoline says where the parent lies; the args
+	 * trampoline's frame has it at one of a few places.) */
+	slot = e->slot ? e->slot : mcr_args_return_slot(e->args, e->after, e->parent);
+	if (!slot)
 		return -1;
 	return hook_slot(slot, (uintptr_t)(slot + 1), ip, done, arg, gen, t0);
 #else

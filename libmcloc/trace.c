@@ -77,10 +77,17 @@ static void forked_child(void)
 	mine = (struct my_ring){ 0 };
 }
 
+static __attribute__((noinline, cold)) uint32_t my_cpu_slow(void)
+{
+	int c = sched_getcpu();
+
+	return c >= 0 ? (uint32_t)c : 0;
+}
+
 /* The CPU the thread runs on: glibc keeps it in the thread's rseq area,
  * read in place; sched_getcpu() when the kernel or the C library has no
  * rseq (it is then a vDSO call). */
-static uint32_t my_cpu(void)
+static inline uint32_t my_cpu(void)
 {
 	if (__builtin_expect(__rseq_size != 0, 1)) {
 		const struct rseq *rs = (const struct rseq *)((const char *)
@@ -91,9 +98,7 @@ static uint32_t my_cpu(void)
 		if (c >= 0)
 			return (uint32_t)c;
 	}
-	int c = sched_getcpu();
-
-	return c >= 0 ? (uint32_t)c : 0;
+	return my_cpu_slow();
 }
 
 static uint64_t now_ns(void)
@@ -112,10 +117,8 @@ static struct mcloc_ring *ring_at(const struct session *s, uint32_t i)
 
 /* The thread's ring, taken on its first event of the session (the only
  * system calls a thread makes, once per session). */
-static struct mcloc_ring *my_ring(const struct session *s)
+static __attribute__((noinline, cold)) struct mcloc_ring *take_ring(const struct session *s)
 {
-	if (__builtin_expect(mine.gen == s->gen, 1))
-		return mine.r;
 	uint32_t i = __atomic_fetch_add(&s->hdr->next_ring, 1, __ATOMIC_RELAXED);
 	struct mcloc_ring *r = i < s->hdr->rings ? ring_at(s, i) : NULL;
 	char path[64];
@@ -134,7 +137,16 @@ static struct mcloc_ring *my_ring(const struct session *s)
 	return r;
 }
 
-static void put_event(const struct session *s, uint16_t type, uint64_t time, uintptr_t ip,
+static inline struct mcloc_ring *my_ring(const struct session *s)
+{
+	if (__builtin_expect(mine.gen == s->gen, 1))
+		return mine.r;
+	return take_ring(s);
+}
+
+/* (Inlined into the tracers: its slow paths are calls of their own, so
+ * the common one saves no registers.) */
+static inline __attribute__((always_inline)) void put_event(const struct session *s, uint16_t type, uint64_t time, uintptr_t ip,
 		      uint64_t parent, unsigned depth)
 {
 	struct mcloc_ring *r = my_ring(s);

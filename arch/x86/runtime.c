@@ -248,6 +248,7 @@ __asm__(
 MC_X86_ENTER_ARGS
 "	movq	%r11, %rdx\n"
 "	movq	%rsp, %rcx\n"
+"	leaq	16(%rbp), %r8\n"
 "	call	mcr_direct_hook\n"
 MC_X86_RESTORE_ARGS
 MC_X86_LEAVE
