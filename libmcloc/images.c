@@ -412,40 +412,20 @@ static int find_object(struct dl_phdr_info *info, size_t size, void *data)
 }
 
 
-/* The thread's last answer of mcr_at_entry(): the same function called
- * again (a loop, a recursion) is answered without the image search,
- * which was a tenth of a function_graph call.  It holds while no image
- * has come or gone since (mcr_images_gen): an address may belong to
- * another image after a dlclose and a dlopen. */
-static __thread struct {
-	uintptr_t after;
-	unsigned long gen;
-	bool at;
-} last_entry __attribute__((tls_model("initial-exec")));
+__thread struct mcr_entry_memo mcr_entry_memo __attribute__((tls_model("initial-exec")));
 
-/* Whether the call whose callbacks run came from a site at its
- * function's entry, looked up from its return address the first time a
- * callback asks.  (Under the read lock the callbacks run in.) */
-bool mcr_at_entry(void)
+/* mcr_at_entry() when the thread's memo does not answer: the image search. */
+bool mcr_at_entry_lookup(void)
 {
-	if (mcr_call_at_entry < 0) {
-		uintptr_t after = mcr_entry_args.after;
-		unsigned long gen = __atomic_load_n(&mcr_images_gen, __ATOMIC_ACQUIRE);
+	uintptr_t after = mcr_entry_args.after;
+	unsigned long gen = __atomic_load_n(&mcr_images_gen, __ATOMIC_ACQUIRE);
+	const struct image *im = after ? mcr_image_of(after - 1) : NULL;
+	long r = im ? mcr_rec_before(im, after) : -1;
+	bool at = r >= 0 && im->at_entry && (im->at_entry[r / 64] >> (r % 64) & 1);
 
-		if (after && after == last_entry.after && gen == last_entry.gen) {
-			mcr_call_at_entry = last_entry.at;
-		} else {
-			const struct image *im = after ? mcr_image_of(after - 1) : NULL;
-			long r = im ? mcr_rec_before(im, after) : -1;
-
-			mcr_call_at_entry = r >= 0 && im->at_entry &&
-					    (im->at_entry[r / 64] >> (r % 64) & 1);
-			last_entry.after = after;
-			last_entry.gen = gen;
-			last_entry.at = mcr_call_at_entry > 0;
-		}
-	}
-	return mcr_call_at_entry > 0;
+	mcr_entry_memo = (struct mcr_entry_memo){ after, gen, at };
+	mcr_call_at_entry = at;
+	return at;
 }
 
 /* ---- naming any address of the process -------------------------------------- */

@@ -92,12 +92,10 @@ static void shadow_key_make(void)
 	pthread_key_create(&shadow_key, free);
 }
 
-static struct shadow *get_shadow(void)
+static __attribute__((noinline, cold)) struct shadow *new_shadow(void)
 {
-	struct shadow *sh = myshadow;
+	struct shadow *sh;
 
-	if (sh)
-		return sh;
 	pthread_once(&shadow_once, shadow_key_make);
 	sh = calloc(1, sizeof(*sh));
 	if (!sh)
@@ -107,15 +105,23 @@ static struct shadow *get_shadow(void)
 	return sh;
 }
 
+static inline struct shadow *get_shadow(void)
+{
+	struct shadow *sh = myshadow;
+
+	return __builtin_expect(sh != NULL, 1) ? sh : new_shadow();
+}
+
 unsigned mcr_hook_depth(void)
 {
 	return myshadow ? myshadow->depth : 0;
 }
 
 /* Hook the return whose address is at SLOT (KEY: the stack pointer
- * after it). */
-static int hook_slot(uintptr_t *slot, uintptr_t sp, uintptr_t ip, mcr_ret_fn done, void *arg,
-		     unsigned gen, uint64_t t0)
+ * after it).  (Inlined: it is most of a timed call's entry.) */
+static inline __attribute__((always_inline)) int
+hook_slot(uintptr_t *slot, uintptr_t sp, uintptr_t ip, mcr_ret_fn done, void *arg, unsigned gen,
+	  uint64_t t0)
 {
 	struct shadow *sh = get_shadow();
 	unsigned d;

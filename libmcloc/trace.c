@@ -190,17 +190,18 @@ static bool wanted_thread(const struct session *s)
 	return !s->tid || my_tid() == s->tid;
 }
 
+/* The tracers' callbacks run inside the dispatcher's read-side section
+ * (every caller of an ops's func holds one): the session they read stays
+ * until it ends, without a section of their own. */
 static void function_cb(uintptr_t ip, uintptr_t parent, struct mcloc_ops *ops,
 			struct mcloc_regs *regs)
 {
 	(void)ops;
 	(void)regs;
-	mcr_read_lock();
 	const struct session *s = mcr_rcu_deref(sess);
 
 	if (s && wanted_thread(s))
 		put_event(s, MCLOC_EV_CALL, mcr_stamp(), ip, parent, 0);
-	mcr_read_unlock();
 }
 
 static bool in_graph_set(const struct session *s, uintptr_t ip)
@@ -239,11 +240,10 @@ static void graph_cb(uintptr_t ip, uintptr_t parent, struct mcloc_ops *ops,
 		     struct mcloc_regs *regs)
 {
 	(void)ops;
-	mcr_read_lock();
 	const struct session *s = mcr_rcu_deref(sess);
 
 	if (!s || !wanted_thread(s))
-		goto out;
+		return;
 	bool entering = false;
 
 	if (s->ngraph) {
@@ -251,12 +251,12 @@ static void graph_cb(uintptr_t ip, uintptr_t parent, struct mcloc_ops *ops,
 			my_ring(s);
 		entering = in_graph_set(s, ip);
 		if (!entering && !mine.inside)
-			goto out;	/* not under set_graph_function */
+			return;	/* not under set_graph_function */
 	}
 	unsigned depth = mcr_hook_depth();
 
 	if (s->max_depth && depth >= s->max_depth)
-		goto out;
+		return;
 	uint64_t t = mcr_stamp();
 	int d = mcr_hook_call(regs, ip, parent, graph_done, entering ? (void *)1 : NULL, s->gen,
 			      t);
@@ -265,8 +265,6 @@ static void graph_cb(uintptr_t ip, uintptr_t parent, struct mcloc_ops *ops,
 		  d >= 0 ? (unsigned)d : depth);
 	if (entering && d >= 0)
 		mine.inside++;
-out:
-	mcr_read_unlock();
 }
 
 /* ---- starting, refreshing, stopping --------------------------------------- */

@@ -12,9 +12,11 @@
 # Prints, per tracer, ns per traced call above the plain build, and the
 # ratio ours/uftrace (median of ROUNDS alternating rounds); goal: at most
 # 0.5.  Also events per second recorded by the one thread, and a floor:
-# MCLOC_TRACER=profile, which takes the same path (the register-saving
-# trampoline, the return hook, a timestamp at entry and at exit) and
-# records no event.  Not a test.
+# MCLOC_TRACER=profile, which takes the same path (the trampoline, the
+# return hook, a timestamp at entry and at exit) and records no event;
+# and trace-floor.c, the least any tracer that hooks returns does.  And
+# function_graph once more with the reader paused (see ours() below).
+# Not a test.
 # Usage: trace-bench.sh [N [ROUNDS]]
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
@@ -60,12 +62,18 @@ int main(int argc, char **argv)
 }
 EOF
 cc -O2 "$w/tb.c" -o "$w/plain"
+cc -O2 "$here/tests/bench/trace-floor.c" -o "$w/floor"
 cc -O2 -pg -mfentry "$w/tb.c" -o "$w/uft"
 cc -O2 -pg -mfentry -c "$w/tb.c" -o "$w/tb.o"
 "$rc" "$w/tb.o"
 "$op" link --nop --runtime -- cc "$w/tb.o" -o "$w/ours"
 
-# ours TRACER: ns per call of the loop, traced by mcloc trace.
+# ours TRACER [paused]: ns per call of the loop, traced by mcloc trace;
+# "paused": with mcloc stopped (SIGSTOP) until the program has exited,
+# when it formats everything.  The traced thread's cost without a reader
+# formatting text beside it: on a VM whose two vCPUs share a core, that
+# reader's work slows the traced thread (a printf loop on the other vCPU
+# makes the hooked-call floor of a hand-written trampoline 25% slower).
 ours() {
 	env LD_PRELOAD="$lib" MCLOC_CONTROL=1 "$w/ours" "$n" wait > "$w/out" &
 	local pid=$!
@@ -73,8 +81,10 @@ ours() {
 	"$mcloc" trace "$pid" "$1" --filter leaf --buffer 65536 --rings 4 > "$w/trace" 2> "$w/trace.err" &
 	local tp=$!
 	until "$mcloc" list | grep -Eq "^$pid .* $1\$"; do sleep 0.01; done
+	[ "${2:-}" != paused ] || kill -STOP "$tp"
 	kill -USR1 "$pid"
-	wait "$pid"
+	wait "$pid" || true
+	[ "${2:-}" != paused ] || kill -CONT "$tp"
 	wait "$tp"
 	if [ -s "$w/trace.err" ]; then cat "$w/trace.err" >&2; fi
 	tail -1 "$w/out"
@@ -88,23 +98,28 @@ hook() {
 		"$w/ours" "$n"
 }
 
-g_ratios=() f_ratios=() h_ratios=() rows=()
+g_ratios=() f_ratios=() h_ratios=() q_ratios=() z_ratios=() rows=()
 for r in $(seq "$rounds"); do
 	p=$(plain) u=$(theirs) g=$(ours function_graph) f=$(ours function) h=$(hook)
+	q=$(ours function_graph paused) z=$("$w/floor" "$n")
 	# the traces are whole: every call there
 	calls=$(grep -c 'leaf()\?;\| leaf <-' "$w/trace" || true)
 	ug=$(echo "$u - $p" | bc -l) og=$(echo "$g - $p" | bc -l) of=$(echo "$f - $p" | bc -l)
-	oh=$(echo "$h - $p" | bc -l)
+	oh=$(echo "$h - $p" | bc -l) oq=$(echo "$q - $p" | bc -l)
 	g_ratios+=("$(echo "scale=3; $og / $ug" | bc -l)")
 	f_ratios+=("$(echo "scale=3; $of / $ug" | bc -l)")
 	h_ratios+=("$(echo "scale=3; $oh / $ug" | bc -l)")
-	printf '  round %d: plain %.2f ns/call; uftrace record +%.1f; mcloc function_graph +%.1f, function +%.1f; floor (profile: hook, no event) +%.1f (last trace: %d calls of %d)\n' \
-		"$r" "$p" "$ug" "$og" "$of" "$oh" "$calls" "$n"
+	q_ratios+=("$(echo "scale=3; $oq / $ug" | bc -l)")
+	z_ratios+=("$(echo "scale=3; $z / $ug" | bc -l)")
+	printf '  round %d: plain %.2f ns/call; uftrace record +%.1f; mcloc function_graph +%.1f (reader paused +%.1f), function +%.1f; floors: profile (hook, no event) +%.1f, hand-written hook +%.1f (last trace: %d calls of %d)\n' \
+		"$r" "$p" "$ug" "$og" "$oq" "$of" "$oh" "$z" "$calls" "$n"
 	rows+=("$og")
 done
 med() { printf '%s\n' "$@" | sort -n | sed -n "$(( ($# + 1) / 2 ))p"; }
 mg=$(med "${rows[@]}")
 echo "events per second recorded by one thread (function_graph, 2 per call): $(echo "2 * 1000000000 / ($mg + $(plain))" | bc)"
+echo "floor: a hand-written return hook with its two events (trace-floor.c)/uftrace record = $(med "${z_ratios[@]}") (median)"
 echo "floor: the return hook without events (profile)/uftrace record = $(med "${h_ratios[@]}") (median)"
 echo "ours function/uftrace record = $(med "${f_ratios[@]}") per traced call (median of $rounds)"
 echo "ours function_graph/uftrace record = $(med "${g_ratios[@]}") per traced call (median of $rounds; goal <= 0.5)"
+echo "ours function_graph, reader paused/uftrace record = $(med "${q_ratios[@]}") (median)"
