@@ -414,7 +414,7 @@ static int find_object(struct dl_phdr_info *info, size_t size, void *data)
 
 __thread struct mcr_entry_memo mcr_entry_memo __attribute__((tls_model("initial-exec")));
 
-/* mcr_at_entry() when the thread's memo does not answer: the image search. */
+/* Where the thread's memo (mcr.h) does not answer: the image search. */
 bool mcr_at_entry_lookup(void)
 {
 	uintptr_t after = mcr_entry_args.after;

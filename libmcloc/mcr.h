@@ -171,39 +171,28 @@ extern __thread struct mcr_entry_args mcr_entry_args;
 /* While callbacks of a call run: its site is at its function's entry
  * (image.at_entry), so its return can be hooked: 1 or 0, or -1 not
  * looked up yet (the direct trampoline's calls: only a callback that
- * hooks the return asks, through mcr_at_entry()). */
+ * hooks the return asks, through timing.c). */
 extern __thread signed char mcr_call_at_entry;
 /* Counts the images that came or went (under mcr_lock), so that what a
  * thread learnt of an address is known to still hold. */
 extern unsigned long mcr_images_gen;
 
-/* The thread's last answer of mcr_at_entry(): the same function called
- * again (a loop, a recursion) is answered without the image search,
- * which was a tenth of a function_graph call.  It holds while no image
- * has come or gone since (GEN): an address may belong to another image
- * after a dlclose and a dlopen. */
+/* The thread's last answer of whether a call's site is at its function's
+ * entry (timing.c asks, before it hooks a return): the same function
+ * called again (a loop, a recursion) is answered without the image
+ * search, which was a tenth of a function_graph call.  It holds while no
+ * image has come or gone since (GEN): an address may belong to another
+ * image after a dlclose and a dlopen. */
 struct mcr_entry_memo {
 	uintptr_t after;
 	unsigned long gen;
 	bool at;
 };
 extern __thread struct mcr_entry_memo mcr_entry_memo;
+/* The search, for the call whose callbacks run (mcr_entry_args.after);
+ * sets mcr_call_at_entry and the memo.  (Under the read lock the
+ * callbacks run in.) */
 bool mcr_at_entry_lookup(void);
-
-/* Whether the call whose callbacks run came from a site at its
- * function's entry, looked up from its return address the first time a
- * callback asks.  (Under the read lock the callbacks run in.) */
-static inline bool mcr_at_entry(void)
-{
-	if (mcr_call_at_entry >= 0)
-		return mcr_call_at_entry > 0;
-	if (mcr_entry_args.after && mcr_entry_args.after == mcr_entry_memo.after &&
-	    __atomic_load_n(&mcr_images_gen, __ATOMIC_ACQUIRE) == mcr_entry_memo.gen) {
-		mcr_call_at_entry = mcr_entry_memo.at;
-		return mcr_entry_memo.at;
-	}
-	return mcr_at_entry_lookup();
-}
 
 static inline struct image *mcr_image_at(size_t i)
 {

@@ -117,6 +117,21 @@ unsigned mcr_hook_depth(void)
 	return myshadow ? myshadow->depth : 0;
 }
 
+/* Whether the call whose callbacks run came from a site at its function's
+ * entry: known for a call through the list, else asked of the thread's
+ * memo, else looked up. */
+static inline bool at_entry(void)
+{
+	if (mcr_call_at_entry >= 0)
+		return mcr_call_at_entry > 0;
+	if (mcr_entry_args.after && mcr_entry_args.after == mcr_entry_memo.after &&
+	    __atomic_load_n(&mcr_images_gen, __ATOMIC_ACQUIRE) == mcr_entry_memo.gen) {
+		mcr_call_at_entry = mcr_entry_memo.at;
+		return mcr_entry_memo.at;
+	}
+	return mcr_at_entry_lookup();
+}
+
 /* Hook the return whose address is at SLOT (KEY: the stack pointer
  * after it).  (Inlined: it is most of a timed call's entry.) */
 static inline __attribute__((always_inline)) int
@@ -135,7 +150,7 @@ hook_slot(uintptr_t *slot, uintptr_t sp, uintptr_t ip, mcr_ret_fn done, void *ar
 	 * slot corrupted the function.  Only sites the symbols put at an
 	 * entry are hooked.  (aarch64 and riscv64 tell the two by the code
 	 * before the site, in mcr_return_slot().) */
-	if (!mcr_at_entry())
+	if (!at_entry())
 		return -1;
 #endif
 	d = sh->depth;
