@@ -178,12 +178,12 @@ int mcr_hook_return_args(uintptr_t ip, uintptr_t parent, mcr_ret_fn done, void *
 	const struct mcr_entry_args *e = &mcr_entry_args;
 	uintptr_t *slot;
 
-	/* (An mcount site after a prologue: its caller's return address
-	 * is not next to the trampoline's; not found, not timed.) */
 	if (!e->args || e->parent != parent)
 		return -1;
-	/* (The direct trampoline says where the parent lies; the args
-	 * trampoline's frame has it at one of a few places.) */
+	/* The direct trampoline says where the parent lies; the args
+	 * trampoline's frame has it at one of a few places.  (At an mcount
+	 * site after a prologue that word is no return address: hook_slot()
+	 * refuses the site, as the symbols do not put it at an entry.) */
 	slot = e->slot ? e->slot : mcr_args_return_slot(e->args, e->after, e->parent);
 	if (!slot)
 		return -1;

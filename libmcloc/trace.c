@@ -146,8 +146,9 @@ static inline struct mcloc_ring *my_ring(const struct session *s)
 
 /* (Inlined into the tracers: its slow paths are calls of their own, so
  * the common one saves no registers.) */
-static inline __attribute__((always_inline)) void put_event(const struct session *s, uint16_t type, uint64_t time, uintptr_t ip,
-		      uint64_t parent, unsigned depth)
+static inline __attribute__((always_inline)) void
+put_event(const struct session *s, uint16_t type, uint64_t time, uintptr_t ip, uint64_t parent,
+	  unsigned depth)
 {
 	struct mcloc_ring *r = my_ring(s);
 
