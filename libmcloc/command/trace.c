@@ -90,6 +90,9 @@ struct tracing {
 	uint32_t last_tid;		/* graph: the thread of the last line */
 	uint64_t events;
 	uint64_t overwritten;		/* events the program wrote over unread */
+	struct item *items;		/* drain()'s, kept: a new array per pass
+					 * faulted its pages in every time */
+	size_t cap_items;
 	double rate;			/* ns per time unit */
 	uint32_t pid;
 };
@@ -593,8 +596,8 @@ static size_t drain(struct tracing *t)
 	const struct mcloc_ring_hdr *h = t->h;
 	uint32_t nr = __atomic_load_n(&h->next_ring, __ATOMIC_ACQUIRE);
 	bool overwrite = h->flags & MCLOC_RING_OVERWRITE;
-	struct item *v = NULL;
-	size_t n = 0, cap = 0;
+	struct item *v = t->items;
+	size_t n = 0, cap = t->cap_items;
 
 	if (nr > h->rings)
 		nr = h->rings;
@@ -622,12 +625,13 @@ static size_t drain(struct tracing *t)
 
 		for (uint32_t seq = 0; tail < head; tail += sizeof(struct mcloc_event), seq++) {
 			if (n == cap) {
-				cap = cap ? 2 * cap : 4096;
-				struct item *nv = realloc(v, cap * sizeof(*v));
+				size_t ncap = cap ? 2 * cap : 4096;
+				struct item *nv = realloc(v, ncap * sizeof(*v));
 
 				if (!nv)
-					break;
-				v = nv;
+					break;	/* (the rest stays for the next pass) */
+				v = t->items = nv;
+				cap = t->cap_items = ncap;
 			}
 			memcpy(&v[n].e, (const uint8_t *)(r + 1) + (tail & (h->ring_size - 1)),
 			       sizeof(v[n].e));
@@ -657,7 +661,13 @@ static size_t drain(struct tracing *t)
 	if (!t->rate)
 		t->rate = 1;
 	if (n) {
-		qsort(v, n, sizeof(*v), cmp_item);
+		/* (One thread's events come in order: no sort for them.) */
+		size_t i = 1;
+
+		while (i < n && cmp_item(&v[i - 1], &v[i]) <= 0)
+			i++;
+		if (i < n)
+			qsort(v, n, sizeof(*v), cmp_item);
 		for (size_t i = 0; i < n; i++)
 			if (!name_find(&t->sites, v[i].e.ip)) {
 				bool quiet = t->p->quiet;
@@ -667,12 +677,12 @@ static size_t drain(struct tracing *t)
 				t->p->quiet = quiet;
 				break;
 			}
-		if (!t->json || t->mode != PROFILE) {
+		if (t->mode == FUNCTION) {
 			struct mcloc_event *ev = malloc(n * sizeof(*ev));
 
 			for (size_t i = 0; ev && i < n; i++)
 				ev[i] = v[i].e;
-			if (ev && t->mode == FUNCTION)
+			if (ev)
 				resolve_callers(t, ev, n);
 			free(ev);
 		}
@@ -680,7 +690,6 @@ static size_t drain(struct tracing *t)
 			format_event(t, &v[i]);
 		fflush(stdout);
 	}
-	free(v);
 	return n;
 }
 
@@ -1058,6 +1067,7 @@ out:
 	free(t.callers.v);
 	free(t.threads);
 	free(t.hits);
+	free(t.items);
 	free(t.hit_index);
 	return ret;
 }
