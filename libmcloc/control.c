@@ -742,9 +742,15 @@ int mcloc_control_start(void)
 	}
 	if ((ret = own_dir(dir)) < 0)
 		goto out;
-	/* (dir left room for the pid; checked all the same) */
-	if (snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%d", dir, (int)getpid()) >=
-	    (int)sizeof(sa.sun_path)) {
+	/* The socket is made under a hidden name and given its own once it
+	 * listens: bind() makes the file, and a client that found it before
+	 * listen() was refused (mcloc run, which waits for the file, lost
+	 * its program that way).  (dir left room for the pid and the dot;
+	 * checked all the same.) */
+	char path[sizeof(sa.sun_path)];
+	if (snprintf(path, sizeof(path), "%s/%d", dir, (int)getpid()) >= (int)sizeof(path) ||
+	    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/.%d", dir, (int)getpid()) >=
+		    (int)sizeof(sa.sun_path)) {
 		ret = -ENAMETOOLONG;
 		goto out;
 	}
@@ -753,13 +759,15 @@ int mcloc_control_start(void)
 		ret = -errno;
 		goto fail;
 	}
-	unlink(sa.sun_path);	/* (a socket a dead process of this pid left) */
-	if (bind(ctl.lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(ctl.lfd, 8) < 0) {
+	unlink(sa.sun_path);	/* (sockets a dead process of this pid left) */
+	unlink(path);
+	if (bind(ctl.lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(ctl.lfd, 8) < 0 ||
+	    chmod(sa.sun_path, 0600) < 0 || rename(sa.sun_path, path) < 0) {
 		ret = -errno;
+		unlink(sa.sun_path);
 		goto fail;
 	}
-	memcpy(ctl.path, sa.sun_path, sizeof(ctl.path));
-	chmod(ctl.path, 0600);
+	memcpy(ctl.path, path, sizeof(ctl.path));
 	for (int i = 0; i < CONN_MAX; i++)
 		ctl.conn[i].fd = -1;
 	sigfillset(&all);

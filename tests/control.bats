@@ -423,6 +423,24 @@ EOF
 	[ ! -s "$T/served.err" ]
 }
 
+@test "the socket gets its name only once it listens: a client that finds it is never refused" {
+	command -v strace >/dev/null || skip "strace is not installed"
+	printf 'int main(void) { return 0; }\n' > "$T/quick.c"
+	traced_c quick "$T/quick.c"
+	MCLOC_CONTROL=1 strace -f -qq -e trace=bind,listen,rename -o "$T/st" "$T/quick"
+	cat "$T/st"
+	dir="$XDG_RUNTIME_DIR/mcloc"
+	# (mcloc run found the file that bind() makes, connected before
+	# listen(), and was refused.)
+	run grep -nE "bind\\(.*sun_path=\"$dir/[0-9]+\"" "$T/st"
+	assert_failure
+	b=$(grep -nE "bind\\(.*sun_path=\"$dir/\\.[0-9]+\".* = 0" "$T/st" | cut -d: -f1)
+	l=$(grep -nE "listen\\(.* = 0" "$T/st" | cut -d: -f1)
+	r=$(grep -nE "rename\\(\"$dir/\\.[0-9]+\", \"$dir/[0-9]+\"\\) = 0" "$T/st" | cut -d: -f1)
+	[ -n "$b" ] && [ -n "$l" ] && [ -n "$r" ]
+	[ "$b" -lt "$l" ] && [ "$l" -lt "$r" ]
+}
+
 @test "the socket's directory is the user's alone; another uid is refused, and the refusal logged" {
 	start_served
 	run stat -c '%a %U' "$XDG_RUNTIME_DIR/mcloc" "$XDG_RUNTIME_DIR/mcloc/$PID"
