@@ -256,6 +256,15 @@ static int cmp_item(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+/* Whether V needs no sort: one thread's events come in order. */
+static bool in_order(const struct item *v, size_t n)
+{
+	for (size_t i = 1; i < n; i++)
+		if (cmp_item(&v[i - 1], &v[i]) > 0)
+			return false;
+	return true;
+}
+
 static const struct mcloc_ring *ring(const struct tracing *t, uint32_t i)
 {
 	return (const struct mcloc_ring *)((const uint8_t *)t->h + t->h->data_offset +
@@ -661,12 +670,7 @@ static size_t drain(struct tracing *t)
 	if (!t->rate)
 		t->rate = 1;
 	if (n) {
-		/* (One thread's events come in order: no sort for them.) */
-		size_t i = 1;
-
-		while (i < n && cmp_item(&v[i - 1], &v[i]) <= 0)
-			i++;
-		if (i < n)
+		if (!in_order(v, n))
 			qsort(v, n, sizeof(*v), cmp_item);
 		for (size_t i = 0; i < n; i++)
 			if (!name_find(&t->sites, v[i].e.ip)) {

@@ -83,7 +83,7 @@ ours() {
 	until "$mcloc" list | grep -Eq "^$pid .* $1\$"; do sleep 0.01; done
 	[ "${2:-}" != paused ] || kill -STOP "$tp"
 	kill -USR1 "$pid"
-	wait "$pid" || true
+	wait "$pid"
 	[ "${2:-}" != paused ] || kill -CONT "$tp"
 	wait "$tp"
 	if [ -s "$w/trace.err" ]; then cat "$w/trace.err" >&2; fi
