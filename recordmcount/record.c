@@ -108,13 +108,17 @@ static bool kernel_traced(const char *name)
  * its section symbol, else a non-weak local, else a new section symbol.
  * Never a weak symbol: a strong definition elsewhere would move it, and
  * every entry with it.  Never a global either: in a shared object a global
- * is preemptible and the entry would follow the interposed definition. */
+ * is preemptible and the entry would follow the interposed definition.
+ * *VALUE is the symbol's st_value even for a section symbol: compilers
+ * write 0 there, but ld.bfd, gold and lld all resolve a relocation against
+ * a section symbol to section + st_value + addend, and the kernel's tool
+ * subtracts it too. */
 static long base_symbol(struct mce_file *f, const struct mc_arch *a,
 			uint32_t shndx, uint64_t *value)
 {
 	long sec = mce_find_section_symbol(f, shndx);
 
-	*value = 0;
+	*value = sec > 0 ? f->syms[sec].value : 0;
 	if (sec != 0)
 		return sec;	/* found, or -1 on error */
 	for (size_t i = 1; i < f->symtab->sh.sh_info && i < f->nsyms; i++) {

@@ -64,3 +64,51 @@ refused() {
 	assert_failure 1
 	cmp "$BATS_FILE_TMPDIR/good.o" "$T/ro/g.o"
 }
+
+# A section symbol's st_value is 0 as compilers write it, but ld.bfd, gold
+# and lld resolve a relocation against it to section + st_value + addend,
+# and the kernel's recordmcount subtracts it: so must the table's addends.
+# (Found by mutating real objects: the table was shifted, with exit 0.)
+# $1: -m64 or -m32; the rest: the profiling flags.  The first site lies
+# below the value, so its addend is negative.  The unwind tables' FDEs name
+# .text's section symbol too, and would overlap once shifted: the link
+# makes no .eh_frame_hdr.  Hidden stubs resolve the calls in the link.
+secsym_value_case() {
+	local m=$1
+	gcc -O2 -fPIC "$@" -c "$DEMO/stats.c" -I"$DEMO" -o "$T/s.o"
+	cp "$T/s.o" "$T/ref.o"
+	"$RECORDMCOUNT" "$T/ref.o"
+	$PY "$SRC/tests/lib/set-secsym.py" "$T/s.o" .text 0x20
+	run "$RECORDMCOUNT" "$T/s.o"
+	assert_success
+	$MCTABLE "$T/ref.o" > "$T/ref.tab"
+	$MCTABLE "$T/s.o" > "$T/s.tab"
+	diff "$T/ref.tab" "$T/s.tab"
+	run "$OBJPATCH" check "$T/s.o"
+	assert_success
+	echo '__attribute__((visibility("hidden"))) void mcount(void) {}
+	      __attribute__((visibility("hidden"))) void __fentry__(void) {}' |
+		gcc "$m" -O2 -fPIC -x c -c - -o "$T/stub.o"
+	gcc "$m" -shared -nostdlib -Wl,--no-eh-frame-hdr "$T/s.o" "$T/stub.o" -o "$T/s.so"
+	run "$OBJPATCH" check "$T/s.so"
+	assert_success
+}
+
+@test "a section symbol with a nonzero st_value: the table still names each call (RELA)" {
+	secsym_value_case -m64 -pg -mfentry
+}
+
+@test "a section symbol with a nonzero st_value: the table still names each call (REL, i386)" {
+	echo 'int x;' | gcc -m32 -x c -c - -o "$T/probe.o" 2>/dev/null || skip "gcc -m32 does not work here"
+	secsym_value_case -m32 -pg
+}
+
+@test "the kernel's recordmcount reads a section symbol's st_value the same way" {
+	[ -n "$KERNEL_RECORDMCOUNT" ] || skip "the kernel's recordmcount is not installed"
+	gcc -O2 -pg -mfentry -c "$DEMO/stats.c" -I"$DEMO" -o "$T/k.o"
+	cp "$T/k.o" "$T/kref.o"
+	"$KERNEL_RECORDMCOUNT" "$T/kref.o"
+	$PY "$SRC/tests/lib/set-secsym.py" "$T/k.o" .text 0x20
+	"$KERNEL_RECORDMCOUNT" "$T/k.o"
+	diff <($MCTABLE "$T/kref.o") <($MCTABLE "$T/k.o")
+}
