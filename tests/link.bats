@@ -176,3 +176,58 @@ matrix() {
 	assert_success
 	"$T/big"
 }
+
+# piled_image DIR K: DIR/prog, whose table needs K piles (K interleaved
+# ascending runs, see label_piles() in common/mcsort.c).  K objects each
+# hold K functions, function I in section .text.sorted.I.J of object J;
+# the linker's SORT(.text.sorted.*) places them by I then J, while the
+# table lists each object's entries in turn.  Not yet sorted.
+piled_image() {
+	local d=$1 k=$2 i j
+	mkdir -p "$d"
+	for ((j = 0; j < k; j++)); do
+		for ((i = 0; i < k; i++)); do
+			printf '__attribute__((section(".text.sorted.%02d.%02d"), noinline))\n' "$i" "$j"
+			printf 'int f%d_%d(int x) { return x * %d + %d; }\n' "$i" "$j" $((i + 2)) "$j"
+		done > "$d/o$j.c"
+		cc -O2 -pg -mfentry -c "$d/o$j.c" -o "$d/o$j.o"
+		"$RECORDMCOUNT" "$d/o$j.o"
+	done
+	echo 'int main(void) { return 0; }' | cc -O2 -x c -c - -o "$d/main.o"
+	cc "$d/main.o" "$d"/o*.o -o "$d/prog"
+}
+
+# piles FILE: the fewest ascending runs FILE's table splits into (the
+# longest strictly descending subsequence of its entries).
+piles() {
+	$MCTABLE --linked "$1" | $PY -c '
+import sys
+v = [int(x, 16) for x in sys.stdin.read().split()]
+down = [1] * len(v)
+for i in range(len(v)):
+    for j in range(i):
+        if v[j] > v[i]:
+            down[i] = max(down[i], down[j] + 1)
+print(max(down, default=0))'
+}
+
+@test "sort merges 5, 10 and 16 piles of a linked table (3 and 4 merge rounds, odd piles left over)" {
+	for k in 5 10 16; do
+		piled_image "$T/p$k" $k
+		[ "$(piles "$T/p$k/prog")" -eq $k ] || { echo "$k objects gave $(piles "$T/p$k/prog") piles"; false; }
+		$MCTABLE --linked "$T/p$k/prog" | sort > "$T/p$k/want"
+		[ "$(wc -l < "$T/p$k/want")" -eq $((k * k)) ]
+		run "$OBJPATCH" check "$T/p$k/prog"
+		assert_failure 1
+		assert_output --partial "the table is not sorted"
+		run "$OBJPATCH" sort "$T/p$k/prog"
+		assert_success
+		# Sorted by number, and every entry kept once.
+		$MCTABLE --linked "$T/p$k/prog" > "$T/p$k/got"
+		sort -c <($PY -c 'import sys; [print("%016x" % int(x, 16)) for x in sys.stdin.read().split()]' < "$T/p$k/got")
+		diff "$T/p$k/want" <(sort "$T/p$k/got")
+		run "$OBJPATCH" check "$T/p$k/prog"
+		assert_success
+		"$T/p$k/prog"
+	done
+}
