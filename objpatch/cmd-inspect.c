@@ -42,27 +42,41 @@ static void summarize(const struct op_sites *s, struct summary *sum)
 	free(p);
 }
 
-/* The function an entry belongs to.  A patchable NOP run may start before
- * its function's symbol (-fpatchable-function-entry=N,M), so look across
- * the run.  An entry past the end of the sized function before it lies in
- * none (a weak definition the link replaced leaves one behind): -1. */
-static long function_of(struct mce_file *f, const struct op_entry *e)
+/* The function an entry belongs to, and where it starts (*START).  A
+ * patchable NOP run may start before its function's symbol
+ * (-fpatchable-function-entry=N,M), so look at the first byte after the
+ * run: the function's entry when the whole run lies before it (M = N, or
+ * the ops slot that objpatch link --runtime makes of the M NOPs, which is
+ * all the run then counts), else a byte inside the function.  An entry
+ * past the end of the sized function before it lies in none (a weak
+ * definition the link replaced leaves one behind): -1. */
+static long function_of(struct mce_file *f, const struct op_entry *e, uint64_t *start)
 {
-	uint64_t start, at = e->off + (e->state == OP_PATCHABLE ? e->len - 1 : 0);
+	uint64_t at = e->off + (e->state == OP_PATCHABLE ? e->len : 0);
 
 	if (!e->resolved)
 		return -1;
-	long sym = mce_label_before(f, e->shndx, at, &start);
+	long sym = mce_label_before(f, e->shndx, at, start);
 	if (sym >= 0 && f->syms[sym].type == STT_FUNC && f->syms[sym].size &&
-	    at - start >= f->syms[sym].size)
+	    at - *start >= f->syms[sym].size)
 		return -1;
 	return sym;
 }
 
+/* A run that starts before its function is named after that function,
+ * not after the one it follows. */
 static const char *where(struct mce_file *f, const struct op_entry *e, char *buf, size_t n)
 {
+	uint64_t start;
+	long sym;
+
 	if (!e->resolved)
 		return "?";
+	if (e->state == OP_PATCHABLE && (sym = function_of(f, e, &start)) > 0 && start > e->off) {
+		snprintf(buf, n, "%s-0x%llx", f->syms[sym].name,
+			 (unsigned long long)(start - e->off));
+		return buf;
+	}
 	return mce_where(f, e->shndx, e->off, buf, n);
 }
 
@@ -128,7 +142,8 @@ static int inspect_one(const char *path, const struct op_common *c, bool functio
 			goto out;
 		}
 		for (size_t i = 0; i < s.n; i++) {
-			long sym = function_of(&f, &s.v[i]);
+			uint64_t start;
+			long sym = function_of(&f, &s.v[i], &start);
 
 			if (sym >= 0 && !seen[sym]) {
 				seen[sym] = true;

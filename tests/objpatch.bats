@@ -50,6 +50,41 @@ stats_add
 stats_mean"
 }
 
+# slot_layout ARCH FLAG: inspect of a program whose NOP runs start before
+# their functions, as compiled and after objpatch link --runtime (which makes
+# an ops slot of the NOPs before each function): each entry is named after
+# its own function, which --functions lists.
+slot_layout() {
+	need "$1-linux-gnu-gcc"
+	local cc=$1-linux-gnu-gcc n len
+	$PY "$SRC/tests/fixtures/runtime/gen.py" "$T/gen.c" 5
+	echo 'int main(void) { return 0; }' > "$T/main.c"
+	$cc -O2 "$2" -falign-functions=8 -c "$T/gen.c" -o "$T/gen.o"
+	$cc -O2 -c "$T/main.c" -o "$T/main.o"
+	$cc "$T/main.o" "$T/gen.o" -o "$T/plain"
+	"$OBJPATCH" link --nop --runtime -- $cc "$T/main.o" "$T/gen.o" -o "$T/prog"
+	for f in gen.o plain prog; do
+		len=16
+		[ $f != prog ] || len=8	# (the slot alone)
+		run "$OBJPATCH" inspect --functions "$T/$f"
+		assert_success
+		assert_output "$(printf 'fn%d\n' 0 1 2 3 4)"
+		run "$OBJPATCH" inspect "$T/$f"
+		assert_success
+		for n in 0 1 2 3 4; do
+			assert_line --regexp " fn$n-0x8 +patchable nops \($len bytes\)$"
+		done
+	done
+}
+
+@test "aarch64 -fpatchable-function-entry=4,2: inspect names each entry after its function, slot or not" {
+	slot_layout aarch64 -fpatchable-function-entry=4,2
+}
+
+@test "riscv64 -fpatchable-function-entry=8,4: inspect names each entry after its function, slot or not" {
+	slot_layout riscv64 -fpatchable-function-entry=8,4
+}
+
 @test "inspect --functions lists no function for an entry past its end (a replaced weak definition)" {
 	# quiet has no site of its own; the weak hook's code follows it, and
 	# its entry stays in an unsorted link once the strong hook wins.
