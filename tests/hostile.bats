@@ -17,14 +17,15 @@ setup() {
 }
 
 # traced NAME [LINK ARGS...]: $T/NAME from $RT/NAME.c, -pg -mfentry,
-# recordmcount, objpatch link --nop --runtime, linked with libmcloc.
+# recordmcount, objpatch link --nop --runtime, linked with libmcloc, which
+# it finds in $RUNPATH (default: $LIBDIR).
 traced() {
 	local name=$1
 	shift
 	cc -O1 -pg -mfentry "${SAN[@]}" -I"$SRC/include" -c "$RT/$name.c" -o "$T/$name.o"
 	"$RECORDMCOUNT" "$T/$name.o"
 	"$OBJPATCH" link --nop --runtime --check -- cc "${SAN[@]}" "$T/$name.o" -o "$T/$name" \
-		-L"$LIBDIR" -Wl,-rpath,"$LIBDIR" -lmcloc "$@"
+		-L"$LIBDIR" -Wl,-rpath,"${RUNPATH:-$LIBDIR}" -lmcloc "$@"
 }
 
 @test "hostile MCLOC_* values (garbage, non-UTF-8, 100 KB, empty): at most one short line each, the program unharmed" {
@@ -69,10 +70,14 @@ traced() {
 	[ "$(id -u)" = 0 ] || skip "making a setuid-root program needs root"
 	command -v setpriv >/dev/null || skip "setpriv is not installed"
 	[ -z "${MCLOC_SANITIZED:-}" ] || skip "ASan refuses to run setuid"
-	traced envtest
-	# (bats's own directory is its user's alone: one nobody can enter)
+	# The user nobody runs the program, so it and its libmcloc go to a
+	# directory that nobody may enter, wherever the checkout lies (bats's
+	# own directory, or a clone in a 0700 home, is its user's alone).
 	P=$(mktemp -d /tmp/mcloc-suid.XXXXXX)
 	chmod 755 "$P"
+	mkdir -m 755 "$P/lib"
+	cp -L "$LIBDIR/libmcloc.so.0" "$P/lib/"
+	RUNPATH=$P/lib traced envtest
 	mkdir -m 1777 "$P/pub"
 	cp "$T/envtest" "$P/pub/plain"
 	cp "$T/envtest" "$P/pub/suid"
