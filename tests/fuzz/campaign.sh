@@ -40,8 +40,9 @@ for name in "${names[@]}"; do
 	last=$(grep -E '^#[0-9]+: cov: ' "$log" | tail -1)
 	execs=$(sed -E 's/^#([0-9]+):.*/\1/' <<<"$last")
 	edges=$(sed -E 's/.* cov: ([0-9]+) .*/\1/' <<<"$last")
-	# Keep what adds coverage to the saved corpus.
-	"$fz" -merge=1 -close_fd_mask=3 "$saved" "$wc" > "$log.merge" 2>&1 || true
+	# Keep what reaches new edges in the saved corpus (edges only, as
+	# minimize.sh keeps it: hit counts would grow it back to megabytes).
+	"$fz" -merge=1 -use_counters=0 -close_fd_mask=3 "$saved" "$wc" > "$log.merge" 2>&1 || true
 	line=$(printf '%s %-14s %6ss x%s: executions %s, edges %s, crash files %s, saved inputs %s' \
 		"$(date -u +%F)" "$name" "$secs" "$jobs" "${execs:-?}" "${edges:-?}" \
 		"$(find "$crashes" -type f ! -name ".*" | wc -l)" "$(ls "$saved" | wc -l)")
