@@ -212,6 +212,8 @@ print(max(down, default=0))'
 }
 
 @test "sort merges 5, 10 and 16 piles of a linked table (3 and 4 merge rounds, odd piles left over)" {
+	ld --verbose 2>/dev/null | grep -q 'SORT(\.text\.sorted\.\*)' ||
+		skip "the linker's script does not sort .text.sorted.* sections by name"
 	for k in 5 10 16; do
 		piled_image "$T/p$k" $k
 		[ "$(piles "$T/p$k/prog")" -eq $k ] || { echo "$k objects gave $(piles "$T/p$k/prog") piles"; false; }
