@@ -390,6 +390,44 @@ sum=143 max=55 mean=14.30"
 	assert_line "PASSED"
 }
 
+# Plugins: an image's constructor and destructor run under the dynamic
+# loader's lock while other threads' callbacks run.  Neither may wait for
+# the other (a hang is a failure through timeout): the callers lie in an
+# untraced program, so the function tracer must name them without the
+# loader's lock, when it writes its lines out.
+@test "threads run traced code while plugins load and unload 200 times, under every tracer" {
+	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
+	local san=() MCLOC=${MCLOC_CMD:-$LIBDIR/mcloc}
+	[ -z "${MCLOC_SANITIZED:-}" ] || san=(-fsanitize=address,undefined)
+	build_shlib
+	cp "$T/libtraced.so" "$T/libplugin.so"
+	cc -O2 "${san[@]}" "$RT/dlplugins.c" -o "$T/dlplugins" -L"$T" -ltraced \
+		-Wl,--no-as-needed -L"$LIBDIR" -lmcloc -lpthread -ldl
+	for t in function profile; do
+		run env LD_LIBRARY_PATH="$T:$LIBDIR" MCLOC_TRACER=$t MCLOC_OUTPUT="$T/$t" \
+			timeout 120 "$T/dlplugins" "$T/libplugin.so"
+		echo "$t: $output"
+		assert_success
+		assert_line --regexp '^200 cycles, [0-9]+, PASSED$'
+	done
+	# Every call of the plugin, its caller named from the program's own
+	# symbols (main and the static caller are not exported).
+	[ "$(grep -c ': lib_c <-main$' "$T/function")" -eq 200 ]
+	grep -q ': lib_d <-caller$' "$T/function"
+	! grep -q ': lib_d <-0x' "$T/function"
+	grep -Eq '^lib_c +200 ' "$T/profile"
+	export XDG_RUNTIME_DIR=$T/run
+	mkdir -m 700 "$XDG_RUNTIME_DIR"
+	# (The graph is long: to a file.)
+	run env LD_LIBRARY_PATH="$T:$LIBDIR" ASAN_OPTIONS=detect_leaks=0 timeout 300 \
+		bash -c '"$0" run function_graph -- "$1" "$2" > "$3"' \
+		"$MCLOC" "$T/dlplugins" "$T/libplugin.so" "$T/graph"
+	echo "function_graph: $output"
+	assert_success
+	grep -Eq '^200 cycles, [0-9]+, PASSED$' "$T/graph"
+	grep -Eq '\|  +lib_c\(\);$' "$T/graph"
+}
+
 @test "text the kernel will not make writable (W^X policy): patched through /proc/self/mem" {
 	build_traced wxdeny 500
 	run env LD_LIBRARY_PATH="$LIBDIR" timeout 120 "$T/wxdeny"
