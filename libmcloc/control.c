@@ -624,6 +624,8 @@ static void conn_accept(struct reply *r)
 	close(fd);
 }
 
+static bool exiting;
+
 static void *serve(void *arg)
 {
 	/* (Static: 64 KiB is more than a thread's stack should carry.) */
@@ -665,7 +667,9 @@ static void *serve(void *arg)
 			}
 		}
 	}
-	for (int i = 0; i < CONN_MAX; i++)
+	/* (At exit the connections stay, for the process's end to close:
+	 * a controller reads the rings until then.) */
+	for (int i = 0; i < CONN_MAX && !__atomic_load_n(&exiting, __ATOMIC_ACQUIRE); i++)
 		if (ctl.conn[i].fd >= 0)
 			conn_close(&ctl.conn[i]);
 	return NULL;
@@ -697,11 +701,17 @@ static void unlink_socket(void)
 		unlink(ctl.path);
 }
 
-/* At exit: a trace still running ends here, its rings marked done with a
- * last clock pair, so that the controller reads every event the program
- * wrote however short its life; then the socket goes. */
+static void stop_server(void);
+
+/* At exit: the server thread stops first (its tick reads the session,
+ * and a request could start or stop one, while this frees it); then a
+ * trace still running ends here, its rings marked done with a last clock
+ * pair, so that the controller reads every event the program wrote
+ * however short its life; then the socket goes. */
 static void at_exit_control(void)
 {
+	__atomic_store_n(&exiting, true, __ATOMIC_RELEASE);
+	stop_server();
 	if (mcr_trace_active())
 		mcr_trace_stop();
 	unlink_socket();
@@ -800,10 +810,12 @@ out:
 	return ret;
 }
 
-void mcloc_control_stop(void)
+/* The server thread gone, its socket and descriptors closed. */
+static void stop_server(void)
 {
 	pthread_mutex_lock(&ctl.lock);
-	if (ctl.running) {
+	/* (Not from the server thread itself: it would wait for itself.) */
+	if (ctl.running && !pthread_equal(ctl.thread, pthread_self())) {
 		if (write(ctl.wake[1], "", 1) == 1)
 			pthread_join(ctl.thread, NULL);
 		unlink_socket();
@@ -815,6 +827,11 @@ void mcloc_control_stop(void)
 		ctl.running = false;
 	}
 	pthread_mutex_unlock(&ctl.lock);
+}
+
+void mcloc_control_stop(void)
+{
+	stop_server();
 }
 
 __attribute__((constructor(102))) static void control_from_env(void)

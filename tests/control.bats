@@ -499,3 +499,23 @@ EOF
 	assert_success
 	assert_output --regexp '^PID +COMMAND'
 }
+
+@test "at exit the control thread stops before the trace's session is freed" {
+	traced_c exitctl "$RT/exitctl.c"
+	"$T/exitctl" "$T/go" >"$T/served.out" 2>"$T/served.err" &
+	PID=$!
+	for _ in $(seq 200); do
+		[ -S "$XDG_RUNTIME_DIR/mcloc/$PID" ] && grep -q running "$T/served.out" && break
+		sleep 0.05
+	done
+	trace_start function
+	touch "$T/go"
+	wait "$PID"
+	PID=
+	wait "$TP"
+	cat "$T/served.out" "$T/served.err"
+	grep -qx "control thread gone at exit" "$T/served.out"
+	# (Traced until the end: its callers unnamed, the program being gone
+	# when mcloc asks.)
+	grep -q ': tick_work <-' "$T/trace.out"
+}
