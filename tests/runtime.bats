@@ -428,6 +428,27 @@ sum=143 max=55 mean=14.30"
 	grep -Eq '\|  +lib_c\(\);$' "$T/graph"
 }
 
+# A thread's first traced call in a signal handler that interrupted
+# malloc(): the program's own malloc stands in for libc's and fails at
+# once when entered again on the same thread, as a handler that allocates
+# would deadlock on malloc's lock.
+@test "a thread's first traced call, in a signal handler inside malloc, allocates nothing" {
+	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
+	[ -z "${MCLOC_SANITIZED:-}" ] || skip "ASan's allocator would stand in for the program's"
+	build_shlib
+	cc -O2 "$RT/sigfirst.c" -o "$T/sigfirst" -L"$T" -ltraced \
+		-Wl,--no-as-needed -L"$LIBDIR" -lmcloc -lpthread
+	for t in function profile; do
+		run env LD_LIBRARY_PATH="$T:$LIBDIR" MCLOC_TRACER=$t MCLOC_OUTPUT="$T/$t" \
+			timeout 60 "$T/sigfirst"
+		echo "$t: $output"
+		assert_success
+		assert_output PASSED
+	done
+	grep -q ': lib_a <-on_usr1$' "$T/function"
+	grep -Eq '^lib_a +1 ' "$T/profile"
+}
+
 @test "text the kernel will not make writable (W^X policy): patched through /proc/self/mem" {
 	build_traced wxdeny 500
 	run env LD_LIBRARY_PATH="$LIBDIR" timeout 120 "$T/wxdeny"
