@@ -52,7 +52,7 @@ static int init_status;
 
 
 
-static void cover_new_image(struct image *im);
+static void cover_new_image(void);
 
 /* ---- registering images ---------------------------------------------------- */
 
@@ -164,7 +164,7 @@ out:
 		mcr_hooks.image_added();
 	if (im.nrecs) {
 		pthread_mutex_lock(&mcr_lock);
-		cover_new_image(slot);
+		cover_new_image();
 		pthread_mutex_unlock(&mcr_lock);
 	}
 	mcr_rcu_try_reclaim();
@@ -1033,38 +1033,48 @@ static void retire(void *p)
 		mcr_say(1, "a replaced set is leaked: no memory to retire it");
 }
 
-/* OPS's covers bitmap grown to every record there is, IM's records set
- * where its filter (all when empty) and not its notrace says: NULL when
- * it covers IM already or there is no memory. */
-static uint64_t *covers_with(struct mcloc_ops *ops, const struct image *im)
+/* OPS's covers bitmap grown to every record there is, the records of the
+ * images loaded since it last grew set where its filter (all when empty)
+ * and not its notrace says, and their counts added: NULL when there are
+ * none, or no memory.  (Every image loaded since, not only the one being
+ * covered: two may register at once, and ncovered only grows.) */
+static uint64_t *covers_grown(struct mcloc_ops *ops)
 {
 	struct mcloc_ops_priv *p = ops->priv;
 	uint64_t *c;
 
-	if (p->ncovered >= im->first + im->nrecs || ensure_priv(ops) ||
-	    !(c = calloc(words(), 8)))
+	if (p->ncovered >= mcr_nrecords || ensure_priv(ops) || !(c = calloc(words(), 8)))
 		return NULL;
 	bool all = filter_empty(p);
 
 	memcpy(c, p->covers, (p->ncovered + 63) / 64 * 8);
-	for (size_t g = im->first; g < im->first + im->nrecs; g++)
-		if ((all || mcr_bit_of(p->filter, g)) && !mcr_bit_of(p->notrace, g))
-			c[g / 64] |= 1ull << (g % 64);
+	for (size_t i = 0; i < mcr_nimages; i++) {
+		struct image *im = mcr_images[i];
+
+		for (size_t r = 0; im && im->first >= p->ncovered && r < im->nrecs; r++) {
+			size_t g = im->first + r;
+
+			if ((all || mcr_bit_of(p->filter, g)) && !mcr_bit_of(p->notrace, g)) {
+				c[g / 64] |= 1ull << (g % 64);
+				im->recs[r].state += count_unit(ops, +1);
+			}
+		}
+	}
 	return c;
 }
 
 /*
  * An image just loaded, with the lock held: as ftrace enables a new
  * module's functions for an ops whose filter is empty, every registered
- * ops covers IM's records that its filter (everything, when empty) and
- * not its notrace name (a hook may have just extended them to IM).  The
- * bitmaps the dispatchers read cannot grow in place: each ops gets a new
- * one, published in a new set; the old ones are retired, and the sites
- * change in one batch, which waits for no reader: this runs under the
- * loader's lock.  On failure the image is simply not covered, as before
- * an ops registers again.
+ * ops covers the new records that its filter (everything, when empty)
+ * and not its notrace name (a hook may have just extended them to the
+ * image).  The bitmaps the dispatchers read cannot grow in place: each
+ * ops gets a new one, published in a new set; the old ones are retired,
+ * and the sites change in one batch, which waits for no reader: this
+ * runs under the loader's lock.  On failure the image is simply not
+ * covered, as before an ops registers again.
  */
-static void cover_new_image(struct image *im)
+static void cover_new_image(void)
 {
 	const struct ops_set *old = mcr_cur_set;
 	size_t n = old ? old->n : 0, grown = 0;
@@ -1076,19 +1086,15 @@ static void cover_new_image(struct image *im)
 	set->n = n;
 	for (size_t i = 0; i < n; i++) {
 		struct mcloc_ops *ops = old->v[i].ops;
-		struct mcloc_ops_priv *p = ops->priv;
-		uint64_t *c = covers_with(ops, im);
+		uint64_t *c = covers_grown(ops);
 
 		set->v[i] = old->v[i];
 		if (!c)
 			continue;
-		gone[grown++] = p->covers;
-		p->covers = c;
+		gone[grown++] = ops->priv->covers;
+		ops->priv->covers = c;
 		set->v[i].covers = c;
-		p->ncovered = mcr_nrecords;
-		for (size_t r = 0; r < im->nrecs; r++)
-			if (c[(im->first + r) / 64] >> ((im->first + r) % 64) & 1)
-				im->recs[r].state += count_unit(ops, +1);
+		ops->priv->ncovered = mcr_nrecords;
 	}
 	if (!grown)
 		goto out;

@@ -8,6 +8,12 @@
  * signal handler, where malloc() and locks are not allowed.  A thread
  * that exits gives its slot back (a pthread key's destructor) for the
  * next new thread to take.
+ *
+ * Deferred work (mcr_defer()) is for callers that must not wait: an
+ * image's constructor and destructor run under the dynamic loader's lock,
+ * which a reader may be waiting for.  They queue what they retire, and
+ * check with mcr_rcu_try_reclaim() whether a grace period is over
+ * already; any mcr_synchronize_rcu() runs what was queued before it.
  */
 #include "rcu.h"
 
@@ -148,6 +154,14 @@ static void flip_and_wait(void)
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
 
+static void push(struct deferred *d)
+{
+	d->next = __atomic_load_n(&deferred, __ATOMIC_RELAXED);
+	while (!__atomic_compare_exchange_n(&deferred, &d->next, d, true, __ATOMIC_RELEASE,
+					    __ATOMIC_RELAXED))
+		;
+}
+
 int mcr_defer(void (*fn)(void *), void *p)
 {
 	struct deferred *d = malloc(sizeof(*d));
@@ -156,10 +170,7 @@ int mcr_defer(void (*fn)(void *), void *p)
 		return -ENOMEM;
 	d->fn = fn;
 	d->p = p;
-	d->next = __atomic_load_n(&deferred, __ATOMIC_RELAXED);
-	while (!__atomic_compare_exchange_n(&deferred, &d->next, d, true, __ATOMIC_RELEASE,
-					    __ATOMIC_RELAXED))
-		;
+	push(d);
 	return 0;
 }
 
@@ -180,10 +191,7 @@ static void requeue(struct deferred *d)
 	while (d) {
 		struct deferred *next = d->next;
 
-		d->next = __atomic_load_n(&deferred, __ATOMIC_RELAXED);
-		while (!__atomic_compare_exchange_n(&deferred, &d->next, d, true,
-						    __ATOMIC_RELEASE, __ATOMIC_RELAXED))
-			;
+		push(d);
 		d = next;
 	}
 }

@@ -418,14 +418,15 @@ sum=143 max=55 mean=14.30"
 	grep -Eq '^lib_c +200 ' "$T/profile"
 	export XDG_RUNTIME_DIR=$T/run
 	mkdir -m 700 "$XDG_RUNTIME_DIR"
-	# (The graph is long: to a file.)
+	# (The graph is long: to a file, which the program's own output
+	# shares, so its line may land inside one of mcloc's.)
 	run env LD_LIBRARY_PATH="$T:$LIBDIR" ASAN_OPTIONS=detect_leaks=0 timeout 300 \
 		bash -c '"$0" run function_graph -- "$1" "$2" > "$3"' \
 		"$MCLOC" "$T/dlplugins" "$T/libplugin.so" "$T/graph"
 	echo "function_graph: $output"
 	assert_success
-	grep -Eq '^200 cycles, [0-9]+, PASSED$' "$T/graph"
-	grep -Eq '\|  +lib_c\(\);$' "$T/graph"
+	grep -Eq '200 cycles, [0-9]+, PASSED' "$T/graph"
+	grep -Eq '\|  +lib_c\(\);' "$T/graph"
 }
 
 # A thread's first traced call in a signal handler that interrupted
