@@ -28,9 +28,10 @@
  * buffer full) names it from the symbols read already, else by address.
  * A callback may run in a signal handler, even a thread's first: the
  * buffer comes from mmap(), the line is formatted by hand (fmt_*), and
- * nothing on that path takes a lock or calls malloc.  A process killed by a signal
- * whose default action ends it (SIGINT, SIGTERM, SIGSEGV...) writes out
- * what it recorded first, where the program left that signal alone.
+ * nothing on that path takes a lock or calls malloc.  A process killed
+ * by a signal whose default action ends it (SIGINT, SIGTERM, SIGSEGV...)
+ * writes out what it recorded first, where the program left that signal
+ * alone.
  *
  * The profile times a function by hooking its return, as the kernel's
  * function-graph tracer does (timing.c).  The time is inclusive (callees
@@ -644,9 +645,9 @@ static void on_fatal_signal(int sig)
 			char line[256];
 			struct fmt f = { line, 0, sizeof(line) };
 
-			fmt_chars(&f, "# killed by signal ", 19);
+			fmt_str(&f, "# killed by signal ", 0, false);
 			fmt_num(&f, (unsigned long)sig, 0, false, false);
-			fmt_chars(&f, ": unsorted\n", 12);
+			fmt_str(&f, ": unsorted\n", 0, false);
 			fmt_str(&f, "Function", 40, true);
 			fmt_str(&f, "Hit", 13, false);
 			fmt_str(&f, "Time (us)", 15, false);
