@@ -43,6 +43,7 @@
 #include <mcloc/abi.h>
 #include "mcr.h"
 #include "timing.h"
+#include "rcu.h"
 #include "../arch/runtime.h"
 
 #include <errno.h>
@@ -111,10 +112,11 @@ struct site_table {
 	struct site_hit slot[];
 };
 static struct site_table *site_tab;
-/* Arrays replaced while timed calls may still return into them (and, for
- * tables, callbacks still read them): kept, never freed, so that a late
- * return adds to memory that is still there (and is ignored, its
- * generation being old). */
+/* Counters that timed calls may still return into: kept, never freed, so
+ * that a late return adds to memory that is still there (and is ignored,
+ * its generation being old).  (The tables and indexes that find them are
+ * read in read-side sections only, and freed a grace period after they
+ * are replaced: drop().) */
 static void *retired[64];
 static size_t nretired;
 static atomic_uint hits_gen;
@@ -521,9 +523,18 @@ static void write_profile(void)
 
 static void retire(void *p)
 {
-	/* (Past that many image loads, the oldest arrays leak.) */
+	/* (Past that many profiles or loads with new names, they leak.) */
 	if (p && nretired < sizeof(retired) / sizeof(retired[0]))
 		retired[nretired++] = p;
+}
+
+/* P, a table or index that callbacks or the fatal signal's flush may be
+ * reading, freed once none can be (leaked if that cannot be queued: this
+ * may run under the loader's lock, which must not wait). */
+static void drop(void *p)
+{
+	if (p && mcr_defer(free, p))
+		mcr_say(1, "a profile's table is leaked: no memory to retire it");
 }
 
 /* Set once the output is written: a fatal signal during exit, or exit
@@ -570,8 +581,8 @@ static void finish(void)
 		 * the retired counters, if anything (their generation is old). */
 		atomic_fetch_add(&hits_gen, 1);
 		__atomic_store_n(&nhits, 0, __ATOMIC_RELEASE);
-		retire(hits);
-		retire(site_tab);
+		drop(hits);
+		drop(site_tab);
 		__atomic_store_n(&site_tab, NULL, __ATOMIC_RELEASE);
 		hits = NULL;
 	}
@@ -633,6 +644,7 @@ static void on_fatal_signal(int sig)
 	int saved = errno;
 
 	if (!atomic_exchange(&written, true)) {
+		mcr_read_lock();	/* (the index stays while it is read) */
 		size_t n = __atomic_load_n(&nhits, __ATOMIC_ACQUIRE);
 		struct hit **v = hits;
 
@@ -657,6 +669,7 @@ static void on_fatal_signal(int sig)
 			for (size_t i = 0; i < n; i++)
 				write_fatal_hit(v[i], rt);
 		}
+		mcr_read_unlock();
 	}
 	/* Die of it as the program would have. */
 	signal(sig, SIG_DFL);
@@ -780,7 +793,8 @@ static void build_hits(void)
 	struct named ns = { 0 };
 
 	mcr_each_site_name(add_named, &ns);
-	qsort(ns.v, ns.n, sizeof(*ns.v), cmp_named);
+	if (ns.n)
+		qsort(ns.v, ns.n, sizeof(*ns.v), cmp_named);
 	struct hit **v = malloc((ns.n + 1) * sizeof(*v));
 	struct hit *fresh = calloc(ns.n + 1, sizeof(*fresh));
 	size_t n = 0, nfresh = 0;
@@ -808,10 +822,10 @@ static void build_hits(void)
 	retire(nfresh ? fresh : NULL);	/* see retired (and the counters' life) */
 	if (!nfresh)
 		free(fresh);
-	retire(hits);
+	drop(hits);
 	__atomic_store_n(&hits, v, __ATOMIC_RELEASE);
 	__atomic_store_n(&nhits, n, __ATOMIC_RELEASE);
-	retire(site_tab);
+	drop(site_tab);
 	__atomic_store_n(&site_tab, t, __ATOMIC_RELEASE);
 }
 
