@@ -426,7 +426,9 @@ sum=143 max=55 mean=14.30"
 	echo "function_graph: $output"
 	assert_success
 	grep -Eq '200 cycles, [0-9]+, PASSED' "$T/graph"
-	grep -Eq '\|  +lib_c\(\);' "$T/graph"
+	# (The plugin's own calls may print as addresses: mcloc asks their
+	# names after the plugin is gone.)
+	grep -Eq '\|  +lib_a\(\);' "$T/graph"
 }
 
 # A thread's first traced call in a signal handler that interrupted
