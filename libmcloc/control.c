@@ -370,6 +370,9 @@ static void send_fd(struct reply *r, const struct mcloc_rep_trace *t, int fd)
 
 /* A trace request of PLEN payload bytes at P from connection I: false
  * when it was malformed (the connection closes). */
+/* Set by the server when it ended the trace at exit: no other starts. */
+static bool exiting;
+
 static bool do_trace(struct reply *r, int i, const uint8_t *p, size_t plen)
 {
 	struct mcloc_req_trace q;
@@ -397,6 +400,10 @@ static bool do_trace(struct reply *r, int i, const uint8_t *p, size_t plen)
 	if (at != plen || (q.flags & ~(uint32_t)MCLOC_TRACE_OVERWRITE)) {
 		reply_error(r, EINVAL, "a trace request with bytes past its globs, or unknown flags");
 		return false;
+	}
+	if (__atomic_load_n(&exiting, __ATOMIC_ACQUIRE)) {
+		reply_error(r, ESHUTDOWN, "the program is exiting");
+		return true;
 	}
 	if (ctl.controller >= 0) {
 		reply_error(r, EBUSY, "pid %d traces this program already",
@@ -624,6 +631,29 @@ static void conn_accept(struct reply *r)
 	close(fd);
 }
 
+/* At exit the trace ends on the server thread, the only one that starts,
+ * ticks and stops it: the exiting thread freeing the session while the
+ * server ticked it was a use after free.  The server then answers on
+ * (the names a controller asks for the last events) until the process
+ * ends. */
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool done;
+} at_exit_end = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false };
+
+static void end_for_exit(void)
+{
+	if (mcr_trace_active())
+		mcr_trace_stop();
+	ctl.controller = -1;
+	__atomic_store_n(&exiting, true, __ATOMIC_RELEASE);
+	pthread_mutex_lock(&at_exit_end.lock);
+	at_exit_end.done = true;
+	pthread_cond_broadcast(&at_exit_end.cond);
+	pthread_mutex_unlock(&at_exit_end.lock);
+}
+
 static void *serve(void *arg)
 {
 	/* (Static: 64 KiB is more than a thread's stack should carry.) */
@@ -645,8 +675,15 @@ static void *serve(void *arg)
 			break;
 		if (ctl.controller >= 0)
 			mcr_trace_tick();
-		if (pf[0].revents)
+		if (pf[0].revents) {
+			char c = 0;
+
+			if (read(ctl.wake[0], &c, 1) == 1 && c == 'x') {
+				end_for_exit();
+				continue;
+			}
 			break;
+		}
 		if (pf[1].revents & POLLIN)
 			conn_accept(&r);
 		uint64_t t = now_ms();
@@ -697,12 +734,37 @@ static void unlink_socket(void)
 		unlink(ctl.path);
 }
 
-/* At exit: a trace still running ends here, its rings marked done with a
- * last clock pair, so that the controller reads every event the program
- * wrote however short its life; then the socket goes. */
+/* Ask the server thread to end the trace (end_for_exit()) and wait for it
+ * (5 s at most: past that the trace is left as it is, which the
+ * controller sees as the program's end, rather than freed under a server
+ * that may still tick it).  False: there is no server. */
+static bool server_ends_trace(void)
+{
+	struct timespec dl;
+	bool asked = false;
+
+	pthread_mutex_lock(&ctl.lock);
+	if (ctl.running && !pthread_equal(ctl.thread, pthread_self()))
+		asked = write(ctl.wake[1], "x", 1) == 1;
+	pthread_mutex_unlock(&ctl.lock);
+	if (!asked)
+		return false;
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += 5;
+	pthread_mutex_lock(&at_exit_end.lock);
+	while (!at_exit_end.done &&
+	       pthread_cond_timedwait(&at_exit_end.cond, &at_exit_end.lock, &dl) == 0)
+		;
+	pthread_mutex_unlock(&at_exit_end.lock);
+	return true;
+}
+
+/* At exit: a trace still running ends, its rings marked done with a last
+ * clock pair, so that the controller reads every event the program wrote
+ * however short its life; then the socket goes. */
 static void at_exit_control(void)
 {
-	if (mcr_trace_active())
+	if (!server_ends_trace() && mcr_trace_active())
 		mcr_trace_stop();
 	unlink_socket();
 }

@@ -52,7 +52,7 @@ static int init_status;
 
 
 
-static void cover_new_image(struct image *im);
+static void cover_new_image(void);
 
 /* ---- registering images ---------------------------------------------------- */
 
@@ -98,6 +98,17 @@ static uint8_t *direct_page(const struct image *im)
 #endif
 }
 
+/*
+ * An image's constructor and destructor call these, under the dynamic
+ * loader's lock, while other threads may run callbacks: nothing here
+ * waits for a grace period (a reader could be waiting for that lock, as
+ * a callback calling dladdr() once did).  Registering publishes the
+ * image, lets the hooks see it (the environment's tracer extends its
+ * filter to it), and patches its sites for the ops that cover it, which
+ * waits for no reader; what that replaces is retired with mcr_defer().
+ * Unregistering takes the image out of the table and retires its memory
+ * the same way.
+ */
 int mcloc_register_image(struct mcloc_image *desc)
 {
 	struct image im = { .desc = desc, .base = desc->base };
@@ -142,13 +153,35 @@ int mcloc_register_image(struct mcloc_image *desc)
 	desc->args_handler = mcr_args_dispatch;
 	desc->regs_handler = mcr_regs_dispatch;
 	mcr_say(2, "image %s: %zu sites", path ? path : "?", im.nrecs);
-	if (im.nrecs)
-		cover_new_image(slot);
 out:
 	pthread_mutex_unlock(&mcr_lock);
-	if (!ret && mcr_hooks.image_added)
+	if (ret)
+		return ret;
+	/* The hooks first (a filter extended to the image's functions), then
+	 * the sites.  (The image stays: only its own destructor, which runs
+	 * after this constructor, takes it away.) */
+	if (mcr_hooks.image_added)
 		mcr_hooks.image_added();
-	return ret;
+	if (im.nrecs) {
+		pthread_mutex_lock(&mcr_lock);
+		cover_new_image();
+		pthread_mutex_unlock(&mcr_lock);
+	}
+	mcr_rcu_try_reclaim();
+	return 0;
+}
+
+/* A grace period after its image left the table: no dispatcher, name
+ * lookup or SIGTRAP handler (each in a read-side section) can still see
+ * it, and no site calls its stubs (a site of its own runs only while a
+ * thread runs its code, which dlclose() forbids). */
+static void image_retire(void *p)
+{
+	struct image *gone = p;
+
+	if (gone->stubs)
+		munmap(gone->stubs, MCR_DIRECT_PAGE);
+	mcr_image_free(gone);
 }
 
 /* Its code is going away (dlclose): out of the table now, its memory
@@ -164,15 +197,14 @@ void mcloc_unregister_image(struct mcloc_image *desc)
 			__atomic_store_n(&mcr_images[i], NULL, __ATOMIC_RELEASE);
 			__atomic_store_n(&mcr_images_gen, mcr_images_gen + 1, __ATOMIC_RELEASE);
 		}
-	if (gone) {
+	if (gone)
 		__atomic_store_n(&desc->lib, NULL, __ATOMIC_RELEASE);
-		mcr_synchronize_rcu();
-		mcr_wait_handlers();
-		if (gone->stubs)
-			munmap(gone->stubs, MCR_DIRECT_PAGE);
-		mcr_image_free(gone);
-	}
 	pthread_mutex_unlock(&mcr_lock);
+	/* (Without memory to queue it, the image's memory is leaked: safe,
+	 * where waiting here is not.) */
+	if (gone && mcr_defer(image_retire, gone))
+		mcr_say(1, "an unloaded image's memory is leaked: no memory to retire it");
+	mcr_rcu_try_reclaim();
 }
 
 /* ---- ops ------------------------------------------------------------------------ */
@@ -993,24 +1025,59 @@ static void count(const struct mcloc_ops *ops, int delta)
 	}
 }
 
-/* Sets replaced by an addition, freed after the next grace period. */
-static struct ops_set *retired[64];
-static size_t nretired;
+/* free(P) after the next grace period (a set or bitmap a dispatcher may
+ * still read); leaked rather than waited for when that cannot be queued. */
+static void retire(void *p)
+{
+	if (p && mcr_defer(free, p))
+		mcr_say(1, "a replaced set is leaked: no memory to retire it");
+}
+
+/* OPS's covers bitmap grown to every record there is, the records of the
+ * images loaded since it last grew set where its filter (all when empty)
+ * and not its notrace says, and their counts added: NULL when there are
+ * none, or no memory.  (Every image loaded since, not only the one being
+ * covered: two may register at once, and ncovered only grows.) */
+static uint64_t *covers_grown(struct mcloc_ops *ops)
+{
+	struct mcloc_ops_priv *p = ops->priv;
+	uint64_t *c;
+
+	if (p->ncovered >= mcr_nrecords || ensure_priv(ops) || !(c = calloc(words(), 8)))
+		return NULL;
+	bool all = filter_empty(p);
+
+	memcpy(c, p->covers, (p->ncovered + 63) / 64 * 8);
+	for (size_t i = 0; i < mcr_nimages; i++) {
+		struct image *im = mcr_images[i];
+
+		for (size_t r = 0; im && im->first >= p->ncovered && r < im->nrecs; r++) {
+			size_t g = im->first + r;
+
+			if ((all || mcr_bit_of(p->filter, g)) && !mcr_bit_of(p->notrace, g)) {
+				c[g / 64] |= 1ull << (g % 64);
+				im->recs[r].state += count_unit(ops, +1);
+			}
+		}
+	}
+	return c;
+}
 
 /*
  * An image just loaded, with the lock held: as ftrace enables a new
  * module's functions for an ops whose filter is empty, every registered
- * ops that traces everything now covers IM's records too (its notrace
- * set names functions by record, so it has none of them).  The bitmaps
- * the dispatchers read cannot grow in place: each such ops gets a new
- * one, published in a new set, and the old ones are freed a grace period
- * later.  Then the sites change in one batch.  On failure the image is
- * simply not covered, as before an ops registers again.
+ * ops covers the new records that its filter (everything, when empty)
+ * and not its notrace name (a hook may have just extended them to the
+ * image).  The bitmaps the dispatchers read cannot grow in place: each
+ * ops gets a new one, published in a new set; the old ones are retired,
+ * and the sites change in one batch, which waits for no reader: this
+ * runs under the loader's lock.  On failure the image is simply not
+ * covered, as before an ops registers again.
  */
-static void cover_new_image(struct image *im)
+static void cover_new_image(void)
 {
 	const struct ops_set *old = mcr_cur_set;
-	size_t n = old ? old->n : 0, w = words(), grown = 0;
+	size_t n = old ? old->n : 0, grown = 0;
 	struct ops_set *set = malloc(sizeof(*set) + (n + 1) * sizeof(set->v[0]));
 	uint64_t **gone = calloc(n + 1, sizeof(*gone));
 
@@ -1019,21 +1086,15 @@ static void cover_new_image(struct image *im)
 	set->n = n;
 	for (size_t i = 0; i < n; i++) {
 		struct mcloc_ops *ops = old->v[i].ops;
-		struct mcloc_ops_priv *p = ops->priv;
-		uint64_t *c;
+		uint64_t *c = covers_grown(ops);
 
 		set->v[i] = old->v[i];
-		if (!filter_empty(p) || ensure_priv(ops) || !(c = calloc(w, 8)))
+		if (!c)
 			continue;
-		memcpy(c, p->covers, (p->ncovered + 63) / 64 * 8);
-		for (size_t g = im->first; g < im->first + im->nrecs; g++)
-			c[g / 64] |= 1ull << (g % 64);
-		gone[grown++] = p->covers;
-		p->covers = c;
+		gone[grown++] = ops->priv->covers;
+		ops->priv->covers = c;
 		set->v[i].covers = c;
-		p->ncovered = mcr_nrecords;
-		for (size_t r = 0; r < im->nrecs; r++)
-			im->recs[r].state += count_unit(ops, +1);
+		ops->priv->ncovered = mcr_nrecords;
 	}
 	if (!grown)
 		goto out;
@@ -1041,10 +1102,9 @@ static void cover_new_image(struct image *im)
 	set = NULL;
 	if (update_sites())
 		mcr_say(1, "a new image's sites stay off: the batch was refused");
-	mcr_synchronize_rcu();
-	free((void *)old);
+	retire((void *)old);
 	for (size_t i = 0; i < grown; i++)
-		free(gone[i]);
+		retire(gone[i]);
 out:
 	free(set);
 	free(gone);
@@ -1066,19 +1126,13 @@ static int publish(struct mcloc_ops *add, struct mcloc_ops *remove)
 		set->v[set->n++] = (struct set_ent){ add, add->func, add->priv->covers,
 						     add->flags & MCLOC_OPS_SAVE_REGS };
 	mcr_rcu_assign(mcr_cur_set, set);
-	/* An addition needs no grace period before returning: only the
-	 * old array must outlive its readers, so it waits for the next
-	 * removal's (or for a full list).  A removal must wait: after it,
-	 * no thread may be in the removed ops's callback. */
-	if (add && !remove && nretired < sizeof(retired) / sizeof(retired[0])) {
-		retired[nretired++] = old;
-		return 0;
-	}
-	mcr_synchronize_rcu();
-	free(old);
-	for (size_t i = 0; i < nretired; i++)
-		free(retired[i]);
-	nretired = 0;
+	/* An addition needs no grace period before returning (and may run
+	 * under the loader's lock, from the environment's tracer): only the
+	 * old array must outlive its readers.  A removal must wait: after
+	 * it, no thread may be in the removed ops's callback. */
+	retire(old);
+	if (remove)
+		mcr_synchronize_rcu();
 	return 0;
 }
 

@@ -114,11 +114,16 @@ long mcr_rec_before(const struct image *im, uintptr_t after)
 	return im->base + r->off + mcr_rec_len(r) == after ? (long)k - 1 : -1;
 }
 
+/* (The SIGTRAP handler asks: in a read-side section, so that an image
+ * unloaded meanwhile is freed only after it.) */
 bool mcr_is_site(uintptr_t addr)
 {
+	mcr_read_lock();
 	const struct image *im = mcr_image_of(addr);
+	bool is = im && mcr_rec_at(im, addr) >= 0;
 
-	return im && mcr_rec_at(im, addr) >= 0;
+	mcr_read_unlock();
+	return is;
 }
 
 /* ---- function names from the image's symbol table ---------------------------- */
@@ -394,8 +399,30 @@ struct find_ctx {
 	uintptr_t addr;
 	char path[4096];
 	uintptr_t bias;
+	uintptr_t lo, hi;	/* its loaded segments span these */
 	bool found;
 };
+
+/* C's path, bias and span from the object INFO describes. */
+static void object_of(struct find_ctx *c, const struct dl_phdr_info *info)
+{
+	snprintf(c->path, sizeof(c->path), "%s",
+		 info->dlpi_name && info->dlpi_name[0] ? info->dlpi_name : "/proc/self/exe");
+	c->bias = info->dlpi_addr;
+	c->lo = UINTPTR_MAX;
+	c->hi = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+
+		if (p->p_type != PT_LOAD)
+			continue;
+		if (info->dlpi_addr + p->p_vaddr < c->lo)
+			c->lo = info->dlpi_addr + p->p_vaddr;
+		if (info->dlpi_addr + p->p_vaddr + p->p_memsz > c->hi)
+			c->hi = info->dlpi_addr + p->p_vaddr + p->p_memsz;
+	}
+	c->found = true;
+}
 
 static int find_object(struct dl_phdr_info *info, size_t size, void *data)
 {
@@ -404,10 +431,7 @@ static int find_object(struct dl_phdr_info *info, size_t size, void *data)
 	(void)size;
 	if (!mcr_segment_holds(info, c->addr, c->addr + 1))
 		return 0;
-	snprintf(c->path, sizeof(c->path), "%s",
-		 info->dlpi_name && info->dlpi_name[0] ? info->dlpi_name : "/proc/self/exe");
-	c->bias = info->dlpi_addr;
-	c->found = true;
+	object_of(c, info);
 	return 1;
 }
 
@@ -435,63 +459,123 @@ bool mcr_at_entry_lookup(void)
  * its file (so a static function of an untraced library has its name,
  * where dladdr() knows exported ones only); kept for the process's life,
  * so that the names handed out stay valid.  For the control channel,
- * which names the callers of traced functions.
+ * which names the callers of traced functions, and the function tracer,
+ * which names them when it writes its lines out.  An entry is complete
+ * before the count that shows it is stored, so that mcr_symbolize_known()
+ * reads them without the lock.
  */
 #define SYM_OBJECTS 64
+struct sym_object {
+	uintptr_t bias, lo, hi;
+	char *path;
+	struct fsym *fs;	/* NULL: the file has none */
+	size_t nf;
+	char *str;
+};
 static struct {
 	pthread_mutex_t lock;
-	struct sym_object {
-		uintptr_t bias;
-		char *path;
-		struct fsym *fs;	/* NULL: the file has none */
-		size_t nf;
-		char *str;
-	} v[SYM_OBJECTS];
+	struct sym_object v[SYM_OBJECTS];
 	size_t n;
 } syms_cache = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+/* The entry of the object FC found, read now if it is new: NULL past
+ * SYM_OBJECTS of them.  Under the lock. */
+static const struct sym_object *sym_object(const struct find_ctx *fc)
+{
+	for (size_t i = 0; i < syms_cache.n; i++)
+		if (syms_cache.v[i].bias == fc->bias && !strcmp(syms_cache.v[i].path, fc->path))
+			return &syms_cache.v[i];
+	if (syms_cache.n == SYM_OBJECTS)
+		return NULL;
+	struct sym_object *o = &syms_cache.v[syms_cache.n];
+
+	o->path = strdup(fc->path);
+	if (!o->path)
+		return NULL;
+	o->bias = fc->bias;
+	o->lo = fc->lo;
+	o->hi = fc->hi;
+	o->fs = mcr_read_funcs(fc->path, fc->bias, &o->str, &o->nf);
+	__atomic_store_n(&syms_cache.n, syms_cache.n + 1, __ATOMIC_RELEASE);
+	return o;
+}
+
+/* The function of O that holds ADDR, or NULL. */
+static const char *sym_in(const struct sym_object *o, uintptr_t addr, uintptr_t *off)
+{
+	size_t lo = 0, hi = o->fs ? o->nf : 0;
+
+	while (lo < hi) {	/* the last function starting at or before ADDR */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (o->fs[mid].lo <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo || addr >= o->fs[lo - 1].hi)
+		return NULL;
+	if (off)
+		*off = addr - o->fs[lo - 1].lo;
+	return o->str + o->fs[lo - 1].name;
+}
 
 const char *mcr_symbolize(uintptr_t addr, uintptr_t *off)
 {
 	struct find_ctx fc = { .addr = addr };
 	const char *name = NULL;
-	struct sym_object *o = NULL;
 
 	dl_iterate_phdr(find_object, &fc);
 	if (!fc.found)
 		return NULL;
 	pthread_mutex_lock(&syms_cache.lock);
-	for (size_t i = 0; i < syms_cache.n && !o; i++)
-		if (syms_cache.v[i].bias == fc.bias && !strcmp(syms_cache.v[i].path, fc.path))
-			o = &syms_cache.v[i];
-	if (!o && syms_cache.n < SYM_OBJECTS) {	/* (past that many: unnamed) */
-		char *path = strdup(fc.path);
-
-		if (path) {
-			o = &syms_cache.v[syms_cache.n++];
-			o->path = path;
-			o->bias = fc.bias;
-			o->fs = mcr_read_funcs(fc.path, fc.bias, &o->str, &o->nf);
-		}
-	}
-	if (o && o->fs) {
-		size_t lo = 0, hi = o->nf;
-
-		while (lo < hi) {	/* the last function starting at or before ADDR */
-			size_t mid = lo + (hi - lo) / 2;
-
-			if (o->fs[mid].lo <= addr)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		if (lo && addr < o->fs[lo - 1].hi) {
-			name = o->str + o->fs[lo - 1].name;
-			if (off)
-				*off = addr - o->fs[lo - 1].lo;
-		}
-	}
+	const struct sym_object *o = sym_object(&fc);
+	if (o)
+		name = sym_in(o, addr, off);
 	pthread_mutex_unlock(&syms_cache.lock);
 	return name;
+}
+
+/* Newest first: an object loaded where an unloaded one was wins. */
+const char *mcr_symbolize_known(uintptr_t addr, uintptr_t *off)
+{
+	for (size_t i = __atomic_load_n(&syms_cache.n, __ATOMIC_ACQUIRE); i-- > 0;) {
+		const struct sym_object *o = &syms_cache.v[i];
+
+		if (addr >= o->lo && addr < o->hi)
+			return sym_in(o, addr, off);
+	}
+	return NULL;
+}
+
+#define READ_ALL_MAX 64
+struct all_ctx {
+	struct find_ctx v[READ_ALL_MAX];
+	size_t n;
+};
+
+static int each_object(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct all_ctx *c = data;
+
+	(void)size;
+	if (c->n < READ_ALL_MAX)
+		object_of(&c->v[c->n++], info);
+	return 0;
+}
+
+void mcr_symbolize_all(void)
+{
+	struct all_ctx *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return;
+	dl_iterate_phdr(each_object, c);
+	pthread_mutex_lock(&syms_cache.lock);
+	for (size_t i = 0; i < c->n; i++)
+		sym_object(&c->v[i]);
+	pthread_mutex_unlock(&syms_cache.lock);
+	free(c);
 }
 
 /* ---- building an image's records ------------------------------------------- */

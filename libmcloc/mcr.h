@@ -273,6 +273,12 @@ extern struct mcr_hooks mcr_hooks;
  * of its object's file (.symtab where there is one): NULL if none.  *OFF:
  * ADDR's offset in it.  Reads each object's file once. */
 const char *mcr_symbolize(uintptr_t addr, uintptr_t *off);
+/* The same from what mcr_symbolize() and mcr_symbolize_all() read already,
+ * with no lock, no allocation and no system call: what a callback, or a
+ * signal handler, may ask. */
+const char *mcr_symbolize_known(uintptr_t addr, uintptr_t *off);
+/* Read the symbols of every object loaded now (not from a callback). */
+void mcr_symbolize_all(void);
 
 /* Each record of every registered image whose function's name is known:
  * its site's address (what a callback's IP is), the name, and the

@@ -8,10 +8,17 @@
  * signal handler, where malloc() and locks are not allowed.  A thread
  * that exits gives its slot back (a pthread key's destructor) for the
  * next new thread to take.
+ *
+ * Deferred work (mcr_defer()) is for callers that must not wait: an
+ * image's constructor and destructor run under the dynamic loader's lock,
+ * which a reader may be waiting for.  They queue what they retire, and
+ * check with mcr_rcu_try_reclaim() whether a grace period is over
+ * already; any mcr_synchronize_rcu() runs what was queued before it.
  */
 #include "rcu.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <linux/membarrier.h>
 #include <pthread.h>
 #include <sched.h>
@@ -26,6 +33,15 @@ unsigned long mcr_rcu_gp = 1;
 bool mcr_rcu_fence;
 
 static struct mcr_reader *readers;	/* the list of every slot */
+/* Work for after the next grace period, pushed with compare-and-swap
+ * (from under the loader's lock too, where no grace period is waited
+ * for). */
+struct deferred {
+	struct deferred *next;
+	void (*fn)(void *);
+	void *p;
+};
+static struct deferred *deferred;
 static pthread_mutex_t gp_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_key_t exit_key;
 
@@ -138,9 +154,85 @@ static void flip_and_wait(void)
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
 
+static void push(struct deferred *d)
+{
+	d->next = __atomic_load_n(&deferred, __ATOMIC_RELAXED);
+	while (!__atomic_compare_exchange_n(&deferred, &d->next, d, true, __ATOMIC_RELEASE,
+					    __ATOMIC_RELAXED))
+		;
+}
+
+int mcr_defer(void (*fn)(void *), void *p)
+{
+	struct deferred *d = malloc(sizeof(*d));
+
+	if (!d)
+		return -ENOMEM;
+	d->fn = fn;
+	d->p = p;
+	push(d);
+	return 0;
+}
+
+static void run_deferred(struct deferred *d)
+{
+	while (d) {
+		struct deferred *next = d->next;
+
+		d->fn(d->p);
+		free(d);
+		d = next;
+	}
+}
+
+/* Back on the list: its grace period is not over. */
+static void requeue(struct deferred *d)
+{
+	while (d) {
+		struct deferred *next = d->next;
+
+		push(d);
+		d = next;
+	}
+}
+
+/* flip_and_wait() that does not wait: false if a reader is still in a
+ * section of the old phase.  Giving up half-way leaves nothing to undo:
+ * a grace period is two flips in a row, whatever phase it starts in. */
+static bool flip_and_check(void)
+{
+	__atomic_store_n(&mcr_rcu_gp, mcr_rcu_gp ^ MCR_RCU_PHASE, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	for (struct mcr_reader *r = __atomic_load_n(&readers, __ATOMIC_ACQUIRE); r; r = r->next)
+		if (in_old_phase(r))
+			return false;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	return true;
+}
+
+void mcr_rcu_try_reclaim(void)
+{
+	if (!__atomic_load_n(&deferred, __ATOMIC_ACQUIRE) || pthread_mutex_trylock(&gp_lock))
+		return;
+	/* Taken before the flips: only work queued before them is due. */
+	struct deferred *due = __atomic_exchange_n(&deferred, NULL, __ATOMIC_ACQUIRE);
+	bool over;
+
+	barrier_all();
+	over = flip_and_check() && flip_and_check();
+	barrier_all();
+	pthread_mutex_unlock(&gp_lock);
+	if (over)
+		run_deferred(due);
+	else
+		requeue(due);
+}
+
 void mcr_synchronize_rcu(void)
 {
 	pthread_mutex_lock(&gp_lock);
+	struct deferred *due = __atomic_exchange_n(&deferred, NULL, __ATOMIC_ACQUIRE);
+
 	/* Every reader's stores before this call (its counter among them)
 	 * are visible now, and none of its later loads can see anything
 	 * from before the updates that preceded it. */
@@ -151,6 +243,7 @@ void mcr_synchronize_rcu(void)
 	flip_and_wait();
 	barrier_all();
 	pthread_mutex_unlock(&gp_lock);
+	run_deferred(due);
 }
 
 void mcr_rcu_before_fork(void)

@@ -87,8 +87,22 @@ static inline void mcr_read_unlock(void)
 #define mcr_rcu_assign(p, v) __atomic_store_n(&(p), (v), __ATOMIC_RELEASE)
 
 /* Return once every section that was running when it was called has
- * ended.  Not from inside a section. */
+ * ended, having run every mcr_defer() made before it.  Not from inside a
+ * section, and never under the dynamic loader's lock (an image's
+ * constructor or destructor): a reader may be waiting for that lock. */
 void mcr_synchronize_rcu(void);
+
+/* Run FN(P) once every section running now has ended: at the end of the
+ * next grace period, whoever waits for it (mcr_synchronize_rcu(), or a
+ * mcr_rcu_try_reclaim() that finds one over).  What may run under the
+ * loader's lock retires memory this way, never waiting.  -ENOMEM: not
+ * queued (the caller leaks P rather than wait). */
+int mcr_defer(void (*fn)(void *), void *p);
+
+/* Without waiting for anything: if no section that was running when the
+ * deferred work was queued is still running, run that work; else leave
+ * it for the next grace period. */
+void mcr_rcu_try_reclaim(void);
 
 /* fork(): the caller's atfork handlers, around its own lock. */
 void mcr_rcu_before_fork(void);

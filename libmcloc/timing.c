@@ -37,6 +37,7 @@
 #include <pthread.h>
 #include <unwind.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -84,21 +85,29 @@ struct shadow {
 };
 
 static pthread_key_t shadow_key;
-static pthread_once_t shadow_once = PTHREAD_ONCE_INIT;
 static __thread struct shadow *myshadow __attribute__((tls_model("initial-exec")));
 
-static void shadow_key_make(void)
+static void shadow_gone(void *sh)
 {
-	pthread_key_create(&shadow_key, free);
+	munmap(sh, sizeof(struct shadow));
 }
 
+/* Made at start-up, not on a first call: that may be in a signal
+ * handler, where pthread_key_create's lock may be held. */
+__attribute__((constructor(101))) static void shadow_key_make(void)
+{
+	pthread_key_create(&shadow_key, shadow_gone);
+}
+
+/* A thread's first hooked call, maybe in a signal handler that
+ * interrupted malloc(): its stack from mmap() (pthread_setspecific with a
+ * key made at start-up only stores into the thread, as rcu.c relies on). */
 static __attribute__((noinline, cold)) struct shadow *new_shadow(void)
 {
-	struct shadow *sh;
+	struct shadow *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
-	pthread_once(&shadow_once, shadow_key_make);
-	sh = calloc(1, sizeof(*sh));
-	if (!sh)
+	if (sh == MAP_FAILED)
 		return NULL;
 	pthread_setspecific(shadow_key, sh);
 	myshadow = sh;

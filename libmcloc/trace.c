@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/rseq.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -116,22 +117,21 @@ static struct mcloc_ring *ring_at(const struct session *s, uint32_t i)
 }
 
 /* The thread's ring, taken on its first event of the session (the only
- * system calls a thread makes, once per session). */
+ * system calls a thread makes, once per session).  That event may be in
+ * a signal handler: atomics and system calls only (the thread's name
+ * from prctl, 16 bytes with its NUL). */
 static __attribute__((noinline, cold)) struct mcloc_ring *take_ring(const struct session *s)
 {
 	uint32_t i = __atomic_fetch_add(&s->hdr->next_ring, 1, __ATOMIC_RELAXED);
 	struct mcloc_ring *r = i < s->hdr->rings ? ring_at(s, i) : NULL;
-	char path[64];
+	char comm[16] = "";
 
 	mine = (struct my_ring){ .gen = s->gen, .r = r };
 	if (r) {
-		snprintf(path, sizeof(path), "/proc/self/task/%u/comm", my_tid());
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-		ssize_t n = fd >= 0 ? read(fd, r->comm, sizeof(r->comm) - 1) : -1;
-
-		if (fd >= 0)
-			close(fd);
-		r->comm[n > 0 ? n - (r->comm[n - 1] == '\n') : 0] = 0;
+		prctl(PR_GET_NAME, comm);
+		comm[sizeof(comm) - 1] = 0;
+		memcpy(r->comm, comm, sizeof(r->comm) < sizeof(comm) ? sizeof(r->comm) : sizeof(comm));
+		r->comm[sizeof(r->comm) - 1] = 0;
 		__atomic_store_n(&r->tid, my_tid(), __ATOMIC_RELEASE);
 	}
 	return r;

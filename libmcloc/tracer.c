@@ -21,9 +21,17 @@
  * Lines go to a buffer per thread, written out whole when it fills, when
  * the thread exits and at process exit: no lock and no system call per
  * call (the thread id is read once per thread; sched_getcpu and
- * clock_gettime read the vDSO and rseq).  A process killed by a signal
- * whose default action ends it (SIGINT, SIGTERM, SIGSEGV...) writes out
- * what it recorded first, where the program left that signal alone.
+ * clock_gettime read the vDSO and rseq).  A caller outside every traced
+ * image is named when its line is written out, not in the callback,
+ * which must not take the dynamic loader's lock (dladdr() does, and an
+ * image's constructor holds it); a line written from a callback (its
+ * buffer full) names it from the symbols read already, else by address.
+ * A callback may run in a signal handler, even a thread's first: the
+ * buffer comes from mmap(), the line is formatted by hand (fmt_*), and
+ * nothing on that path takes a lock or calls malloc.  A process killed
+ * by a signal whose default action ends it (SIGINT, SIGTERM, SIGSEGV...)
+ * writes out what it recorded first, where the program left that signal
+ * alone.
  *
  * The profile times a function by hooking its return, as the kernel's
  * function-graph tracer does (timing.c).  The time is inclusive (callees
@@ -35,9 +43,9 @@
 #include <mcloc/abi.h>
 #include "mcr.h"
 #include "timing.h"
+#include "rcu.h"
 #include "../arch/runtime.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -49,6 +57,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -58,6 +68,7 @@
 struct tbuf {
 	size_t len;
 	atomic_int busy;		/* the owner is writing; exit waits */
+	atomic_int free;		/* its thread exited: the next new one takes it */
 	struct tbuf *next;
 	long tid;
 	char comm[20];
@@ -73,9 +84,8 @@ static bool active;
 static char cur_filter[1024], cur_notrace[1024];
 static pthread_mutex_t api_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct mcloc_ops tracer_ops;
-static pthread_mutex_t tlock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_key_t tkey;
-static struct tbuf *all_bufs;
+static struct tbuf *all_bufs;	/* every buffer made, pushed with compare-and-swap */
 static __thread struct tbuf *mybuf __attribute__((tls_model("initial-exec")));
 
 /* profile: calls and time per function name */
@@ -85,8 +95,11 @@ struct hit {
 	atomic_ulong timed, ns;		/* calls timed, and their total time (in
 					 * stamp() units until written) */
 };
-static struct hit *hits;
-static size_t nhits, caphits;
+/* The counters, by name; each stays where it is for the profile's life,
+ * so that callbacks and returns add to it while a new image extends the
+ * table (HITS then NHITS are published: a signal handler reads them). */
+static struct hit **hits;
+static size_t nhits;
 /* Each site's hit, by the site's address (open addressing): one multiply
  * and, mostly, one cache line per call, where a search by name cost a
  * lookup of the site's record and a dozen string compares. */
@@ -99,10 +112,11 @@ struct site_table {
 	struct site_hit slot[];
 };
 static struct site_table *site_tab;
-/* Arrays replaced while timed calls may still return into them (and, for
- * tables, callbacks still read them): kept, never freed, so that a late
- * return adds to memory that is still there (and is ignored, its
- * generation being old). */
+/* Counters that timed calls may still return into: kept, never freed, so
+ * that a late return adds to memory that is still there (and is ignored,
+ * its generation being old).  (The tables and indexes that find them are
+ * read in read-side sections only, and freed a grace period after they
+ * are replaced: drop().) */
 static void *retired[64];
 static size_t nretired;
 static atomic_uint hits_gen;
@@ -121,48 +135,211 @@ static void write_all(const char *p, size_t n)
 	}
 }
 
-static void flush(struct tbuf *b)
+/* ---- formatting by hand: what a signal handler may do ---------------- */
+
+struct fmt {
+	char *p;
+	size_t len, cap;	/* one byte kept for a NUL */
+};
+
+static void fmt_chars(struct fmt *f, const char *s, size_t n)
 {
-	if (b->len)
-		write_all(b->data, b->len);
+	for (size_t i = 0; i < n && f->len + 1 < f->cap; i++)
+		f->p[f->len++] = s[i];
+	f->p[f->len] = 0;
+}
+
+static void fmt_pad(struct fmt *f, size_t n)
+{
+	while (n--)
+		fmt_chars(f, " ", 1);
+}
+
+/* S in WIDTH columns, right-aligned unless LEFT. */
+static void fmt_str(struct fmt *f, const char *s, size_t width, bool left)
+{
+	size_t n = strlen(s);
+
+	if (!left && n < width)
+		fmt_pad(f, width - n);
+	fmt_chars(f, s, n);
+	if (left && n < width)
+		fmt_pad(f, width - n);
+}
+
+/* V in decimal, in WIDTH columns: right-aligned, with zeros if ZERO, or
+ * left-aligned if LEFT. */
+static void fmt_num(struct fmt *f, unsigned long v, size_t width, bool zero, bool left)
+{
+	char d[24];
+	size_t n = 0;
+
+	do
+		d[sizeof(d) - ++n] = (char)('0' + v % 10);
+	while ((v /= 10) && n < sizeof(d));
+	for (; !left && n < width; width--)
+		fmt_chars(f, zero ? "0" : " ", 1);
+	fmt_chars(f, d + sizeof(d) - n, n);
+	if (left && n < width)
+		fmt_pad(f, width - n);
+}
+
+static void fmt_hex(struct fmt *f, unsigned long v)
+{
+	char d[2 + 16];
+	size_t n = 0;
+
+	do
+		d[sizeof(d) - ++n] = "0123456789abcdef"[v & 15];
+	while ((v >>= 4) && n < 16);
+	d[sizeof(d) - ++n] = 'x';
+	d[sizeof(d) - ++n] = '0';
+	fmt_chars(f, d + sizeof(d) - n, n);
+}
+
+/* A caller outside every traced image, in a buffered line: this byte,
+ * then its address in 16 hex digits, named when the line is written. */
+#define CALLER_MARK '\001'
+#define CALLER_LEN 17
+#define CALLER_NAME_MAX 400
+
+/* The address a mark at P holds. */
+static uintptr_t mark_addr(const char *p)
+{
+	uintptr_t a = 0;
+
+	for (int i = 1; i < CALLER_LEN; i++)
+		a = a << 4 | (uintptr_t)(p[i] <= '9' ? p[i] - '0' : p[i] - 'a' + 10);
+	return a;
+}
+
+/* The caller at A into F, by name where known: read now if MAY_READ
+ * (not in a callback, nor a signal handler), else only from what was
+ * read already. */
+static void put_caller(struct fmt *f, uintptr_t a, bool may_read)
+{
+	const char *name = may_read ? mcr_symbolize(a, NULL) : mcr_symbolize_known(a, NULL);
+
+	if (name)
+		fmt_chars(f, name, strnlen(name, CALLER_NAME_MAX));
+	else
+		fmt_hex(f, a);
+}
+
+/* B's lines, their callers named (put_caller()), written whole in
+ * chunks: other threads write theirs meanwhile. */
+static void flush(struct tbuf *b, bool may_read)
+{
+	char out[4096];
+	struct fmt f = { out, 0, sizeof(out) };
+	const char *p = b->data, *end = b->data + b->len;
+
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t n = nl ? (size_t)(nl + 1 - p) : (size_t)(end - p);
+		const char *m = memchr(p, CALLER_MARK, n);
+
+		if (f.len + n + CALLER_NAME_MAX + 1 >= f.cap) {
+			write_all(out, f.len);
+			f.len = 0;
+		}
+		if (m && p + n - m >= CALLER_LEN && n + CALLER_NAME_MAX + 1 < f.cap) {
+			fmt_chars(&f, p, (size_t)(m - p));
+			put_caller(&f, mark_addr(m), may_read);
+			fmt_chars(&f, m + CALLER_LEN, (size_t)(p + n - m - CALLER_LEN));
+		} else if (n + CALLER_NAME_MAX + 1 < f.cap) {
+			fmt_chars(&f, p, n);
+		} else {
+			write_all(p, n);	/* (a line longer than a chunk) */
+		}
+		p += n;
+	}
+	write_all(out, f.len);
 	b->len = 0;
 }
 
+/* A thread exits: its lines out, its buffer for the next new thread. */
 static void thread_gone(void *p)
 {
 	struct tbuf *b = p;
 
 	atomic_store(&b->busy, 1);
-	flush(b);
+	flush(b, true);
 	atomic_store(&b->busy, 0);
+	atomic_store(&b->free, 1);
 }
 
+/*
+ * The thread's buffer, on its first call: one an exited thread gave back,
+ * else a fresh mapping pushed on the list.  Only atomics and system calls
+ * (mmap, gettid, prctl): the first call may be in a signal handler, which
+ * may have interrupted malloc() or a lock holder.  (pthread_setspecific
+ * with a key made at start-up only stores into the thread, as rcu.c
+ * relies on too.)
+ */
 static struct tbuf *get_buf(void)
 {
 	struct tbuf *b = mybuf;
 
 	if (b)
 		return b;
-	b = calloc(1, sizeof(*b));
-	if (!b)
-		return NULL;
+	for (b = __atomic_load_n(&all_bufs, __ATOMIC_ACQUIRE); b; b = b->next) {
+		int was = 1;
+
+		if (atomic_load_explicit(&b->free, memory_order_relaxed) &&
+		    atomic_compare_exchange_strong(&b->free, &was, 0))
+			break;
+	}
+	if (!b) {
+		b = mmap(NULL, sizeof(*b), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			 -1, 0);
+		if (b == MAP_FAILED)
+			return NULL;
+		b->next = __atomic_load_n(&all_bufs, __ATOMIC_RELAXED);
+		while (!__atomic_compare_exchange_n(&all_bufs, &b->next, b, true,
+						    __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+			;
+	}
+	b->len = 0;
 	b->tid = (long)syscall(SYS_gettid);
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/self/task/%ld/comm", b->tid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, b->comm, sizeof(b->comm) - 1) : -1;
-	if (fd >= 0)
-		close(fd);
-	if (n > 0 && b->comm[n - 1] == '\n')
-		n--;
-	b->comm[n > 0 ? n : 0] = 0;
-	pthread_mutex_lock(&tlock);
-	b->next = all_bufs;
-	all_bufs = b;
-	pthread_mutex_unlock(&tlock);
+	memset(b->comm, 0, sizeof(b->comm));
+	prctl(PR_GET_NAME, b->comm);	/* (this thread's name: 16 bytes) */
 	pthread_setspecific(tkey, b);
 	mybuf = b;
 	return b;
+}
+
+/* The line of a call into B: ftrace's "%16s-%-7ld [%03d] %5ld.%06ld: %s <-%s". */
+static void put_line(struct tbuf *b, const struct timespec *ts, const char *fn, const char *pn,
+		     uintptr_t parent)
+{
+	struct fmt f = { b->data + b->len, 0, TBUF_SIZE - b->len };
+	int cpu = sched_getcpu();
+
+	fmt_str(&f, b->comm, 16, false);
+	fmt_chars(&f, "-", 1);
+	fmt_num(&f, (unsigned long)b->tid, 7, false, true);
+	fmt_chars(&f, " [", 2);
+	fmt_num(&f, cpu > 0 ? (unsigned long)cpu : 0, 3, true, false);
+	fmt_chars(&f, "] ", 2);
+	fmt_num(&f, (unsigned long)ts->tv_sec, 5, false, false);
+	fmt_chars(&f, ".", 1);
+	fmt_num(&f, (unsigned long)ts->tv_nsec / 1000, 6, true, false);
+	fmt_chars(&f, ": ", 2);
+	fmt_str(&f, fn ? fn : "?", 0, false);
+	fmt_chars(&f, " <-", 3);
+	if (pn) {
+		fmt_str(&f, pn, 0, false);
+	} else {
+		char mark[CALLER_LEN];
+
+		mark[0] = CALLER_MARK;
+		for (int i = 1; i < CALLER_LEN; i++)
+			mark[i] = "0123456789abcdef"[(uint64_t)parent >> (4 * (CALLER_LEN - 1 - i)) & 15];
+		fmt_chars(&f, mark, CALLER_LEN);
+	}
+	fmt_chars(&f, "\n", 1);
+	b->len += f.len;
 }
 
 static void function_cb(uintptr_t ip, uintptr_t parent, struct mcloc_ops *ops,
@@ -170,8 +347,8 @@ static void function_cb(uintptr_t ip, uintptr_t parent, struct mcloc_ops *ops,
 {
 	struct tbuf *b = get_buf();
 	struct timespec ts;
+	/* (Lookups without a lock: the traced images' own symbols.) */
 	const char *fn = mcloc_site_name(ip), *pn = mcloc_addr_name(parent, NULL);
-	char pbuf[24];
 
 	(void)ops;
 	(void)regs;
@@ -179,30 +356,10 @@ static void function_cb(uintptr_t ip, uintptr_t parent, struct mcloc_ops *ops,
 		return;
 	atomic_store(&b->busy, 1);
 	if (b->len > TBUF_SIZE - 512)
-		flush(b);
+		flush(b, false);
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	if (!pn) {
-		Dl_info di;
-
-		if (dladdr((void *)parent, &di) && di.dli_sname)
-			pn = di.dli_sname;	/* outside every traced image */
-		else {
-			snprintf(pbuf, sizeof(pbuf), "%#lx", (unsigned long)parent);
-			pn = pbuf;
-		}
-	}
-	int n = snprintf(b->data + b->len, TBUF_SIZE - b->len,
-			 "%16s-%-7ld [%03d] %5ld.%06ld: %s <-%s\n", b->comm,
-			 b->tid, sched_getcpu(), (long)ts.tv_sec,
-			 ts.tv_nsec / 1000, fn ? fn : "?", pn);
-	if (n > 0)
-		b->len += (size_t)n < TBUF_SIZE - b->len ? (size_t)n : TBUF_SIZE - b->len - 1;
+	put_line(b, &ts, fn, pn, parent);
 	atomic_store(&b->busy, 0);
-}
-
-static int cmp_name(const void *a, const void *b)
-{
-	return strcmp(((const struct hit *)a)->name, ((const struct hit *)b)->name);
 }
 
 static size_t site_hash(uintptr_t site, size_t mask)
@@ -337,10 +494,10 @@ static void write_profile(void)
 	if (!v)
 		return;
 	for (size_t i = 0; i < nhits; i++) {
-		v[i].name = hits[i].name;
-		atomic_init(&v[i].n, atomic_load(&hits[i].n));
-		atomic_init(&v[i].timed, atomic_load(&hits[i].timed));
-		atomic_init(&v[i].ns, to_ns(atomic_load(&hits[i].ns), r));
+		v[i].name = hits[i]->name;
+		atomic_init(&v[i].n, atomic_load(&hits[i]->n));
+		atomic_init(&v[i].timed, atomic_load(&hits[i]->timed));
+		atomic_init(&v[i].ns, to_ns(atomic_load(&hits[i]->ns), r));
 	}
 	qsort(v, nhits, sizeof(*v), cmp_hits);
 	int n = snprintf(line, sizeof(line), "%-40s %12s %14s %12s\n", "Function", "Hit",
@@ -366,9 +523,18 @@ static void write_profile(void)
 
 static void retire(void *p)
 {
-	/* (Past that many image loads, the oldest arrays leak.) */
+	/* (Past that many profiles or loads with new names, they leak.) */
 	if (p && nretired < sizeof(retired) / sizeof(retired[0]))
 		retired[nretired++] = p;
+}
+
+/* P, a table or index that callbacks or the fatal signal's flush may be
+ * reading, freed once none can be (leaked if that cannot be queued: this
+ * may run under the loader's lock, which must not wait). */
+static void drop(void *p)
+{
+	if (p && mcr_defer(free, p))
+		mcr_say(1, "a profile's table is leaked: no memory to retire it");
 }
 
 /* Set once the output is written: a fatal signal during exit, or exit
@@ -404,23 +570,21 @@ static void finish(void)
 	if (atomic_exchange(&written, true))
 		return;
 	if (kind == FUNCTION) {
-		pthread_mutex_lock(&tlock);
-		for (struct tbuf *b = all_bufs; b; b = b->next) {
+		for (struct tbuf *b = __atomic_load_n(&all_bufs, __ATOMIC_ACQUIRE); b; b = b->next) {
 			while (atomic_load(&b->busy))
 				sched_yield();
-			flush(b);
+			flush(b, true);
 		}
-		pthread_mutex_unlock(&tlock);
 	} else if (kind == PROFILE) {
 		write_profile();
 		/* A later start counts afresh; returns still in flight add to
-		 * the retired array, if anything (its generation is old). */
+		 * the retired counters, if anything (their generation is old). */
 		atomic_fetch_add(&hits_gen, 1);
-		retire(hits);
-		retire(site_tab);
+		__atomic_store_n(&nhits, 0, __ATOMIC_RELEASE);
+		drop(hits);
+		drop(site_tab);
 		__atomic_store_n(&site_tab, NULL, __ATOMIC_RELEASE);
 		hits = NULL;
-		nhits = caphits = 0;
 	}
 }
 
@@ -443,41 +607,69 @@ static void at_exit(void)
 static const int fatal_signals[] = { SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2,
 				     SIGPIPE, SIGALRM, SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT };
 
+/* One profile line of H as the fatal signal's flush writes it: unsorted,
+ * in microseconds to the nanosecond, by hand (fmt_*). */
+static void write_fatal_hit(const struct hit *h, struct rate rt)
+{
+	char line[256];
+	struct fmt f = { line, 0, sizeof(line) };
+	unsigned long c = atomic_load(&h->n), t = atomic_load(&h->timed);
+	unsigned long ns = to_ns(atomic_load(&h->ns), rt);
+
+	if (!c)
+		return;
+	fmt_str(&f, h->name, 40, true);
+	fmt_chars(&f, " ", 1);
+	fmt_num(&f, c, 12, false, false);
+	fmt_chars(&f, " ", 1);
+	if (t) {
+		fmt_num(&f, ns / 1000000, 10, false, false);
+		fmt_chars(&f, ".", 1);
+		fmt_num(&f, ns / 1000 % 1000, 3, true, false);
+		fmt_chars(&f, " ", 1);
+		fmt_num(&f, ns / t / 1000, 8, false, false);
+		fmt_chars(&f, ".", 1);
+		fmt_num(&f, ns / t % 1000, 3, true, false);
+	} else {
+		fmt_str(&f, "-", 14, false);
+		fmt_chars(&f, " ", 1);
+		fmt_str(&f, "-", 12, false);
+	}
+	fmt_chars(&f, "\n", 1);
+	write_all(line, f.len);
+}
+
 static void on_fatal_signal(int sig)
 {
 	int saved = errno;
 
 	if (!atomic_exchange(&written, true)) {
-		char line[256];
-		int n;
+		mcr_read_lock();	/* (the index stays while it is read) */
+		size_t n = __atomic_load_n(&nhits, __ATOMIC_ACQUIRE);
+		struct hit **v = hits;
 
 		if (kind == FUNCTION) {
-			for (struct tbuf *b = all_bufs; b; b = b->next)
-				flush(b);
-		} else if (kind == PROFILE && hits) {
+			for (struct tbuf *b = __atomic_load_n(&all_bufs, __ATOMIC_ACQUIRE); b;
+			     b = b->next)
+				flush(b, false);
+		} else if (kind == PROFILE && v) {
 			struct rate rt = stamp_rate();
+			char line[256];
+			struct fmt f = { line, 0, sizeof(line) };
 
-			n = snprintf(line, sizeof(line), "# killed by signal %d: unsorted\n%-40s "
-				     "%12s %14s %12s\n", sig, "Function", "Hit", "Time (us)",
-				     "Avg (us)");
-			write_all(line, (size_t)n);
-			for (size_t i = 0; i < nhits; i++) {
-				unsigned long c = atomic_load(&hits[i].n);
-				unsigned long t = atomic_load(&hits[i].timed);
-				unsigned long ns = to_ns(atomic_load(&hits[i].ns), rt);
-
-				if (!c)
-					continue;
-				if (t)
-					n = snprintf(line, sizeof(line), "%-40s %12lu %10lu.%03lu "
-						     "%8lu.%03lu\n", hits[i].name, c, ns / 1000000,
-						     ns / 1000 % 1000, ns / t / 1000, ns / t % 1000);
-				else
-					n = snprintf(line, sizeof(line), "%-40s %12lu %14s %12s\n",
-						     hits[i].name, c, "-", "-");
-				write_all(line, (size_t)n);
-			}
+			fmt_str(&f, "# killed by signal ", 0, false);
+			fmt_num(&f, (unsigned long)sig, 0, false, false);
+			fmt_str(&f, ": unsorted\n", 0, false);
+			fmt_str(&f, "Function", 40, true);
+			fmt_str(&f, "Hit", 13, false);
+			fmt_str(&f, "Time (us)", 15, false);
+			fmt_str(&f, "Avg (us)", 13, false);
+			fmt_chars(&f, "\n", 1);
+			write_all(line, f.len);
+			for (size_t i = 0; i < n; i++)
+				write_fatal_hit(v[i], rt);
 		}
+		mcr_read_unlock();
 	}
 	/* Die of it as the program would have. */
 	signal(sig, SIG_DFL);
@@ -512,89 +704,128 @@ static void forked_child(void)
 	if (mybuf && key_made)
 		pthread_setspecific(tkey, NULL);
 	mybuf = NULL;
-	pthread_mutex_init(&tlock, NULL);
 	pthread_mutex_init(&api_lock, NULL);
 }
 
 /* ---- the profile's counters ------------------------------------------- */
 
-static void add_name(uintptr_t site, const char *name, uint32_t state, void *arg)
-{
-	(void)site;
-	(void)state;
-	(void)arg;
-	if (nhits == caphits) {
-		size_t cap = caphits ? 2 * caphits : 1024;
-		struct hit *n = realloc(hits, cap * sizeof(*n));
+/* Every named site, as mcr_each_site_name() gives them. */
+struct named {
+	struct named_site {
+		uintptr_t site;
+		const char *name;
+	} *v;
+	size_t n, cap;
+};
 
-		if (!n)
-			return;
-		hits = n;
-		caphits = cap;
-	}
-	hits[nhits].name = name;
-	atomic_init(&hits[nhits].n, 0);
-	atomic_init(&hits[nhits].timed, 0);
-	atomic_init(&hits[nhits].ns, 0);
-	nhits++;
-}
-
-static void add_site(uintptr_t site, const char *name, uint32_t state, void *arg)
+static void add_named(uintptr_t site, const char *name, uint32_t state, void *arg)
 {
-	struct site_table *t = arg;
-	struct hit key = { .name = name };
-	struct hit *h = bsearch(&key, hits, nhits, sizeof(*hits), cmp_name);
+	struct named *ns = arg;
 
 	(void)state;
-	if (!h)
-		return;
-	for (size_t i = site_hash(site, t->mask);; i = (i + 1) & t->mask)
-		if (!t->slot[i].site || t->slot[i].site == site) {
-			t->slot[i] = (struct site_hit){ site, h };
+	if (ns->n == ns->cap) {
+		size_t cap = ns->cap ? 2 * ns->cap : 1024;
+		struct named_site *v = realloc(ns->v, cap * sizeof(*v));
+
+		if (!v)
 			return;
-		}
+		ns->v = v;
+		ns->cap = cap;
+	}
+	ns->v[ns->n++] = (struct named_site){ site, name };
 }
 
-/* The profile's counters, one per traced function name, keeping what was
- * counted before (a new image was loaded: the ops is unregistered, so no
- * callback runs meanwhile), and the table of sites that finds them. */
-static void build_hits(void)
+static int cmp_named(const void *a, const void *b)
 {
-	struct hit *old = hits;
-	size_t nold = nhits;
+	return strcmp(((const struct named_site *)a)->name, ((const struct named_site *)b)->name);
+}
 
-	atomic_fetch_add(&hits_gen, 1);	/* calls timed from now on: the new array */
+/* The counter named NAME in V (N of them, by name), or NULL. */
+static struct hit *hit_named(struct hit **v, size_t n, const char *name)
+{
+	size_t lo = 0, hi = n;
 
-	hits = NULL;
-	nhits = caphits = 0;
-	mcr_each_site_name(add_name, NULL);
-	size_t nsites = nhits;
-	qsort(hits, nhits, sizeof(*hits), cmp_name);
-	size_t u = 0;
-	for (size_t i = 0; i < nhits; i++)
-		if (!u || strcmp(hits[i].name, hits[u - 1].name))
-			hits[u++] = hits[i];
-	nhits = u;
-	for (size_t i = 0; i < nold; i++) {
-		struct hit *h = bsearch(&old[i], hits, nhits, sizeof(*hits), cmp_name);
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(v[mid]->name, name);
 
-		if (h) {
-			atomic_store(&h->n, atomic_load(&old[i].n));
-			atomic_store(&h->timed, atomic_load(&old[i].timed));
-			atomic_store(&h->ns, atomic_load(&old[i].ns));
-		}
+		if (!c)
+			return v[mid];
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
-	retire(old);	/* see retired */
+	return NULL;
+}
 
+/* The table that finds each site's counter, from NS. */
+static struct site_table *site_table(const struct named *ns, struct hit **v, size_t n)
+{
 	size_t cap = 16;
-	while (cap < 2 * nsites)
+
+	while (cap < 2 * ns->n)
 		cap *= 2;
 	struct site_table *t = calloc(1, sizeof(*t) + cap * sizeof(t->slot[0]));
-	if (t) {
-		t->mask = cap - 1;
-		mcr_each_site_name(add_site, t);
+	if (!t)
+		return NULL;
+	t->mask = cap - 1;
+	for (size_t k = 0; k < ns->n; k++) {
+		struct hit *h = hit_named(v, n, ns->v[k].name);
+		size_t i = site_hash(ns->v[k].site, t->mask);
+
+		while (t->slot[i].site && t->slot[i].site != ns->v[k].site)
+			i = (i + 1) & t->mask;
+		t->slot[i] = (struct site_hit){ ns->v[k].site, h };
 	}
-	retire(site_tab);
+	return t;
+}
+
+/*
+ * The profile's counters, one per traced function name, and the table of
+ * sites that finds them.  A counter that exists already stays where it
+ * is: a new image extends the profile while its callbacks run (under the
+ * loader's lock, where the ops cannot leave for a grace period), so the
+ * old table and index are retired, never the counters.
+ */
+static void build_hits(void)
+{
+	struct named ns = { 0 };
+
+	mcr_each_site_name(add_named, &ns);
+	if (ns.n)
+		qsort(ns.v, ns.n, sizeof(*ns.v), cmp_named);
+	struct hit **v = malloc((ns.n + 1) * sizeof(*v));
+	struct hit *fresh = calloc(ns.n + 1, sizeof(*fresh));
+	size_t n = 0, nfresh = 0;
+
+	if (!v || !fresh) {
+		free(v);
+		free(fresh);
+		free(ns.v);
+		return;
+	}
+	for (size_t k = 0; k < ns.n; k++) {
+		if (n && !strcmp(v[n - 1]->name, ns.v[k].name))
+			continue;
+		struct hit *h = hit_named(hits, nhits, ns.v[k].name);
+
+		if (!h) {
+			h = &fresh[nfresh++];
+			h->name = ns.v[k].name;
+		}
+		v[n++] = h;
+	}
+	struct site_table *t = site_table(&ns, v, n);
+
+	free(ns.v);
+	retire(nfresh ? fresh : NULL);	/* see retired (and the counters' life) */
+	if (!nfresh)
+		free(fresh);
+	drop(hits);
+	__atomic_store_n(&hits, v, __ATOMIC_RELEASE);
+	__atomic_store_n(&nhits, n, __ATOMIC_RELEASE);
+	drop(site_tab);
 	__atomic_store_n(&site_tab, t, __ATOMIC_RELEASE);
 }
 
@@ -644,6 +875,28 @@ static int arm(void)
 	return ret;
 }
 
+/*
+ * A new image was published, its sites not yet covered (core.c covers
+ * them after this, for every registered ops): the running tracer's
+ * patterns are applied to its functions too, and the profile gets their
+ * counters.  This runs under the dynamic loader's lock, while callbacks
+ * run: nothing here waits for them.  A tracer not registered yet (its
+ * filter matched nothing before) registers, which does not wait either.
+ */
+static void extend(void)
+{
+	if (!started) {
+		arm();
+		return;
+	}
+	if (cur_filter[0])
+		add_patterns(&tracer_ops, cur_filter, mcloc_set_filter, &patterns_matched);
+	if (cur_notrace[0])
+		add_patterns(&tracer_ops, cur_notrace, mcloc_set_notrace, NULL);
+	if (kind == PROFILE)
+		build_hits();
+}
+
 static bool at_exit_set;
 
 int mcloc_tracer_start(const char *which, const char *filter, const char *notrace, int fd)
@@ -688,6 +941,8 @@ int mcloc_tracer_start(const char *which, const char *filter, const char *notrac
 	atomic_store(&written, false);
 	if (kind == PROFILE)
 		stamp_start();	/* (and mcr_stamp() decides its clock) */
+	else
+		mcr_symbolize_all();	/* (what names callers from a full buffer) */
 	write_header();
 	ret = arm();
 	active = ret == 0;
@@ -785,7 +1040,7 @@ static void env_tracer_kick(void)
 	if (pthread_mutex_trylock(&api_lock))
 		return;
 	if (from_env && active)
-		arm();
+		extend();
 	pthread_mutex_unlock(&api_lock);
 }
 

@@ -499,3 +499,32 @@ EOF
 	assert_success
 	assert_output --regexp '^PID +COMMAND'
 }
+
+@test "at exit the trace's session is freed by the control thread, which alone ticks it" {
+	need strace
+	traced_c exitctl "$RT/exitctl.c"
+	# (LeakSanitizer cannot run under ptrace.)
+	env MCLOC_CONTROL=1 ASAN_OPTIONS=detect_leaks=0 strace -ff -o "$T/st" \
+		-e trace=mmap,munmap,poll,ppoll "$T/exitctl" "$T/go" >"$T/served.out" 2>"$T/served.err" &
+	SP=$!
+	for _ in $(seq 200); do
+		PID=$(awk '$1 == "running" { print $2 }' "$T/served.out")
+		[ -n "$PID" ] && [ -S "$XDG_RUNTIME_DIR/mcloc/$PID" ] && break
+		sleep 0.05
+	done
+	trace_start function
+	touch "$T/go"
+	wait "$SP"
+	PID=
+	wait "$TP"
+	grep -q ': tick_work <-' "$T/trace.out"
+	# The rings' mapping, and the threads that unmapped it and that
+	# polled (the control thread): one and the same.
+	ring=$(grep -l 'MAP_SHARED|MAP_POPULATE' "$T"/st.* | head -1)
+	addr=$(sed -n 's/.*MAP_SHARED|MAP_POPULATE.* = \(0x[0-9a-f]*\)$/\1/p' "$ring" | head -1)
+	[ -n "$addr" ]
+	unmapper=$(grep -l "^munmap($addr," "$T"/st.*)
+	pollers=$(grep -lE '^p?poll\(' "$T"/st.*)
+	echo "unmapped by $unmapper; polled by $pollers"
+	[ -n "$unmapper" ] && [ "$unmapper" = "$pollers" ]
+}

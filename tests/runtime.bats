@@ -390,6 +390,68 @@ sum=143 max=55 mean=14.30"
 	assert_line "PASSED"
 }
 
+# Plugins: an image's constructor and destructor run under the dynamic
+# loader's lock while other threads' callbacks run.  Neither may wait for
+# the other (a hang is a failure through timeout): the callers lie in an
+# untraced program, so the function tracer must name them without the
+# loader's lock, when it writes its lines out.
+@test "threads run traced code while plugins load and unload 200 times, under every tracer" {
+	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
+	local san=() MCLOC=${MCLOC_CMD:-$LIBDIR/mcloc}
+	[ -z "${MCLOC_SANITIZED:-}" ] || san=(-fsanitize=address,undefined)
+	build_shlib
+	cp "$T/libtraced.so" "$T/libplugin.so"
+	cc -O2 "${san[@]}" "$RT/dlplugins.c" -o "$T/dlplugins" -L"$T" -ltraced \
+		-Wl,--no-as-needed -L"$LIBDIR" -lmcloc -lpthread -ldl
+	for t in function profile; do
+		run env LD_LIBRARY_PATH="$T:$LIBDIR" MCLOC_TRACER=$t MCLOC_OUTPUT="$T/$t" \
+			timeout 120 "$T/dlplugins" "$T/libplugin.so"
+		echo "$t: $output"
+		assert_success
+		assert_line --regexp '^200 cycles, [0-9]+, PASSED$'
+	done
+	# Every call of the plugin, its caller named from the program's own
+	# symbols (main and the static caller are not exported).
+	[ "$(grep -c ': lib_c <-main$' "$T/function")" -eq 200 ]
+	grep -q ': lib_d <-caller$' "$T/function"
+	! grep -q ': lib_d <-0x' "$T/function"
+	grep -Eq '^lib_c +200 ' "$T/profile"
+	export XDG_RUNTIME_DIR=$T/run
+	mkdir -m 700 "$XDG_RUNTIME_DIR"
+	# (The graph is long: to a file, which the program's own output
+	# shares, so its line may land inside one of mcloc's.)
+	run env LD_LIBRARY_PATH="$T:$LIBDIR" ASAN_OPTIONS=detect_leaks=0 timeout 300 \
+		bash -c '"$0" run function_graph -- "$1" "$2" > "$3"' \
+		"$MCLOC" "$T/dlplugins" "$T/libplugin.so" "$T/graph"
+	echo "function_graph: $output"
+	assert_success
+	grep -Eq '200 cycles, [0-9]+, PASSED' "$T/graph"
+	# (The plugin's own calls may print as addresses: mcloc asks their
+	# names after the plugin is gone.)
+	grep -Eq '\|  +lib_a\(\);' "$T/graph"
+}
+
+# A thread's first traced call in a signal handler that interrupted
+# malloc(): the program's own malloc stands in for libc's and fails at
+# once when entered again on the same thread, as a handler that allocates
+# would deadlock on malloc's lock.
+@test "a thread's first traced call, in a signal handler inside malloc, allocates nothing" {
+	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
+	[ -z "${MCLOC_SANITIZED:-}" ] || skip "ASan's allocator would stand in for the program's"
+	build_shlib
+	cc -O2 "$RT/sigfirst.c" -o "$T/sigfirst" -L"$T" -ltraced \
+		-Wl,--no-as-needed -L"$LIBDIR" -lmcloc -lpthread
+	for t in function profile; do
+		run env LD_LIBRARY_PATH="$T:$LIBDIR" MCLOC_TRACER=$t MCLOC_OUTPUT="$T/$t" \
+			timeout 60 "$T/sigfirst"
+		echo "$t: $output"
+		assert_success
+		assert_output PASSED
+	done
+	grep -q ': lib_a <-on_usr1$' "$T/function"
+	grep -Eq '^lib_a +1 ' "$T/profile"
+}
+
 @test "text the kernel will not make writable (W^X policy): patched through /proc/self/mem" {
 	build_traced wxdeny 500
 	run env LD_LIBRARY_PATH="$LIBDIR" timeout 120 "$T/wxdeny"
