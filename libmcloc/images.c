@@ -494,6 +494,12 @@ const char *mcr_symbolize(uintptr_t addr, uintptr_t *off)
 	return name;
 }
 
+/* fork() (fork.c): the cache is whole in the child, and its lock free. */
+void mcr_symbolize_fork(enum mcr_fork stage)
+{
+	mcr_fork_lock(&syms_cache.lock, stage);
+}
+
 /* ---- building an image's records ------------------------------------------- */
 
 /* The entries of both tables of DESC, in one array (the caller frees). */

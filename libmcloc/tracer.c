@@ -49,6 +49,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -71,6 +72,10 @@ static bool started, key_made;
  * (it is not while its filter matches nothing loaded yet). */
 static bool active;
 static char cur_filter[1024], cur_notrace[1024];
+/* MCLOC_OUTPUT as given (empty: none), whether it had a %p, and the path
+ * it named: what a fork()ed child derives its own from. */
+static char out_name[1024], out_path[4096];
+static bool out_per_pid;
 static pthread_mutex_t api_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct mcloc_ops tracer_ops;
 static pthread_mutex_t tlock = PTHREAD_MUTEX_INITIALIZER;
@@ -502,20 +507,6 @@ static void catch_fatal_signals(void)
 	}
 }
 
-/* A child of fork() has its own thread ids, and the buffered lines it
- * inherited are its parent's to write. */
-static void forked_child(void)
-{
-	for (struct tbuf *b = all_bufs; b; b = b->next)
-		b->len = 0;
-	all_bufs = NULL;
-	if (mybuf && key_made)
-		pthread_setspecific(tkey, NULL);
-	mybuf = NULL;
-	pthread_mutex_init(&tlock, NULL);
-	pthread_mutex_init(&api_lock, NULL);
-}
-
 /* ---- the profile's counters ------------------------------------------- */
 
 static void add_name(uintptr_t site, const char *name, uint32_t state, void *arg)
@@ -680,7 +671,6 @@ int mcloc_tracer_start(const char *which, const char *filter, const char *notrac
 	}
 	if (!at_exit_set) {
 		atexit(at_exit);
-		pthread_atfork(NULL, NULL, forked_child);
 		at_exit_set = true;
 	}
 	patterns_matched = 0;
@@ -711,10 +701,12 @@ void mcloc_tracer_stop(void)
 }
 
 /* MCLOC_OUTPUT with each %p made the pid (%% a %): PATH, or NULL when
- * it does not fit. */
-static char *output_path(const char *o, char *path, size_t len)
+ * it does not fit.  *PER_PID: whether it had a %p. */
+static char *output_path(const char *o, char *path, size_t len, bool *per_pid)
 {
 	size_t n = 0;
+
+	*per_pid = false;
 
 	for (; *o; o++) {
 		char num[24];
@@ -722,6 +714,7 @@ static char *output_path(const char *o, char *path, size_t len)
 
 		if (o[0] == '%' && o[1] == 'p') {
 			snprintf(num, sizeof(num), "%ld", (long)getpid());
+			*per_pid = true;
 			o++;
 		} else if (o[0] == '%' && o[1] == '%') {
 			num[0] = '%', num[1] = 0;
@@ -737,6 +730,90 @@ static char *output_path(const char *o, char *path, size_t len)
 	}
 	path[n] = 0;
 	return path;
+}
+
+static int open_output(const char *path)
+{
+	return open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+}
+
+/*
+ * A fork()ed child's output, which must be its own: where MCLOC_OUTPUT has
+ * a %p, the file it names for the child's pid; else, where it names a
+ * regular file (not a device, a pipe or a link), that name and ".PID", as
+ * strace -ff names each process's file.  Otherwise (standard error, a
+ * device, the descriptor mcloc_tracer_start() was given) the parent's,
+ * shared.  Either way the child's output starts with its own header, as
+ * any process's does.
+ */
+static int child_path(char *path, size_t len)
+{
+	struct stat named, opened;
+	bool per_pid;
+
+	if (out_per_pid)
+		return output_path(out_name, path, len, &per_pid) ? 0 : -ENAMETOOLONG;
+	if (!out_name[0] || lstat(out_path, &named) || !S_ISREG(named.st_mode) ||
+	    fstat(out_fd, &opened) || named.st_ino != opened.st_ino ||
+	    named.st_dev != opened.st_dev)
+		return -ENOENT;		/* (shared) */
+	return snprintf(path, len, "%s.%ld", out_path, (long)getpid()) < (int)len ? 0
+										   : -ENAMETOOLONG;
+}
+
+static void child_output(void)
+{
+	char path[sizeof(out_path) + 24];
+	int ret = child_path(path, sizeof(path)), fd = ret ? -1 : open_output(path);
+
+	if (fd >= 0) {
+		close(out_fd);
+		out_fd = fd;
+	} else if (ret != -ENOENT) {
+		mcr_warn("MCLOC_OUTPUT: %.256s: %s; pid %ld writes to its parent's output",
+			 ret ? out_name : path, strerror(ret ? -ret : errno), (long)getpid());
+	}
+	write_header();
+}
+
+/*
+ * fork() (fork.c), api_lock's part: a tracer that runs goes on in the
+ * child (its ops stays registered), into the child's own output
+ * (child_output()), counting from zero: what the parent counted is the
+ * parent's to write.  A call timed across the fork is the parent's too:
+ * the new generation drops its return.
+ */
+void mcr_tracer_fork(enum mcr_fork stage)
+{
+	if (stage == MCR_FORK_CHILD && active) {
+		atomic_store(&written, false);
+		if (kind == PROFILE && hits) {
+			atomic_fetch_add(&hits_gen, 1);
+			for (size_t i = 0; i < nhits; i++) {
+				atomic_store(&hits[i].n, 0);
+				atomic_store(&hits[i].timed, 0);
+				atomic_store(&hits[i].ns, 0);
+			}
+			stamp_start();
+		}
+		child_output();
+	}
+	mcr_fork_lock(&api_lock, stage);
+}
+
+/* fork() (fork.c), tlock's part: the child's one thread has an id of its
+ * own, and the buffered lines it inherited are its parent's to write. */
+void mcr_tracer_bufs_fork(enum mcr_fork stage)
+{
+	if (stage == MCR_FORK_CHILD) {
+		for (struct tbuf *b = all_bufs; b; b = b->next)
+			b->len = 0;
+		all_bufs = NULL;
+		if (mybuf && key_made)
+			pthread_setspecific(tkey, NULL);
+		mybuf = NULL;
+	}
+	mcr_fork_lock(&tlock, stage);
 }
 
 /* Start (or extend to a newly loaded image) the tracer MCLOC_TRACER asks
@@ -760,15 +837,18 @@ static void env_tracer_kick(void)
 		}
 		int fd = 2;
 		if (o && *o) {
-			if (!output_path(o, path, sizeof(path))) {
+			if (strlen(o) >= sizeof(out_name) ||
+			    !output_path(o, path, sizeof(path), &out_per_pid)) {
 				mcr_warn("MCLOC_OUTPUT: too long; not tracing");
 				return;
 			}
-			fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+			fd = open_output(path);
 			if (fd < 0) {
 				mcr_warn("MCLOC_OUTPUT=%.256s: %s; not tracing", path, strerror(errno));
 				return;
 			}
+			memcpy(out_name, o, strlen(o) + 1);
+			memcpy(out_path, path, strlen(path) + 1);
 		}
 		from_env = true;
 		int ret = mcloc_tracer_start(t, secure_getenv("MCLOC_FILTER"),

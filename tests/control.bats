@@ -435,7 +435,8 @@ EOF
 	run "$MCLOC" list
 	assert_line --regexp "^$CPID +forked +[0-9]+ +[0-9]+ +1 +nop\$"
 	run "$MCLOC" enabled "$CPID"
-	assert_output --regexp "^own_fn \\(1\\)( D)?	0x[0-9a-f]+ enabled\$"
+	assert_line --regexp "^own_fn \\(1\\)( D)?	0x[0-9a-f]+ enabled\$"
+	[ "$(echo "$output" | grep -c ' enabled$')" -eq 1 ]
 	# The session's sites, read back from the child's memory: none calls.
 	run $PY "$SRC/tests/lib/site-bytes.py" "$CPID" $sites
 	assert_success
