@@ -11,7 +11,8 @@
  *   MCLOC_NOTRACE=globs    what not to trace; wins over the filter
  *   MCLOC_OUTPUT=path      where (default: standard error); %p in it is
  *                          the process's pid, so that each process of a
- *                          pipeline keeps its own
+ *                          pipeline keeps its own (a forked child's:
+ *                          child_output())
  *
  * A value that cannot work (an unknown tracer, an output that cannot be
  * opened, a filter pattern that never matched a traced function) gets one

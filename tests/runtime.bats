@@ -118,6 +118,31 @@ build_rt() {
 	assert_output --regexp '^forks [0-9]+, hung 0$'
 }
 
+# Every lock of the runtime is taken around fork(): children forked while
+# other threads hold each of them (tests/fixtures/runtime/forkstorm.c), and
+# while mcloc traces the program over and over, go through each one
+# themselves and exit.
+@test "fork storm: children forked while threads register ops, redirect, trace, load images and mcloc traces; none hangs" {
+	build_shlib
+	build_traced forkstorm 200
+	local threads=1 control=(MCLOC_CONTROL=1)
+	# (Under ASan no thread in the children: see forkreg.)
+	[ -z "${MCLOC_SANITIZED:-}" ] || { threads=0; control=(); }
+	export XDG_RUNTIME_DIR=$T/run
+	mkdir -m 700 "$XDG_RUNTIME_DIR"
+	env LD_LIBRARY_PATH="$LIBDIR" "${control[@]}" timeout -s KILL 600 \
+		"$T/forkstorm" "$T/libtraced.so" 200 $threads >"$T/out" 2>"$T/err" &
+	local pid=$!
+	while [ ${#control[@]} -gt 0 ] && kill -0 $pid 2>/dev/null; do
+		"${MCLOC_CMD:-$LIBDIR/mcloc}" trace $pid function --filter 'fn3*' --duration 0.2 \
+			>/dev/null 2>&1 || sleep 0.05
+	done
+	wait $pid || true
+	cat "$T/out" "$T/err"
+	run cat "$T/out"
+	assert_output "forks 200, hung 0, failed 0"
+}
+
 @test "MCLOC_TRACER=function and =profile: ftrace's line format, filters, output file" {
 	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
 	demo_objs "$T/o" record
