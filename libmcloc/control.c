@@ -734,7 +734,8 @@ static void forget_server(void)
  */
 void mcr_control_fork(enum mcr_fork stage)
 {
-	bool served = ctl.running;
+	bool served;
+	int ret;
 
 	switch (stage) {
 	case MCR_FORK_PREPARE:
@@ -746,12 +747,13 @@ void mcr_control_fork(enum mcr_fork stage)
 		pthread_mutex_unlock(&ctl.lock);
 		return;
 	case MCR_FORK_CHILD:
+		served = ctl.running;
 		forget_server();
 		first.waiting = false;
 		pthread_cond_init(&first.traced_cond, NULL);
 		pthread_mutex_unlock(&first.lock);
 		pthread_mutex_unlock(&ctl.lock);
-		int ret = served ? mcloc_control_start() : 0;
+		ret = served ? mcloc_control_start() : 0;
 		if (ret < 0 && ret != -EPERM)	/* (-EPERM: said) */
 			say("pid %d: cannot start: %s", (int)getpid(), strerror(-ret));
 		return;

@@ -467,7 +467,7 @@ void mcr_trace_stop(void)
  */
 void mcr_trace_fork(enum mcr_fork stage)
 {
-	struct session *s = sess;
+	struct session *s = stage == MCR_FORK_CHILD ? sess : NULL;
 
 	if (stage == MCR_FORK_CHILD) {
 		mytid = 0;

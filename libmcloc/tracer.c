@@ -73,10 +73,14 @@ static bool started, key_made;
  * (it is not while its filter matches nothing loaded yet). */
 static bool active;
 static char cur_filter[1024], cur_notrace[1024];
-/* MCLOC_OUTPUT as given (empty: none), whether it had a %p, and the path
- * it named: what a fork()ed child derives its own from. */
-static char out_name[1024], out_path[4096];
-static bool out_per_pid;
+/* The output MCLOC_OUTPUT named: as given (empty: none, or the caller's
+ * descriptor), whether it had a %p, and the path it named; what a
+ * fork()ed child derives its own from. */
+struct output_name {
+	char name[1024], path[4096];
+	bool per_pid;
+};
+static struct output_name out_named;
 static pthread_mutex_t api_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct mcloc_ops tracer_ops;
 static pthread_mutex_t tlock = PTHREAD_MUTEX_INITIALIZER;
@@ -638,7 +642,10 @@ static int arm(void)
 
 static bool at_exit_set;
 
-int mcloc_tracer_start(const char *which, const char *filter, const char *notrace, int fd)
+/* mcloc_tracer_start(), writing to FD, which NAMED names (NULL: the
+ * caller's own descriptor). */
+static int start(const char *which, const char *filter, const char *notrace, int fd,
+		 const struct output_name *named)
 {
 	int ret = mcloc_init();	/* finds the main program's own table, if any */
 
@@ -654,6 +661,10 @@ int mcloc_tracer_start(const char *which, const char *filter, const char *notrac
 		goto out;
 	}
 	kind = !strcmp(which, "function") ? FUNCTION : PROFILE;
+	if (named)
+		out_named = *named;
+	else
+		out_named.name[0] = 0, out_named.per_pid = false;
 	snprintf(cur_filter, sizeof(cur_filter), "%s", filter ? filter : "");
 	snprintf(cur_notrace, sizeof(cur_notrace), "%s", notrace ? notrace : "");
 	if (out_fd >= 0 && out_fd != fd)
@@ -687,6 +698,11 @@ int mcloc_tracer_start(const char *which, const char *filter, const char *notrac
 out:
 	pthread_mutex_unlock(&api_lock);
 	return ret;
+}
+
+int mcloc_tracer_start(const char *which, const char *filter, const char *notrace, int fd)
+{
+	return start(which, filter, notrace, fd, NULL);
 }
 
 const char *mcr_tracer_name(void)
@@ -752,27 +768,32 @@ static int child_path(char *path, size_t len)
 	struct stat named, opened;
 	bool per_pid;
 
-	if (out_per_pid)
-		return output_path(out_name, path, len, &per_pid) ? 0 : -ENAMETOOLONG;
-	if (!out_name[0] || lstat(out_path, &named) || !S_ISREG(named.st_mode) ||
+	if (out_named.per_pid)
+		return output_path(out_named.name, path, len, &per_pid) ? 0 : -ENAMETOOLONG;
+	if (!out_named.name[0] || lstat(out_named.path, &named) || !S_ISREG(named.st_mode) ||
 	    fstat(out_fd, &opened) || named.st_ino != opened.st_ino ||
 	    named.st_dev != opened.st_dev)
 		return -ENOENT;		/* (shared) */
-	return snprintf(path, len, "%s.%ld", out_path, (long)getpid()) < (int)len ? 0
+	return snprintf(path, len, "%s.%ld", out_named.path, (long)getpid()) < (int)len ? 0
 										   : -ENAMETOOLONG;
 }
 
 static void child_output(void)
 {
-	char path[sizeof(out_path) + 24];
+	char path[sizeof(out_named.path) + 24];
 	int ret = child_path(path, sizeof(path)), fd = ret ? -1 : open_output(path);
 
 	if (fd >= 0) {
 		close(out_fd);
 		out_fd = fd;
+		/* (Its own children's are named after its file.) */
+		if (!out_named.per_pid && strlen(path) < sizeof(out_named.path))
+			memcpy(out_named.path, path, strlen(path) + 1);
+		else if (!out_named.per_pid)
+			out_named.name[0] = 0;
 	} else if (ret != -ENOENT) {
 		mcr_warn("MCLOC_OUTPUT: %.256s: %s; pid %ld writes to its parent's output",
-			 ret ? out_name : path, strerror(ret ? -ret : errno), (long)getpid());
+			 ret ? out_named.name : path, strerror(ret ? -ret : errno), (long)getpid());
 	}
 	write_header();
 }
@@ -827,7 +848,7 @@ static void env_tracer_kick(void)
 		read_env = true;
 		const char *t = secure_getenv("MCLOC_TRACER");
 		const char *o = secure_getenv("MCLOC_OUTPUT");
-		char path[4096];
+		struct output_name named = { .per_pid = false };
 
 		if (!t || !*t)
 			return;
@@ -838,22 +859,22 @@ static void env_tracer_kick(void)
 		}
 		int fd = 2;
 		if (o && *o) {
-			if (strlen(o) >= sizeof(out_name) ||
-			    !output_path(o, path, sizeof(path), &out_per_pid)) {
+			if (strlen(o) >= sizeof(named.name) ||
+			    !output_path(o, named.path, sizeof(named.path), &named.per_pid)) {
 				mcr_warn("MCLOC_OUTPUT: too long; not tracing");
 				return;
 			}
-			fd = open_output(path);
+			fd = open_output(named.path);
 			if (fd < 0) {
-				mcr_warn("MCLOC_OUTPUT=%.256s: %s; not tracing", path, strerror(errno));
+				mcr_warn("MCLOC_OUTPUT=%.256s: %s; not tracing", named.path,
+					 strerror(errno));
 				return;
 			}
-			memcpy(out_name, o, strlen(o) + 1);
-			memcpy(out_path, path, strlen(path) + 1);
+			memcpy(named.name, o, strlen(o) + 1);
 		}
 		from_env = true;
-		int ret = mcloc_tracer_start(t, secure_getenv("MCLOC_FILTER"),
-					     secure_getenv("MCLOC_NOTRACE"), fd);
+		int ret = start(t, secure_getenv("MCLOC_FILTER"), secure_getenv("MCLOC_NOTRACE"), fd,
+				&named);
 		if (ret)
 			mcr_warn("MCLOC_TRACER=%s: %s; not tracing", t, strerror(-ret));
 		from_env = ret == 0;

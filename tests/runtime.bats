@@ -123,23 +123,30 @@ build_rt() {
 # while mcloc traces the program over and over, go through each one
 # themselves and exit.
 @test "fork storm: children forked while threads register ops, redirect, trace, load images and mcloc traces; none hangs" {
+	# (GCC 12's libasan takes no lock around fork(): a child forked while
+	# another thread is in its malloc waits forever, whatever libmcloc does.)
+	[ -z "${MCLOC_SANITIZED:-}" ] || skip "ASan's allocator is not fork-safe"
 	build_shlib
 	build_traced forkstorm 200
-	local threads=1 control=(MCLOC_CONTROL=1)
-	# (Under ASan no thread in the children: see forkreg.)
-	[ -z "${MCLOC_SANITIZED:-}" ] || { threads=0; control=(); }
 	export XDG_RUNTIME_DIR=$T/run
 	mkdir -m 700 "$XDG_RUNTIME_DIR"
-	env LD_LIBRARY_PATH="$LIBDIR" "${control[@]}" timeout -s KILL 600 \
-		"$T/forkstorm" "$T/libtraced.so" 200 $threads >"$T/out" 2>"$T/err" &
-	local pid=$!
-	while [ ${#control[@]} -gt 0 ] && kill -0 $pid 2>/dev/null; do
-		"${MCLOC_CMD:-$LIBDIR/mcloc}" trace $pid function --filter 'fn3*' --duration 0.2 \
-			>/dev/null 2>&1 || sleep 0.05
+	env LD_LIBRARY_PATH="$LIBDIR" MCLOC_CONTROL=1 timeout -s KILL 600 \
+		"$T/forkstorm" "$T/libtraced.so" 200 >"$T/out" 2>"$T/err" &
+	local pid=$! storm= traced=0
+	while kill -0 $pid 2>/dev/null; do
+		[ -n "$storm" ] || storm=$(sed -n 's/^pid //p' "$T/out")
+		if [ -n "$storm" ] && "${MCLOC_CMD:-$LIBDIR/mcloc}" trace $storm function \
+				--filter 'fn3*' --duration 0.2 >/dev/null 2>&1; then
+			traced=$((traced + 1))
+		else
+			sleep 0.05
+		fi
 	done
 	wait $pid || true
 	cat "$T/out" "$T/err"
-	run cat "$T/out"
+	echo "# traced $traced times meanwhile" >&3
+	[ "$traced" -gt 0 ]
+	run tail -n 1 "$T/out"
 	assert_output "forks 200, hung 0, failed 0"
 }
 
