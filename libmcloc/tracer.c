@@ -81,6 +81,9 @@ struct output_name {
 	bool per_pid;
 };
 static struct output_name out_named;
+/* A process forked while the tracer ran shares this output with it: the
+ * profile's table says whose it is. */
+static bool out_shared;
 static pthread_mutex_t api_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct mcloc_ops tracer_ops;
 static pthread_mutex_t tlock = PTHREAD_MUTEX_INITIALIZER;
@@ -353,8 +356,16 @@ static void write_profile(void)
 		atomic_init(&v[i].ns, to_ns(atomic_load(&hits[i].ns), r));
 	}
 	qsort(v, nhits, sizeof(*v), cmp_hits);
-	int n = snprintf(line, sizeof(line), "%-40s %12s %14s %12s\n", "Function", "Hit",
-			 "Time (us)", "Avg (us)");
+	int n;
+	if (out_shared) {	/* (whose table this is, among the others) */
+		char comm[20];
+
+		mcr_comm(comm, sizeof(comm));
+		n = snprintf(line, sizeof(line), "# pid %ld (%s)\n", (long)getpid(), comm);
+		write_all(line, (size_t)n);
+	}
+	n = snprintf(line, sizeof(line), "%-40s %12s %14s %12s\n", "Function", "Hit", "Time (us)",
+		     "Avg (us)");
 	write_all(line, (size_t)n);
 	n = snprintf(line, sizeof(line), "%-40s %12s %14s %12s\n", "--------", "---",
 		     "---------", "--------");
@@ -665,6 +676,7 @@ static int start(const char *which, const char *filter, const char *notrace, int
 		out_named = *named;
 	else
 		out_named.name[0] = 0, out_named.per_pid = false;
+	out_shared = false;
 	snprintf(cur_filter, sizeof(cur_filter), "%s", filter ? filter : "");
 	snprintf(cur_notrace, sizeof(cur_notrace), "%s", notrace ? notrace : "");
 	if (out_fd >= 0 && out_fd != fd)
@@ -763,17 +775,24 @@ static int open_output(const char *path)
  * shared.  Either way the child's output starts with its own header, as
  * any process's does.
  */
-static int child_path(char *path, size_t len)
+static bool child_shares(void)
 {
 	struct stat named, opened;
+
+	return !out_named.per_pid &&
+	       (!out_named.name[0] || lstat(out_named.path, &named) || !S_ISREG(named.st_mode) ||
+		fstat(out_fd, &opened) || named.st_ino != opened.st_ino ||
+		named.st_dev != opened.st_dev);
+}
+
+static int child_path(char *path, size_t len)
+{
 	bool per_pid;
 
 	if (out_named.per_pid)
 		return output_path(out_named.name, path, len, &per_pid) ? 0 : -ENAMETOOLONG;
-	if (!out_named.name[0] || lstat(out_named.path, &named) || !S_ISREG(named.st_mode) ||
-	    fstat(out_fd, &opened) || named.st_ino != opened.st_ino ||
-	    named.st_dev != opened.st_dev)
-		return -ENOENT;		/* (shared) */
+	if (child_shares())
+		return -ENOENT;
 	return snprintf(path, len, "%s.%ld", out_named.path, (long)getpid()) < (int)len ? 0
 										   : -ENAMETOOLONG;
 }
@@ -783,6 +802,10 @@ static void child_output(void)
 	char path[sizeof(out_named.path) + 24];
 	int ret = child_path(path, sizeof(path)), fd = ret ? -1 : open_output(path);
 
+	out_shared = fd < 0;
+	if (fd < 0 && ret != -ENOENT)
+		mcr_warn("MCLOC_OUTPUT: %.256s: %s; pid %ld writes to its parent's output",
+			 ret ? out_named.name : path, strerror(ret ? -ret : errno), (long)getpid());
 	if (fd >= 0) {
 		close(out_fd);
 		out_fd = fd;
@@ -791,9 +814,6 @@ static void child_output(void)
 			memcpy(out_named.path, path, strlen(path) + 1);
 		else if (!out_named.per_pid)
 			out_named.name[0] = 0;
-	} else if (ret != -ENOENT) {
-		mcr_warn("MCLOC_OUTPUT: %.256s: %s; pid %ld writes to its parent's output",
-			 ret ? out_named.name : path, strerror(ret ? -ret : errno), (long)getpid());
 	}
 	write_header();
 }
@@ -807,6 +827,8 @@ static void child_output(void)
  */
 void mcr_tracer_fork(enum mcr_fork stage)
 {
+	if (stage == MCR_FORK_PARENT && active && child_shares())
+		out_shared = true;
 	if (stage == MCR_FORK_CHILD && active) {
 		atomic_store(&written, false);
 		if (kind == PROFILE && hits) {

@@ -295,6 +295,13 @@ sum=143 max=55 mean=14.30"
 	grep -qx "# pid $ppid (forker)" "$T/err"
 	grep -qx "# pid $cpid (forker)" "$T/err"
 	[ "$(grep -Ec "^ +forker-$cpid +.*: in_child <-main\$" "$T/err")" -eq 7 ]
+	# ... and the profile: each table headed by the pid it is of.
+	env LD_PRELOAD="$lib" MCLOC_TRACER=profile "$T/forker" >"$T/out" 2>"$T/err"
+	cpid=$(sed -n 's/^child //p' "$T/out")
+	ppid=$(sed -n 's/^parent //p' "$T/out")
+	run awk '/^# pid / { pid = $3 } /^(in_child|in_parent) / { print $1, pid }' "$T/err"
+	assert_output "in_child $cpid
+in_parent $ppid"
 }
 
 @test "profile of a -pg program (sites after the prologue): counted, not timed, and the program unharmed" {
