@@ -90,7 +90,7 @@ static inline void mcr_read_unlock(void)
  * ended.  Not from inside a section. */
 void mcr_synchronize_rcu(void);
 
-/* fork(): the caller's atfork handlers, around its own lock. */
+/* fork(): core's part of the fork handlers (fork.c), inside mcr_lock. */
 void mcr_rcu_before_fork(void);
 void mcr_rcu_after_fork_parent(void);
 void mcr_rcu_after_fork_child(void);
