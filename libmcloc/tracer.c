@@ -736,7 +736,6 @@ static char *output_path(const char *o, char *path, size_t len, bool *per_pid)
 	size_t n = 0;
 
 	*per_pid = false;
-
 	for (; *o; o++) {
 		char num[24];
 		const char *add = num;
