@@ -769,13 +769,13 @@ static void at_exit_control(void)
 	unlink_socket();
 }
 
-/* A fork()ed child has no server thread: it may start its own. */
-static void forked_child(void)
+/* The child's copy of the parent's server: no thread serves it, and its
+ * connections and socket are the parent's. */
+static void forget_server(void)
 {
 	ctl.running = false;
 	ctl.controller = -1;
 	ctl.path[0] = 0;
-	pthread_mutex_init(&ctl.lock, NULL);
 	for (int i = 0; i < CONN_MAX; i++)
 		if (ctl.conn[i].fd >= 0)
 			close(ctl.conn[i].fd), ctl.conn[i].fd = -1;
@@ -784,6 +784,42 @@ static void forked_child(void)
 	for (int i = 0; i < 2; i++)
 		if (ctl.wake[i] >= 0)
 			close(ctl.wake[i]), ctl.wake[i] = -1;
+}
+
+/*
+ * fork() (fork.c): a child of a controllable process is controllable
+ * itself, on a socket of its own pid, with a server thread of its own
+ * (trace.c's part has withdrawn the parent's session by then).  It waits
+ * for no controller (MCLOC_CONTROL=wait is its parent's start), and a
+ * waiter of the parent's is none of its business: the condition variable
+ * starts afresh.
+ */
+void mcr_control_fork(enum mcr_fork stage)
+{
+	bool served;
+	int ret;
+
+	switch (stage) {
+	case MCR_FORK_PREPARE:
+		pthread_mutex_lock(&ctl.lock);
+		pthread_mutex_lock(&first.lock);
+		return;
+	case MCR_FORK_PARENT:
+		pthread_mutex_unlock(&first.lock);
+		pthread_mutex_unlock(&ctl.lock);
+		return;
+	case MCR_FORK_CHILD:
+		served = ctl.running;
+		forget_server();
+		first.waiting = false;
+		pthread_cond_init(&first.traced_cond, NULL);
+		pthread_mutex_unlock(&first.lock);
+		pthread_mutex_unlock(&ctl.lock);
+		ret = served ? mcloc_control_start() : 0;
+		if (ret < 0 && ret != -EPERM)	/* (-EPERM: said) */
+			say("pid %d: cannot start: %s", (int)getpid(), strerror(-ret));
+		return;
+	}
 }
 
 int mcloc_control_start(void)
@@ -843,7 +879,6 @@ int mcloc_control_start(void)
 	if (!hooks_set) {
 		hooks_set = true;
 		atexit(at_exit_control);
-		pthread_atfork(NULL, NULL, forked_child);
 	}
 	goto out;
 fail:

@@ -1422,29 +1422,24 @@ int mcloc_get_stats(struct mcloc_stats *out)
 
 
 /*
- * No patching across fork(): the child gets a consistent text and a lock
- * nobody holds, and an RCU that knows only the thread it has (rcu.c).
+ * fork() (fork.c): no patching across it, so the child gets a consistent
+ * text; and an RCU and a patcher that know only the thread it has.
  */
-static void atfork_prepare(void)
+void mcr_core_fork(enum mcr_fork stage)
 {
-	pthread_mutex_lock(&mcr_lock);
-	mcr_rcu_before_fork();
+	switch (stage) {
+	case MCR_FORK_PREPARE:
+		pthread_mutex_lock(&mcr_lock);
+		mcr_rcu_before_fork();
+		break;
+	case MCR_FORK_PARENT:
+		mcr_rcu_after_fork_parent();
+		pthread_mutex_unlock(&mcr_lock);
+		break;
+	case MCR_FORK_CHILD:
+		mcr_rcu_after_fork_child();
+		mcr_patch_after_fork_child();
+		pthread_mutex_unlock(&mcr_lock);
+		break;
+	}
 }
-
-static void atfork_parent(void)
-{
-	mcr_rcu_after_fork_parent();
-	pthread_mutex_unlock(&mcr_lock);
-}
-
-static void atfork_child(void)
-{
-	mcr_rcu_after_fork_child();
-	pthread_mutex_unlock(&mcr_lock);
-}
-
-__attribute__((constructor)) static void atfork_ctor(void)
-{
-	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
-}
-

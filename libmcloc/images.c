@@ -578,6 +578,12 @@ void mcr_symbolize_all(void)
 	free(c);
 }
 
+/* fork() (fork.c): the cache is whole in the child, and its lock free. */
+void mcr_symbolize_fork(enum mcr_fork stage)
+{
+	mcr_fork_lock(&syms_cache.lock, stage);
+}
+
 /* ---- building an image's records ------------------------------------------- */
 
 /* The entries of both tables of DESC, in one array (the caller frees). */

@@ -6,8 +6,9 @@
  * each site should be), then discover.c, timing.c (the tracers' clock and
  * return hook), tracer.c (the built-in tracers), trace.c (tracing into
  * shared rings) and control.c (the control channel), which hook into
- * core.  Each calls only those before
- * it; patch.c, the batch patcher, knows none of them.
+ * core, and fork.c (the fork handlers, which name every module).  Each
+ * calls only those before it; patch.c, the batch patcher, knows none of
+ * them.
  */
 #ifndef MCLOC_MCR_H
 #define MCLOC_MCR_H
@@ -304,5 +305,26 @@ void mcr_trace_tick(void);
  * runs, and the rings say done. */
 void mcr_trace_stop(void);
 bool mcr_trace_active(void);
+
+/* ---- fork.c: the runtime's fork handlers ---- */
+/* Each module's part: PREPARE takes its locks, PARENT releases them, CHILD
+ * makes its state the child's own (the modules below it are the child's
+ * already) and releases them.  fork.c calls them in its lock order. */
+enum mcr_fork { MCR_FORK_PREPARE, MCR_FORK_PARENT, MCR_FORK_CHILD };
+/* LOCK's share of STAGE: taken before, released after. */
+static inline void mcr_fork_lock(pthread_mutex_t *lock, enum mcr_fork stage)
+{
+	if (stage == MCR_FORK_PREPARE)
+		pthread_mutex_lock(lock);
+	else
+		pthread_mutex_unlock(lock);
+}
+void mcr_control_fork(enum mcr_fork stage);
+void mcr_tracer_fork(enum mcr_fork stage);
+void mcr_trace_fork(enum mcr_fork stage);
+void mcr_redirect_fork(enum mcr_fork stage);
+void mcr_core_fork(enum mcr_fork stage);
+void mcr_symbolize_fork(enum mcr_fork stage);
+void mcr_tracer_bufs_fork(enum mcr_fork stage);
 
 #endif

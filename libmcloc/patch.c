@@ -202,6 +202,19 @@ void mcr_wait_handlers(void)
 }
 #endif
 
+/* A fork()ed child has one thread, in no SIGTRAP handler whatever the
+ * parent's others were doing (one counted in in_handlers would make the
+ * child's next unload wait forever).  Registering for the core syncs
+ * again costs a system call, and holds whatever the kernel carries over. */
+void mcr_patch_after_fork_child(void)
+{
+#if !MCR_ONE_STORE
+	__atomic_store_n(&in_handlers, 0, __ATOMIC_SEQ_CST);
+#endif
+	if (have_membarrier)
+		membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE);
+}
+
 int mcr_init(bool (*is_site)(uintptr_t addr), char *err, size_t errlen)
 {
 	site_known = is_site;

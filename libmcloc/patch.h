@@ -143,6 +143,10 @@ int mcr_patch(struct mcr_poke *v, size_t n, const struct mcr_slot_write *s, size
 int mcr_patch_batch(struct mcr_batch *b, struct mcr_poke *v, size_t n,
 		    const struct mcr_slot_write *s, size_t ns, char *err, size_t errlen);
 
+/* In a fork()ed child, before anything else patches (core's fork
+ * handler). */
+void mcr_patch_after_fork_child(void);
+
 /* Wait until no SIGTRAP handler is running: one that started before
  * what it reads was withdrawn is done with it. */
 void mcr_wait_handlers(void);

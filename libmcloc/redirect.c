@@ -95,3 +95,9 @@ int mcloc_unredirect(void *from)
 	pthread_mutex_unlock(&rlock);
 	return ret;
 }
+
+/* fork() (fork.c): the child keeps the redirects, and their list whole. */
+void mcr_redirect_fork(enum mcr_fork stage)
+{
+	mcr_fork_lock(&rlock, stage);
+}

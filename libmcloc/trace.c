@@ -72,12 +72,6 @@ static uint32_t my_tid(void)
 	return mytid;
 }
 
-static void forked_child(void)
-{
-	mytid = 0;
-	mine = (struct my_ring){ 0 };
-}
-
 static __attribute__((noinline, cold)) uint32_t my_cpu_slow(void)
 {
 	int c = sched_getcpu();
@@ -329,13 +323,7 @@ int mcr_trace_start(const struct mcloc_req_trace *q, const char *filter, const c
 	size_t stride = (sizeof(struct mcloc_ring) + ring_size + 63) & ~(size_t)63;
 	size_t off = (sizeof(struct mcloc_ring_hdr) + 63) & ~(size_t)63;
 
-	static bool atfork_set;
-
 	pthread_mutex_lock(&trace_lock);
-	if (!atfork_set) {
-		atfork_set = true;
-		pthread_atfork(NULL, NULL, forked_child);
-	}
 	if (sess) {
 		snprintf(err, errlen, "a trace runs already");
 		ret = -EBUSY;
@@ -468,4 +456,28 @@ void mcr_trace_stop(void)
 		session_free(s);
 	}
 	pthread_mutex_unlock(&trace_lock);
+}
+
+/*
+ * fork() (fork.c): the session is the parent's, as are its rings and its
+ * controller.  The child withdraws it and unregisters its ops, so that
+ * its sites are what the program's own ops and the environment's tracer
+ * make them, and unmaps its view of the rings (without marking them done:
+ * the parent still writes them).  Its thread asks its id again.
+ */
+void mcr_trace_fork(enum mcr_fork stage)
+{
+	struct session *s = stage == MCR_FORK_CHILD ? sess : NULL;
+
+	if (stage == MCR_FORK_CHILD) {
+		mytid = 0;
+		mine = (struct my_ring){ 0 };
+		if (s) {
+			mcr_rcu_assign(sess, NULL);
+			mcloc_unregister_ops(&trace_ops);
+			mcloc_ops_free(&trace_ops);
+			session_free(s);
+		}
+	}
+	mcr_fork_lock(&trace_lock, stage);
 }

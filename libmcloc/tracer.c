@@ -11,7 +11,8 @@
  *   MCLOC_NOTRACE=globs    what not to trace; wins over the filter
  *   MCLOC_OUTPUT=path      where (default: standard error); %p in it is
  *                          the process's pid, so that each process of a
- *                          pipeline keeps its own
+ *                          pipeline keeps its own (a forked child's:
+ *                          child_output())
  *
  * A value that cannot work (an unknown tracer, an output that cannot be
  * opened, a filter pattern that never matched a traced function) gets one
@@ -59,6 +60,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -82,6 +84,17 @@ static bool started, key_made;
  * (it is not while its filter matches nothing loaded yet). */
 static bool active;
 static char cur_filter[1024], cur_notrace[1024];
+/* The output MCLOC_OUTPUT named: as given (empty: none, or the caller's
+ * descriptor), whether it had a %p, and the path it named; what a
+ * fork()ed child derives its own from. */
+struct output_name {
+	char name[1024], path[4096];
+	bool per_pid;
+};
+static struct output_name out_named;
+/* A process forked while the tracer ran shares this output with it: the
+ * profile's table says whose it is. */
+static bool out_shared;
 static pthread_mutex_t api_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct mcloc_ops tracer_ops;
 static pthread_key_t tkey;
@@ -500,8 +513,16 @@ static void write_profile(void)
 		atomic_init(&v[i].ns, to_ns(atomic_load(&hits[i]->ns), r));
 	}
 	qsort(v, nhits, sizeof(*v), cmp_hits);
-	int n = snprintf(line, sizeof(line), "%-40s %12s %14s %12s\n", "Function", "Hit",
-			 "Time (us)", "Avg (us)");
+	int n;
+	if (out_shared) {	/* (whose table this is, among the others) */
+		char comm[20];
+
+		mcr_comm(comm, sizeof(comm));
+		n = snprintf(line, sizeof(line), "# pid %ld (%s)\n", (long)getpid(), comm);
+		write_all(line, (size_t)n);
+	}
+	n = snprintf(line, sizeof(line), "%-40s %12s %14s %12s\n", "Function", "Hit", "Time (us)",
+		     "Avg (us)");
 	write_all(line, (size_t)n);
 	n = snprintf(line, sizeof(line), "%-40s %12s %14s %12s\n", "--------", "---",
 		     "---------", "--------");
@@ -692,19 +713,6 @@ static void catch_fatal_signals(void)
 		    !(old.sa_flags & SA_SIGINFO))
 			sigaction(fatal_signals[i], &sa, NULL);
 	}
-}
-
-/* A child of fork() has its own thread ids, and the buffered lines it
- * inherited are its parent's to write. */
-static void forked_child(void)
-{
-	for (struct tbuf *b = all_bufs; b; b = b->next)
-		b->len = 0;
-	all_bufs = NULL;
-	if (mybuf && key_made)
-		pthread_setspecific(tkey, NULL);
-	mybuf = NULL;
-	pthread_mutex_init(&api_lock, NULL);
 }
 
 /* ---- the profile's counters ------------------------------------------- */
@@ -899,7 +907,10 @@ static void extend(void)
 
 static bool at_exit_set;
 
-int mcloc_tracer_start(const char *which, const char *filter, const char *notrace, int fd)
+/* mcloc_tracer_start(), writing to FD, which NAMED names (NULL: the
+ * caller's own descriptor). */
+static int start(const char *which, const char *filter, const char *notrace, int fd,
+		 const struct output_name *named)
 {
 	int ret = mcloc_init();	/* finds the main program's own table, if any */
 
@@ -915,6 +926,11 @@ int mcloc_tracer_start(const char *which, const char *filter, const char *notrac
 		goto out;
 	}
 	kind = !strcmp(which, "function") ? FUNCTION : PROFILE;
+	if (named)
+		out_named = *named;
+	else
+		out_named.name[0] = 0, out_named.per_pid = false;
+	out_shared = false;
 	snprintf(cur_filter, sizeof(cur_filter), "%s", filter ? filter : "");
 	snprintf(cur_notrace, sizeof(cur_notrace), "%s", notrace ? notrace : "");
 	if (out_fd >= 0 && out_fd != fd)
@@ -933,7 +949,6 @@ int mcloc_tracer_start(const char *which, const char *filter, const char *notrac
 	}
 	if (!at_exit_set) {
 		atexit(at_exit);
-		pthread_atfork(NULL, NULL, forked_child);
 		at_exit_set = true;
 	}
 	patterns_matched = 0;
@@ -953,6 +968,11 @@ out:
 	return ret;
 }
 
+int mcloc_tracer_start(const char *which, const char *filter, const char *notrace, int fd)
+{
+	return start(which, filter, notrace, fd, NULL);
+}
+
 const char *mcr_tracer_name(void)
 {
 	return !active ? "nop" : kind == FUNCTION ? "function" : "profile";
@@ -966,17 +986,19 @@ void mcloc_tracer_stop(void)
 }
 
 /* MCLOC_OUTPUT with each %p made the pid (%% a %): PATH, or NULL when
- * it does not fit. */
-static char *output_path(const char *o, char *path, size_t len)
+ * it does not fit.  *PER_PID: whether it had a %p. */
+static char *output_path(const char *o, char *path, size_t len, bool *per_pid)
 {
 	size_t n = 0;
 
+	*per_pid = false;
 	for (; *o; o++) {
 		char num[24];
 		const char *add = num;
 
 		if (o[0] == '%' && o[1] == 'p') {
 			snprintf(num, sizeof(num), "%ld", (long)getpid());
+			*per_pid = true;
 			o++;
 		} else if (o[0] == '%' && o[1] == '%') {
 			num[0] = '%', num[1] = 0;
@@ -994,6 +1016,108 @@ static char *output_path(const char *o, char *path, size_t len)
 	return path;
 }
 
+static int open_output(const char *path)
+{
+	return open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+}
+
+/*
+ * A fork()ed child's output, which must be its own: where MCLOC_OUTPUT has
+ * a %p, the file it names for the child's pid; else, where it names a
+ * regular file (not a device, a pipe or a link), that name and ".PID", as
+ * strace -ff names each process's file.  Otherwise (standard error, a
+ * device, the descriptor mcloc_tracer_start() was given) the parent's,
+ * shared.  Either way the child's output starts with its own header, as
+ * any process's does.
+ */
+static bool child_shares(void)
+{
+	struct stat named, opened;
+
+	return !out_named.per_pid &&
+	       (!out_named.name[0] || lstat(out_named.path, &named) || !S_ISREG(named.st_mode) ||
+		fstat(out_fd, &opened) || named.st_ino != opened.st_ino ||
+		named.st_dev != opened.st_dev);
+}
+
+static int child_path(char *path, size_t len)
+{
+	bool per_pid;
+
+	if (out_named.per_pid)
+		return output_path(out_named.name, path, len, &per_pid) ? 0 : -ENAMETOOLONG;
+	if (child_shares())
+		return -ENOENT;
+	return snprintf(path, len, "%s.%ld", out_named.path, (long)getpid()) < (int)len ? 0
+										   : -ENAMETOOLONG;
+}
+
+static void child_output(void)
+{
+	char path[sizeof(out_named.path) + 24];
+	int ret = child_path(path, sizeof(path)), fd = ret ? -1 : open_output(path);
+
+	out_shared = fd < 0;
+	if (fd < 0 && ret != -ENOENT)
+		mcr_warn("MCLOC_OUTPUT: %.256s: %s; pid %ld writes to its parent's output",
+			 ret ? out_named.name : path, strerror(ret ? -ret : errno), (long)getpid());
+	if (fd >= 0) {
+		close(out_fd);
+		out_fd = fd;
+		/* (Its own children's are named after its file.) */
+		if (!out_named.per_pid && strlen(path) < sizeof(out_named.path))
+			memcpy(out_named.path, path, strlen(path) + 1);
+		else if (!out_named.per_pid)
+			out_named.name[0] = 0;
+	}
+	write_header();
+}
+
+/*
+ * fork() (fork.c), api_lock's part: a tracer that runs goes on in the
+ * child (its ops stays registered), into the child's own output
+ * (child_output()), counting from zero: what the parent counted is the
+ * parent's to write.  A call timed across the fork is the parent's too:
+ * the new generation drops its return.
+ */
+void mcr_tracer_fork(enum mcr_fork stage)
+{
+	if (stage == MCR_FORK_PARENT && active && child_shares())
+		out_shared = true;
+	if (stage == MCR_FORK_CHILD && active) {
+		atomic_store(&written, false);
+		if (kind == PROFILE && hits) {
+			atomic_fetch_add(&hits_gen, 1);
+			for (size_t i = 0; i < nhits; i++) {
+				atomic_store(&hits[i]->n, 0);
+				atomic_store(&hits[i]->timed, 0);
+				atomic_store(&hits[i]->ns, 0);
+			}
+			stamp_start();
+		}
+		child_output();
+	}
+	mcr_fork_lock(&api_lock, stage);
+}
+
+/* fork() (fork.c), the buffers' part: the child's one thread has an id
+ * of its own, and the buffered lines it inherited are its parent's to
+ * write.  The list takes no lock (a callback pushes onto it), so there is
+ * nothing to hold across the fork: every buffer is just free again. */
+void mcr_tracer_bufs_fork(enum mcr_fork stage)
+{
+	if (stage != MCR_FORK_CHILD)
+		return;
+	for (struct tbuf *b = all_bufs; b; b = b->next) {
+		b->len = 0;
+		atomic_store(&b->busy, 0);
+		atomic_store(&b->free, 1);
+	}
+	if (mybuf && key_made)
+		pthread_setspecific(tkey, NULL);
+	mybuf = NULL;
+}
+
 /* Start (or extend to a newly loaded image) the tracer MCLOC_TRACER asks
  * for: core calls it after every image registration. */
 static void env_tracer_kick(void)
@@ -1004,7 +1128,7 @@ static void env_tracer_kick(void)
 		read_env = true;
 		const char *t = secure_getenv("MCLOC_TRACER");
 		const char *o = secure_getenv("MCLOC_OUTPUT");
-		char path[4096];
+		struct output_name named = { .per_pid = false };
 
 		if (!t || !*t)
 			return;
@@ -1015,19 +1139,22 @@ static void env_tracer_kick(void)
 		}
 		int fd = 2;
 		if (o && *o) {
-			if (!output_path(o, path, sizeof(path))) {
+			if (strlen(o) >= sizeof(named.name) ||
+			    !output_path(o, named.path, sizeof(named.path), &named.per_pid)) {
 				mcr_warn("MCLOC_OUTPUT: too long; not tracing");
 				return;
 			}
-			fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+			fd = open_output(named.path);
 			if (fd < 0) {
-				mcr_warn("MCLOC_OUTPUT=%.256s: %s; not tracing", path, strerror(errno));
+				mcr_warn("MCLOC_OUTPUT=%.256s: %s; not tracing", named.path,
+					 strerror(errno));
 				return;
 			}
+			memcpy(named.name, o, strlen(o) + 1);
 		}
 		from_env = true;
-		int ret = mcloc_tracer_start(t, secure_getenv("MCLOC_FILTER"),
-					     secure_getenv("MCLOC_NOTRACE"), fd);
+		int ret = start(t, secure_getenv("MCLOC_FILTER"), secure_getenv("MCLOC_NOTRACE"), fd,
+				&named);
 		if (ret)
 			mcr_warn("MCLOC_TRACER=%s: %s; not tracing", t, strerror(-ret));
 		from_env = ret == 0;

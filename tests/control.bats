@@ -41,6 +41,7 @@ traced_c() {
 
 teardown() {
 	[ -z "${PID:-}" ] || kill -KILL "$PID" 2>/dev/null || true
+	[ -z "${CPID:-}" ] || kill -KILL "$CPID" 2>/dev/null || true
 }
 
 # start_served [VAR=VALUE...]: the program in the background, with control
@@ -406,6 +407,54 @@ EOF
 	assert_line --regexp "^$PID +served +[0-9]+ +8 +0 +nop\$"
 	all_sites_off
 	stop_served
+}
+
+# A child forked while its parent is traced (tests/fixtures/runtime/forked.c)
+# is a process of its own: no session, so no site the session enabled
+# calls anything there and nothing it runs reaches the parent's rings; its
+# own ops still counts; it answers on a socket of its own pid and can be
+# traced by itself.
+@test "a child forked during a trace: no session, no live site, nothing in the parent's rings; traced on its own" {
+	CPATH=$SRC/include traced_c forked "$RT/forked.c" -lpthread
+	start_program "$T/forked"
+	trace_start function --filter 'work_a,child_work'
+	run "$MCLOC" -j enabled "$PID"
+	sites=$(echo "$output" | sed -n 's/^{"site":\([0-9]*\),"function":"\(work_a\|child_work\)".*/\1/p')
+	[ "$(echo "$sites" | wc -w)" -eq 2 ]
+	kill -USR1 "$PID"
+	CPID=
+	for _ in $(seq 200); do
+		CPID=$(sed -n 's/^child \([0-9]*\)$/\1/p' "$T/served.out")
+		[ -n "$CPID" ] && [ -S "$XDG_RUNTIME_DIR/mcloc/$CPID" ] && break
+		sleep 0.05
+	done
+	[ -n "$CPID" ] || { echo "no child"; cat "$T/served.err"; false; }
+	grep -qx 'child: own ops counted 1000 of 1000' "$T/served.out"
+	[ -S "$XDG_RUNTIME_DIR/mcloc/$CPID" ] || { echo "the child has no socket"; false; }
+	# Its own ops's site alone is enabled; no tracer.
+	run "$MCLOC" list
+	assert_line --regexp "^$CPID +forked +[0-9]+ +[0-9]+ +1 +nop\$"
+	run "$MCLOC" enabled "$CPID"
+	assert_line --regexp "^own_fn \\(1\\)( D)?	0x[0-9a-f]+ enabled\$"
+	[ "$(echo "$output" | grep -c ' enabled$')" -eq 1 ]
+	# The session's sites, read back from the child's memory: none calls.
+	run $PY "$SRC/tests/lib/site-bytes.py" "$CPID" $sites
+	assert_success
+	echo "$output" | awk '$2 !~ /^(0f1f440000|a9)/ { print "a call left: " $0; bad = 1 } END { exit bad }'
+	# Traced by itself while its parent's trace runs on.
+	run "$MCLOC" trace "$CPID" function --filter child_work --duration 0.3
+	assert_success
+	assert_line --regexp '^ +forked-[0-9]+ +\[[0-9]{3}\] +[0-9]+\.[0-9]{6}: child_work <-worker$'
+	sleep 0.2
+	trace_stop
+	[ ! -s "$T/trace.err" ] || { cat "$T/trace.err"; false; }
+	# The parent's trace: its own calls, and not one of the child's.
+	grep -q ': work_a <-worker$' "$T/trace.out"
+	run grep -c child_work "$T/trace.out"
+	assert_output 0
+	kill -TERM "$CPID"
+	stop_served_plain
+	[ ! -s "$T/served.err" ] || { cat "$T/served.err"; false; }
 }
 
 @test "40 malformed requests each get an error and a closed connection; the program runs on" {

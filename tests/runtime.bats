@@ -118,6 +118,38 @@ build_rt() {
 	assert_output --regexp '^forks [0-9]+, hung 0$'
 }
 
+# Every lock of the runtime is taken around fork(): children forked while
+# other threads hold each of them (tests/fixtures/runtime/forkstorm.c), and
+# while mcloc traces the program over and over, go through each one
+# themselves and exit.
+@test "fork storm: children forked while threads register ops, redirect, trace, load images and mcloc traces; none hangs" {
+	# (GCC 12's libasan takes no lock around fork(): a child forked while
+	# another thread is in its malloc waits forever, whatever libmcloc does.)
+	[ -z "${MCLOC_SANITIZED:-}" ] || skip "ASan's allocator is not fork-safe"
+	build_shlib
+	build_traced forkstorm 200
+	export XDG_RUNTIME_DIR=$T/run
+	mkdir -m 700 "$XDG_RUNTIME_DIR"
+	env LD_LIBRARY_PATH="$LIBDIR" MCLOC_CONTROL=1 timeout -s KILL 600 \
+		"$T/forkstorm" "$T/libtraced.so" 200 >"$T/out" 2>"$T/err" &
+	local pid=$! storm= traced=0
+	while kill -0 $pid 2>/dev/null; do
+		[ -n "$storm" ] || storm=$(sed -n 's/^pid //p' "$T/out")
+		if [ -n "$storm" ] && "${MCLOC_CMD:-$LIBDIR/mcloc}" trace $storm function \
+				--filter 'fn3*' --duration 0.2 >/dev/null 2>&1; then
+			traced=$((traced + 1))
+		else
+			sleep 0.05
+		fi
+	done
+	wait $pid || true
+	cat "$T/out" "$T/err"
+	echo "# traced $traced times meanwhile" >&3
+	[ "$traced" -gt 0 ]
+	run tail -n 1 "$T/out"
+	assert_output "forks 200, hung 0, failed 0"
+}
+
 @test "MCLOC_TRACER=function and =profile: ftrace's line format, filters, output file" {
 	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
 	demo_objs "$T/o" record
@@ -199,6 +231,77 @@ sum=143 max=55 mean=14.30"
 	run env LD_PRELOAD="$lib" MCLOC_TRACER=profile MCLOC_OUTPUT="$T/ign" \
 		bash -c "trap '' TERM; exec '$T/sig' 15"
 	assert_equal "$status" 139
+}
+
+# A child forked under the environment's tracer writes its own output,
+# headed by its own pid and holding its own calls only: NAME.PID beside a
+# MCLOC_OUTPUT file NAME, its own file for a name with %p, and its own
+# header in a shared standard error.
+@test "MCLOC_TRACER in a forked child: its own output, named and headed by its pid, with its calls only" {
+	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
+	[ -z "${MCLOC_SANITIZED:-}" ] || skip "LD_PRELOAD of a sanitized library into a plain program"
+	printf '%s\n' '#include <stdio.h>' '#include <sys/wait.h>' '#include <unistd.h>' \
+		'__attribute__((noinline)) int before(int x) { return x + 1; }' \
+		'__attribute__((noinline)) int in_child(int x) { return x * 2; }' \
+		'__attribute__((noinline)) int in_parent(int x) { return x - 1; }' \
+		'int main(void)' '{' '	int s = 0;' \
+		'	for (int i = 0; i < 3; i++)' '		s += before(i);' \
+		'	pid_t p = fork();' '	if (p == 0) {' \
+		'		for (int i = 0; i < 7; i++)' '			s += in_child(i);' \
+		'		printf("child %d\n", (int)getpid());' '		return s == 0;' '	}' \
+		'	waitpid(p, NULL, 0);' '	for (int i = 0; i < 5; i++)' '		s += in_parent(i);' \
+		'	printf("parent %d\n", (int)getpid());' '	return s == 0;' '}' > "$T/forker.c"
+	cc -O1 -pg -mfentry -c "$T/forker.c" -o "$T/forker.o"
+	"$RECORDMCOUNT" "$T/forker.o"
+	"$OBJPATCH" link --nop --runtime -- cc "$T/forker.o" -o "$T/forker"
+	lib=$LIBDIR/libmcloc.so
+	# forked_outputs PARENT_FILE CHILD_FILE: each headed by its pid, each
+	# with its own calls.
+	forked_outputs() {
+		grep -qx "# pid $ppid (forker)" "$1"
+		grep -qx "# pid $cpid (forker)" "$2"
+		[ "$(grep -c '^# pid ' "$1")" -eq 1 ] && [ "$(grep -c '^# pid ' "$2")" -eq 1 ]
+		[ "$(grep -c in_child "$1")" -eq 0 ]
+		[ "$(grep -Ec '(^|: )(before|in_parent|main) ' "$2")" -eq 0 ]
+	}
+	run env LD_PRELOAD="$lib" MCLOC_TRACER=profile MCLOC_OUTPUT="$T/prof" "$T/forker"
+	assert_success
+	cpid=$(echo "$output" | sed -n 's/^child //p')
+	ppid=$(echo "$output" | sed -n 's/^parent //p')
+	forked_outputs "$T/prof" "$T/prof.$cpid"
+	grep -Eq '^before +3 ' "$T/prof"
+	grep -Eq '^in_parent +5 ' "$T/prof"
+	grep -Eq '^in_child +7 ' "$T/prof.$cpid"
+	# %p: the child's own name.
+	run env LD_PRELOAD="$lib" MCLOC_TRACER=profile MCLOC_OUTPUT="$T/pp.%p" "$T/forker"
+	assert_success
+	cpid=$(echo "$output" | sed -n 's/^child //p')
+	ppid=$(echo "$output" | sed -n 's/^parent //p')
+	[ "$(ls "$T"/pp.* | wc -l)" -eq 2 ]
+	forked_outputs "$T/pp.$ppid" "$T/pp.$cpid"
+	grep -Eq '^in_child +7 ' "$T/pp.$cpid"
+	# The function tracer: the child's lines in its own file.
+	run env LD_PRELOAD="$lib" MCLOC_TRACER=function MCLOC_OUTPUT="$T/fn" "$T/forker"
+	assert_success
+	cpid=$(echo "$output" | sed -n 's/^child //p')
+	ppid=$(echo "$output" | sed -n 's/^parent //p')
+	forked_outputs "$T/fn" "$T/fn.$cpid"
+	[ "$(grep -c ': in_parent <-main$' "$T/fn")" -eq 5 ]
+	[ "$(grep -c ': in_child <-main$' "$T/fn.$cpid")" -eq 7 ]
+	# Standard error, shared: each process's header, and its lines.
+	env LD_PRELOAD="$lib" MCLOC_TRACER=function "$T/forker" >"$T/out" 2>"$T/err"
+	cpid=$(sed -n 's/^child //p' "$T/out")
+	ppid=$(sed -n 's/^parent //p' "$T/out")
+	grep -qx "# pid $ppid (forker)" "$T/err"
+	grep -qx "# pid $cpid (forker)" "$T/err"
+	[ "$(grep -Ec "^ +forker-$cpid +.*: in_child <-main\$" "$T/err")" -eq 7 ]
+	# ... and the profile: each table headed by the pid it is of.
+	env LD_PRELOAD="$lib" MCLOC_TRACER=profile "$T/forker" >"$T/out" 2>"$T/err"
+	cpid=$(sed -n 's/^child //p' "$T/out")
+	ppid=$(sed -n 's/^parent //p' "$T/out")
+	run awk '/^# pid / { pid = $3 } /^(in_child|in_parent) / { print $1, pid }' "$T/err"
+	assert_output "in_child $cpid
+in_parent $ppid"
 }
 
 @test "profile of a -pg program (sites after the prologue): counted, not timed, and the program unharmed" {
