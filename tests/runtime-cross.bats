@@ -286,15 +286,19 @@ check_slots() {
 # (qemu -E, so that qemu itself does not preload it).  libmcloc writes the
 # sites' fixed first instruction itself, while the program is still
 # alone, against a page of jump stubs near its text.
+# unlinked_flags ARCH: FLAGS for a program libmcloc finds itself (no slot).
+unlinked_flags() {
+	case $1 in
+	aarch64) FLAGS=(-fpatchable-function-entry=2) ;;
+	riscv64) FLAGS=(-fpatchable-function-entry=4 -falign-functions=4) ;;
+	esac
+}
+
 preload() {
 	plain_only
 	cross "$1"
-	local flags
-	case $1 in
-	aarch64) flags=(-fpatchable-function-entry=2) ;;
-	riscv64) flags=(-fpatchable-function-entry=4 -falign-functions=4) ;;
-	esac
-	$CC -O2 "${flags[@]}" "$DEMO"/{main,fib,stats}.c -o "$T/demo"
+	unlinked_flags "$1"
+	$CC -O2 "${FLAGS[@]}" "$DEMO"/{main,fib,stats}.c -o "$T/demo"
 	local env=(-E LD_PRELOAD="$LIB/libmcloc.so")
 	run "${QEMU[@]}" "${env[@]}" -E MCLOC_TRACER=function -E MCLOC_FILTER='stats_*' \
 		-E MCLOC_NOTRACE=stats_mean -E MCLOC_OUTPUT="$T/trace" "$T/demo"
@@ -343,6 +347,63 @@ late() {
 
 @test "riscv64: a program that started threads first is left untraced, and told why" {
 	late riscv64
+}
+
+# The same, with a thread made by a raw clone(), which glibc does not count
+# (qemu-user runs the guest's CLONE_VM threads as host threads): the
+# kernel's list of the process's tasks does.  The same program with no
+# thread has its sites taken, so the refusal is the thread's.
+rawclone() {
+	plain_only
+	cross "$1"
+	unlinked_flags "$1"
+	$CC -O2 "${FLAGS[@]}" -I"$SRC/include" "$RT/rawclone.c" -o "$T/rawclone" \
+		-L"$LIB" -lmcloc
+	run_cross "$T/rawclone" alone
+	echo "$output"
+	assert_success
+	refute_line --partial "left alone"
+	assert_line --regexp '^records [1-9][0-9]*, told 0, work 7$'
+	run_cross "$T/rawclone"
+	echo "$output"
+	assert_success
+	assert_line "libmcloc: the main program's sites are left alone: it has started threads (link it with objpatch link --runtime, or initialise libmcloc first)"
+	assert_line "records 0, told 1, work 7"
+}
+
+@test "aarch64: a program with a raw clone() thread is left untraced, and told why" {
+	rawclone aarch64
+}
+
+@test "riscv64: a program with a raw clone() thread is left untraced, and told why" {
+	rawclone riscv64
+}
+
+# Without /proc (a chroot, a container) the threads cannot be counted:
+# the sites are left alone even with no thread, and the log says why.
+# qemu-user itself runs without /proc.
+noproc() {
+	plain_only
+	[ "$(id -u)" = 0 ] || skip "needs root, for a mount namespace with no /proc"
+	need unshare
+	cross "$1"
+	unlinked_flags "$1"
+	$CC -O2 "${FLAGS[@]}" -I"$SRC/include" "$RT/rawclone.c" -o "$T/rawclone" \
+		-L"$LIB" -lmcloc
+	run unshare -m sh -c 'mount -t tmpfs none /proc && exec "$@"' sh \
+		env LD_LIBRARY_PATH="$LIB" timeout -s KILL 900 "${QEMU[@]}" "$T/rawclone" alone
+	echo "$output"
+	assert_success
+	assert_line --partial "left alone: its threads cannot be counted (no /proc/self/task)"
+	assert_line "records 0, told 1, work 7"
+}
+
+@test "aarch64: no /proc: the main program's sites are left alone, and told why" {
+	noproc aarch64
+}
+
+@test "riscv64: no /proc: the main program's sites are left alone, and told why" {
+	noproc riscv64
 }
 
 # -pg: recordmcount finds the calls to _mcount, and objpatch link
