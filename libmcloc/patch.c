@@ -730,7 +730,7 @@ void mcr_batch_abort(struct mcr_batch *b)
 	close_text(b);	/* (no flips: nothing was written) */
 }
 
-/* Store the 4-byte instruction INSN at A, or the slot value V at A. */
+/* Store the 4-byte instruction INSN at A. */
 static int store_insn(struct mcr_batch *w, uintptr_t a, const uint8_t *insn)
 {
 	uint32_t x;
@@ -742,11 +742,14 @@ static int store_insn(struct mcr_batch *w, uintptr_t a, const uint8_t *insn)
 	return 0;
 }
 
+/* Release: a dispatcher that loads the slot with acquire (dispatch.c)
+ * sees the ops it names as its owner filled it in, also where the site's
+ * call is older than the slot (a batch that changes only slots). */
 static int store_slot(struct mcr_batch *w, uintptr_t a, uintptr_t v)
 {
 	if (w->memfd >= 0)
 		return poke(w, a, (const uint8_t *)&v, 8);
-	__atomic_store_n((uintptr_t *)a, v, __ATOMIC_RELAXED);
+	__atomic_store_n((uintptr_t *)a, v, __ATOMIC_RELEASE);
 	return 0;
 }
 
@@ -774,6 +777,10 @@ static int patch_one_store(struct mcr_batch *w, struct mcr_poke *v, size_t n,
 		ret = store_slot(w, sl[i].at, sl[i].val);
 		mcr_stats.slot_stores += !ret;
 	}
+	/* The slots before the sites: a dispatcher that loads a site's new
+	 * call with acquire then reads its new slot (dispatch.c says why it
+	 * must, also with membarrier).  Any earlier batch's slots are
+	 * ordered before these sites by this one's lock. */
 	if (!ret && ns)
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (!ret && ns && n)

@@ -99,6 +99,44 @@ stress() {
 	stress riscv64
 }
 
+# The dispatcher loads a site's word with acquire, then its ops slot
+# (libmcloc/dispatch.c, slot_call): with a plain load first, a weakly
+# ordered CPU or the compiler may take the slot before the word, and pair
+# a new call with an old slot whose ops is gone.  qemu-user on an x86_64
+# host never lets a load pass an earlier one, so no run shows it; the
+# code built does.  aarch64: the word's load is ldar or ldapr, and no plain
+# 32-bit load at the site remains.  riscv64: it is one lw, then a fence
+# before any other access or branch.
+ordered_load() {
+	plain_only
+	cross "$1"
+	need "$1-linux-gnu-objdump"
+	local fn
+	fn=$("$1-linux-gnu-objdump" -d --no-show-raw-insn "$LIB/libmcloc.so" |
+		awk '/<mcr_args_dispatch>:$/ { on = 1 } on && /^$/ { exit } on')
+	echo "$fn"
+	[ -n "$fn" ]
+	case $1 in
+	aarch64)
+		grep -A1 -E '\ssub\s+x[0-9]+, x[0-9]+, #0x4$' <<< "$fn" |
+			grep -Eq '\slda(p)?r\s+w[0-9]+, \[x[0-9]+\]'
+		! grep -Eq '\sldu?r\s+w[0-9]+, \[x[0-9]+, #-4\]' <<< "$fn" ;;
+	riscv64)
+		awk '/\tlw\t[a-z0-9]+,-4\(/ { at = 1; next }
+		     at && /\tfence/ { ok = 1; at = 0 }
+		     at && /\t(l[bhwd]u?|s[bhwd]|b[a-z]*|j|jal|jalr|ret)\t/ { at = 0 }
+		     END { exit !ok }' <<< "$fn" ;;
+	esac
+}
+
+@test "aarch64: the dispatcher loads the site's call with acquire before its ops slot" {
+	ordered_load aarch64
+}
+
+@test "riscv64: the dispatcher loads the site's call with acquire before its ops slot" {
+	ordered_load riscv64
+}
+
 # cross_shlib ARCH: $T/libtraced.so from fixtures/runtime/shlib.c.
 cross_shlib() {
 	plain_only
