@@ -52,7 +52,11 @@
  * exception return, ISB-equivalent; riscv64: fence.i) before it returns.
  * Without that command (older kernels) step 3 is the maintenance alone:
  * a thread may run a site's old instruction for a moment after the batch,
- * both forms being valid, so only that promptness is lost.
+ * both forms being valid, so only that promptness is lost.  Step 1's
+ * sync goes too: the fence after the slots and the dispatcher's acquire
+ * load of the site (dispatch.c) still keep a new call from being seen
+ * with an old slot, and an old call that runs late finds its site no
+ * longer calling, so the current set decides.  mcr_init() says so.
  *
  * Text is writable only during a batch: the pages' exact protections are
  * read from /proc/self/maps and restored.  Where the kernel refuses a
@@ -206,15 +210,22 @@ int mcr_init(bool (*is_site)(uintptr_t addr), char *err, size_t errlen)
 {
 	site_known = is_site;
 	page_size = sysconf(_SC_PAGESIZE);
-	int cmds = membarrier(MEMBARRIER_CMD_QUERY);
-	int e = cmds < 0 ? errno : 0;
+	int cmds = membarrier(MEMBARRIER_CMD_QUERY), e = 0;
 
-	if (cmds >= 0 && (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE) &&
-	    membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE) == 0) {
+	if (cmds < 0)
+		e = errno;
+	else if (!(cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE))
+		e = ENOSYS;	/* (before Linux 4.16, or not on this architecture) */
+	else if (membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE) < 0)
+		e = errno;
+	if (!e) {
 		have_membarrier = true;
 	} else if (MCR_ONE_STORE) {
-		/* Patching stays correct (see the top of this file). */
-		(void)err, (void)errlen, (void)e;
+		/* Patching stays correct (see the top of this file), and the
+		 * caller may say so: ERR set, 0 returned. */
+		snprintf(err, errlen, "membarrier(PRIVATE_EXPEDITED_SYNC_CORE) is not available "
+			 "(%s): sites change without it, and a thread may run a site's old "
+			 "instruction for a moment after its batch", strerror(e));
 		return 0;
 	} else if (e == EPERM || e == EACCES) {
 		/* (A seccomp filter, or a sandbox, that denies it.) */
