@@ -94,8 +94,10 @@ static bool has_symbol(int fd, const Elf64_Ehdr *eh, const Elf64_Shdr *sh, const
  * constructor runs: so the tasks listed when libmcloc was loaded, while
  * glibc said the program had no thread, are taken as not the program's
  * (on a kernel of the program's own architecture, the main thread
- * alone).  Any other task is a thread of the program.  Without /proc
- * there is no telling, and the answer is no.
+ * alone).  Any other task is a thread of the program.  What this cannot
+ * see is a raw clone() made before libmcloc was loaded: by an earlier
+ * constructor, or before a dlopen() of libmcloc.  Without /proc there is
+ * no telling, and the answer is no.
  */
 #define BORN_MAX 8
 static pid_t born[BORN_MAX];
