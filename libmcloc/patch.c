@@ -790,9 +790,10 @@ static int patch_one_store(struct mcr_batch *w, struct mcr_poke *v, size_t n,
 	}
 	/* The slots before the sites: a dispatcher that loads a site's new
 	 * call with acquire then reads its new slot (dispatch.c says why it
-	 * must, also with membarrier).  Any earlier batch's slots are
-	 * ordered before these sites by this one's lock. */
-	if (!ret && ns)
+	 * must, also with membarrier).  Also in a batch that writes no slot,
+	 * for the slots of earlier batches, which the lock orders before
+	 * this fence: one barrier per batch. */
+	if (!ret && n)
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (!ret && ns && n)
 		ret = sync_cores();
