@@ -428,16 +428,21 @@ late() {
 	late riscv64
 }
 
-# The same, with a thread made by a raw clone(), which glibc does not count
+# build_rawclone ARCH: $T/rawclone, linked without objpatch.
+build_rawclone() {
+	cross "$1"
+	unlinked_flags "$1"
+	$CC -O2 "${FLAGS[@]}" -I"$SRC/include" "$RT/rawclone.c" -o "$T/rawclone" \
+		-L"$LIB" -lmcloc
+}
+
+# As late(), with a thread made by a raw clone(), which glibc does not count
 # (qemu-user runs the guest's CLONE_VM threads as host threads): the
 # kernel's list of the process's tasks does.  The same program with no
 # thread has its sites taken, so the refusal is the thread's.
 rawclone() {
 	plain_only
-	cross "$1"
-	unlinked_flags "$1"
-	$CC -O2 "${FLAGS[@]}" -I"$SRC/include" "$RT/rawclone.c" -o "$T/rawclone" \
-		-L"$LIB" -lmcloc
+	build_rawclone "$1"
 	run_cross "$T/rawclone" alone
 	echo "$output"
 	assert_success
@@ -465,10 +470,7 @@ noproc() {
 	plain_only
 	[ "$(id -u)" = 0 ] || skip "needs root, for a mount namespace with no /proc"
 	need unshare
-	cross "$1"
-	unlinked_flags "$1"
-	$CC -O2 "${FLAGS[@]}" -I"$SRC/include" "$RT/rawclone.c" -o "$T/rawclone" \
-		-L"$LIB" -lmcloc
+	build_rawclone "$1"
 	run unshare -m sh -c 'mount -t tmpfs none /proc && exec "$@"' sh \
 		env LD_LIBRARY_PATH="$LIB" timeout -s KILL 900 "${QEMU[@]}" "$T/rawclone" alone
 	echo "$output"
