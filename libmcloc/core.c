@@ -217,9 +217,12 @@ int mcloc_init(void)
 	pthread_mutex_lock(&mcr_lock);
 	if (!inited) {
 		inited = first = true;
+		err[0] = 0;
 		init_status = mcr_init(mcr_is_site, err, sizeof(err));
 		if (init_status)
 			mcr_say(0, "%s", err);
+		else if (err[0])	/* (how it works without something) */
+			mcr_say(1, "%s", err);
 	}
 	pthread_mutex_unlock(&mcr_lock);
 	if (first && !init_status && mcr_hooks.after_init) {

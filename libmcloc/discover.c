@@ -85,24 +85,77 @@ static bool has_symbol(int fd, const Elf64_Ehdr *eh, const Elf64_Shdr *sh, const
 }
 
 #if MCR_ONE_STORE
-/* Has the process never had a second thread?  glibc's own flag, which
- * also answers right under qemu-user, whose threads /proc/self/task
- * lists with the program's. */
-static bool alone(void)
+/*
+ * Is the process alone, so that instructions other than NOP and BL/JALR
+ * may be written?  glibc's flag sees only pthread_create(); a thread made
+ * with a raw clone() is seen only by the kernel, in /proc/self/task.
+ * Under qemu-user that list also holds the emulator's own threads, which
+ * never run the program's code, and which exist before any library's
+ * constructor runs: so the tasks listed when libmcloc was loaded, while
+ * glibc said the program had no thread, are taken as not the program's
+ * (on a kernel of the program's own architecture, the main thread
+ * alone).  Any other task is a thread of the program.  What this cannot
+ * see is a raw clone() made before libmcloc was loaded: by an earlier
+ * constructor, or before a dlopen() of libmcloc.  Without /proc there is
+ * no telling, and the answer is no.
+ */
+#define BORN_MAX 8
+static pid_t born[BORN_MAX];
+static int nborn = -1;	/* (-1: not known) */
+
+/* How many tasks the process has, the first MAX of them into V; -1
+ * without /proc. */
+static int list_tasks(pid_t *v, int max)
 {
-#if __has_include(<sys/single_threaded.h>)
-	return __libc_single_threaded;
-#else
 	DIR *d = opendir("/proc/self/task");
 	int n = 0;
 
 	if (!d)
-		return false;
+		return -1;
 	for (struct dirent *e; (e = readdir(d));)
-		n += e->d_name[0] != '.';
+		if (e->d_name[0] != '.' && n++ < max)
+			v[n - 1] = (pid_t)atoi(e->d_name);
 	closedir(d);
-	return n == 1;
+	return n;
+}
+
+static bool born_with(pid_t t)
+{
+	for (int i = 0; i < nborn; i++)
+		if (born[i] == t)
+			return true;
+	return false;
+}
+
+/* Why the program is not alone, or NULL if it is. */
+static const char *not_alone(void)
+{
+	pid_t now[BORN_MAX];
+	int n;
+
+#if __has_include(<sys/single_threaded.h>)
+	if (!__libc_single_threaded)
+		return "it has started threads";
 #endif
+	if (nborn < 0 || (n = list_tasks(now, BORN_MAX)) < 0)
+		return "its threads cannot be counted (no /proc/self/task)";
+	if (n > BORN_MAX)
+		return "it has started threads";
+	for (int i = 0; i < n; i++)
+		if (now[i] != getpid() && !born_with(now[i]))
+			return "it has started threads";
+	return NULL;
+}
+
+static void note_born(void)
+{
+#if __has_include(<sys/single_threaded.h>)
+	if (!__libc_single_threaded)
+		return;
+#endif
+	nborn = list_tasks(born, BORN_MAX);
+	if (nborn > BORN_MAX)
+		nborn = 0;	/* (then none is taken for the emulator's) */
 }
 #endif
 
@@ -152,9 +205,10 @@ static int discover_main(char *err, size_t errlen)
 	 * change while another thread runs it: this is done while the
 	 * program is still alone (an LD_PRELOADed library's constructor),
 	 * or not at all. */
-	if (!alone()) {
-		mcr_say(0, "the main program's sites are left alone: it has started threads "
-			"(link it with objpatch link --runtime, or initialise libmcloc first)");
+	const char *why = not_alone();
+	if (why) {
+		mcr_say(0, "the main program's sites are left alone: %s (link it with objpatch "
+			"link --runtime, or initialise libmcloc first)", why);
 		goto out;
 	}
 #endif
@@ -246,4 +300,7 @@ out:
 __attribute__((constructor(101))) static void discover_hook(void)
 {
 	mcr_hooks.after_init = discover_main;
+#if MCR_ONE_STORE
+	note_born();
+#endif
 }

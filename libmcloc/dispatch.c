@@ -104,19 +104,36 @@ struct mcloc_ops mcr_list_ops;
  * A site with an ops slot, through the args trampoline: the slot names the
  * one ops that covers it, so the call needs no lookup, no list and no
  * per-function trampoline (the kernel's DYNAMIC_FTRACE_WITH_CALL_OPS).
- * A site that stopped calling keeps its old slot (core.c), so the slot is
- * trusted only if, inside the read-side section, the site still calls the
- * args trampoline: the slot was written before that call was, and the ops
- * it names cannot go before the section ends.  Otherwise the site
- * changed under the call, and the set decides, as for any call in flight.
+ * A site that stopped calling keeps its old slot (core.c), whose ops may
+ * be gone, so the slot is trusted only if, inside the read-side section,
+ * the site still calls the args trampoline.  Otherwise the site changed
+ * under the call, and the set decides, as for any call in flight.
+ *
+ * The order of the two loads is what makes that check worth anything.
+ * The patcher (patch.c) stores a batch's slots, then a full fence, then
+ * its sites.  Having executed the new call orders nothing: an instruction
+ * fetch is not a load, and aarch64 and riscv64 let a later load of the
+ * slot be satisfied before an earlier plain load of the site word, and
+ * the compiler may swap them too.  So the site word is loaded with
+ * acquire: if it is the call a batch wrote, it synchronises with that
+ * batch's fence, and the slot load after it reads that batch's slot or a
+ * later one.  If the call is older (a batch changed only the slot), the
+ * slot is one of the live ops that held the site since; each was stored
+ * with release and the slot is loaded with acquire, for the ops's fields.
+ * The kernel's trampoline loads its literal without looking at the site:
+ * arm64 changes text under stop_machine(), with every other CPU held,
+ * and points a disabled site's literal at a harmless ops.  Here other
+ * threads run on.  The patcher's membarrier between the slots and the
+ * sites orders every thread's loads as stop_machine() would, but only
+ * where the kernel has SYNC_CORE; without it the fence alone is left,
+ * and nothing ever orders what the compiler does with two plain loads.
  */
 static bool slot_call(const struct image *im, uintptr_t after, uintptr_t parent)
 {
 	uintptr_t site = after - 4;
 	uint8_t call[4];
-	uint32_t have;
+	uint32_t have = __atomic_load_n((const uint32_t *)site, __ATOMIC_ACQUIRE);
 
-	memcpy(&have, (const void *)site, 4);
 	if (mcr_encode_tramp(site, 4, im->desc->tramp_args, call) || memcmp(&have, call, 4))
 		return false;
 	struct mcloc_ops *ops = __atomic_load_n((struct mcloc_ops **)(site - MCR_SLOT_BACK),

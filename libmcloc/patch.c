@@ -52,7 +52,11 @@
  * exception return, ISB-equivalent; riscv64: fence.i) before it returns.
  * Without that command (older kernels) step 3 is the maintenance alone:
  * a thread may run a site's old instruction for a moment after the batch,
- * both forms being valid, so only that promptness is lost.
+ * both forms being valid, so only that promptness is lost.  Step 1's
+ * sync goes too: the fence after the slots and the dispatcher's acquire
+ * load of the site (dispatch.c) still keep a new call from being seen
+ * with an old slot, and an old call that runs late finds its site no
+ * longer calling, so the current set decides.  mcr_init() says so.
  *
  * Text is writable only during a batch: the pages' exact protections are
  * read from /proc/self/maps and restored.  Where the kernel refuses a
@@ -219,15 +223,22 @@ int mcr_init(bool (*is_site)(uintptr_t addr), char *err, size_t errlen)
 {
 	site_known = is_site;
 	page_size = sysconf(_SC_PAGESIZE);
-	int cmds = membarrier(MEMBARRIER_CMD_QUERY);
-	int e = cmds < 0 ? errno : 0;
+	int cmds = membarrier(MEMBARRIER_CMD_QUERY), e = 0;
 
-	if (cmds >= 0 && (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE) &&
-	    membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE) == 0) {
+	if (cmds < 0)
+		e = errno;
+	else if (!(cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE))
+		e = ENOSYS;	/* (before Linux 4.16, or not on this architecture) */
+	else if (membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE) < 0)
+		e = errno;
+	if (!e) {
 		have_membarrier = true;
 	} else if (MCR_ONE_STORE) {
-		/* Patching stays correct (see the top of this file). */
-		(void)err, (void)errlen, (void)e;
+		/* Patching stays correct (see the top of this file), and the
+		 * caller may say so: ERR set, 0 returned. */
+		snprintf(err, errlen, "membarrier(PRIVATE_EXPEDITED_SYNC_CORE) is not available "
+			 "(%s): sites change without it, and a thread may run a site's old "
+			 "instruction for a moment after its batch", strerror(e));
 		return 0;
 	} else if (e == EPERM || e == EACCES) {
 		/* (A seccomp filter, or a sandbox, that denies it.) */
@@ -743,7 +754,7 @@ void mcr_batch_abort(struct mcr_batch *b)
 	close_text(b);	/* (no flips: nothing was written) */
 }
 
-/* Store the 4-byte instruction INSN at A, or the slot value V at A. */
+/* Store the 4-byte instruction INSN at A. */
 static int store_insn(struct mcr_batch *w, uintptr_t a, const uint8_t *insn)
 {
 	uint32_t x;
@@ -755,11 +766,14 @@ static int store_insn(struct mcr_batch *w, uintptr_t a, const uint8_t *insn)
 	return 0;
 }
 
+/* Release: a dispatcher that loads the slot with acquire (dispatch.c)
+ * sees the ops it names as its owner filled it in, also where the site's
+ * call is older than the slot (a batch that changes only slots). */
 static int store_slot(struct mcr_batch *w, uintptr_t a, uintptr_t v)
 {
 	if (w->memfd >= 0)
 		return poke(w, a, (const uint8_t *)&v, 8);
-	__atomic_store_n((uintptr_t *)a, v, __ATOMIC_RELAXED);
+	__atomic_store_n((uintptr_t *)a, v, __ATOMIC_RELEASE);
 	return 0;
 }
 
@@ -787,7 +801,12 @@ static int patch_one_store(struct mcr_batch *w, struct mcr_poke *v, size_t n,
 		ret = store_slot(w, sl[i].at, sl[i].val);
 		mcr_stats.slot_stores += !ret;
 	}
-	if (!ret && ns)
+	/* The slots before the sites: a dispatcher that loads a site's new
+	 * call with acquire then reads its new slot (dispatch.c says why it
+	 * must, also with membarrier).  Also in a batch that writes no slot,
+	 * for the slots of earlier batches, which the lock orders before
+	 * this fence: one barrier per batch. */
+	if (!ret && n)
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (!ret && ns && n)
 		ret = sync_cores();

@@ -128,7 +128,9 @@ void mcr_batch_abort(struct mcr_batch *b);
 /* Set the patcher up: register for membarrier, and (where sites change
  * under a breakpoint) install the SIGTRAP handler.  IS_SITE tells the trap handler whether an address
  * is a site of a registered image (a trap that raced the end of its
- * batch); the patcher knows no images itself. */
+ * batch); the patcher knows no images itself.  Returns 0 or -errno, with
+ * the reason in ERR; ERR is also set, with 0, where patching works
+ * without something it would use (aarch64, riscv64: membarrier). */
 int mcr_init(bool (*is_site)(uintptr_t addr), char *err, size_t errlen);
 
 /* Change every site of V (sorted here) from old_bytes to new_bytes, with

@@ -99,6 +99,85 @@ stress() {
 	stress riscv64
 }
 
+# The dispatcher loads a site's word with acquire, then its ops slot
+# (libmcloc/dispatch.c, slot_call): with a plain load first, a weakly
+# ordered CPU or the compiler may take the slot before the word, and pair
+# a new call with an old slot whose ops is gone.  qemu-user on an x86_64
+# host never lets a load pass an earlier one, so no run shows it; the
+# code built does.  aarch64: the word's load is ldar or ldapr, and no plain
+# 32-bit load at the site remains.  riscv64: it is one lw, then a fence
+# before any other access or branch.
+ordered_load() {
+	plain_only
+	cross "$1"
+	need "$1-linux-gnu-objdump"
+	local fn
+	fn=$("$1-linux-gnu-objdump" -d --no-show-raw-insn "$LIB/libmcloc.so" |
+		awk '/<mcr_args_dispatch>:$/ { on = 1 } on && /^$/ { exit } on')
+	echo "$fn"
+	[ -n "$fn" ]
+	case $1 in
+	aarch64)
+		grep -A1 -E '\ssub\s+x[0-9]+, x[0-9]+, #0x4$' <<< "$fn" |
+			grep -Eq '\slda(p)?r\s+w[0-9]+, \[x[0-9]+\]'
+		! grep -Eq '\sldu?r\s+w[0-9]+, \[x[0-9]+, #-4\]' <<< "$fn" ;;
+	riscv64)
+		awk '/\tlw\t[a-z0-9]+,-4\(/ { at = 1; next }
+		     at && /\tfence/ { ok = 1; at = 0 }
+		     at && /\t(l[bhwd]u?|s[bhwd]|b[a-z]*|j|jal|jalr|ret)\t/ { at = 0 }
+		     END { exit !ok }' <<< "$fn" ;;
+	esac
+}
+
+@test "aarch64: the dispatcher loads the site's call with acquire before its ops slot" {
+	ordered_load aarch64
+}
+
+@test "riscv64: the dispatcher loads the site's call with acquire before its ops slot" {
+	ordered_load riscv64
+}
+
+# A kernel without membarrier SYNC_CORE (before 4.16): the host kernel
+# qemu-user calls on is made to refuse it by tests/lib/nomembarrier, the
+# whole system call (ENOSYS) or its SYNC_CORE commands (EINVAL).  Sites
+# still change, exactly; the log says how; and the stress test, with
+# slots changing under its calls, holds without the sync.
+nomembarrier() {
+	plain_only
+	cross "$1"
+	cc -O2 "$SRC/tests/lib/nomembarrier.c" -o "$T/nomembarrier"
+	build_cross "$1" nosync 20 "${FLAGS[@]}"
+	local mode errno
+	for mode in enosys nosynccore; do
+		case $mode in
+		enosys) errno="Function not implemented" ;;
+		nosynccore) errno="Invalid argument" ;;
+		esac
+		run env LD_LIBRARY_PATH="$LIB" "$T/nomembarrier" $mode "${QEMU[@]}" "$T/nosync"
+		echo "$output"
+		assert_success
+		assert_line --partial "sync-core $errno"
+		assert_line "libmcloc[1]: membarrier(PRIVATE_EXPEDITED_SYNC_CORE) is not available ($errno): sites change without it, and a thread may run a site's old instruction for a moment after its batch"
+		assert_line "traced 1000 of 1000"
+		assert_line "after: 1000"
+	done
+	build_cross "$1" stress 2000
+	run env LD_LIBRARY_PATH="$LIB" timeout -s KILL 900 "$T/nomembarrier" enosys \
+		"${QEMU[@]}" "$T/stress" 10 300
+	echo "$output"
+	assert_success
+	assert_line "PASSED"
+	assert_line --partial "mismatches: 0, api errors: 0, enabled at end: 0"
+}
+
+@test "aarch64: no membarrier SYNC_CORE: sites change all the same, the log says how" {
+	nomembarrier aarch64
+}
+
+@test "riscv64: no membarrier SYNC_CORE: sites change all the same, the log says how" {
+	nomembarrier riscv64
+}
+
 # cross_shlib ARCH: $T/libtraced.so from fixtures/runtime/shlib.c.
 cross_shlib() {
 	plain_only
@@ -286,15 +365,19 @@ check_slots() {
 # (qemu -E, so that qemu itself does not preload it).  libmcloc writes the
 # sites' fixed first instruction itself, while the program is still
 # alone, against a page of jump stubs near its text.
+# unlinked_flags ARCH: FLAGS for a program libmcloc finds itself (no slot).
+unlinked_flags() {
+	case $1 in
+	aarch64) FLAGS=(-fpatchable-function-entry=2) ;;
+	riscv64) FLAGS=(-fpatchable-function-entry=4 -falign-functions=4) ;;
+	esac
+}
+
 preload() {
 	plain_only
 	cross "$1"
-	local flags
-	case $1 in
-	aarch64) flags=(-fpatchable-function-entry=2) ;;
-	riscv64) flags=(-fpatchable-function-entry=4 -falign-functions=4) ;;
-	esac
-	$CC -O2 "${flags[@]}" "$DEMO"/{main,fib,stats}.c -o "$T/demo"
+	unlinked_flags "$1"
+	$CC -O2 "${FLAGS[@]}" "$DEMO"/{main,fib,stats}.c -o "$T/demo"
 	local env=(-E LD_PRELOAD="$LIB/libmcloc.so")
 	run "${QEMU[@]}" "${env[@]}" -E MCLOC_TRACER=function -E MCLOC_FILTER='stats_*' \
 		-E MCLOC_NOTRACE=stats_mean -E MCLOC_OUTPUT="$T/trace" "$T/demo"
@@ -343,6 +426,65 @@ late() {
 
 @test "riscv64: a program that started threads first is left untraced, and told why" {
 	late riscv64
+}
+
+# build_rawclone ARCH: $T/rawclone, linked without objpatch.
+build_rawclone() {
+	cross "$1"
+	unlinked_flags "$1"
+	$CC -O2 "${FLAGS[@]}" -I"$SRC/include" "$RT/rawclone.c" -o "$T/rawclone" \
+		-L"$LIB" -lmcloc
+}
+
+# As late(), with a thread made by a raw clone(), which glibc does not count
+# (qemu-user runs the guest's CLONE_VM threads as host threads): the
+# kernel's list of the process's tasks does.  The same program with no
+# thread has its sites taken, so the refusal is the thread's.
+rawclone() {
+	plain_only
+	build_rawclone "$1"
+	run_cross "$T/rawclone" alone
+	echo "$output"
+	assert_success
+	refute_line --partial "left alone"
+	assert_line --regexp '^records [1-9][0-9]*, told 0, work 7$'
+	run_cross "$T/rawclone"
+	echo "$output"
+	assert_success
+	assert_line "libmcloc: the main program's sites are left alone: it has started threads (link it with objpatch link --runtime, or initialise libmcloc first)"
+	assert_line "records 0, told 1, work 7"
+}
+
+@test "aarch64: a program with a raw clone() thread is left untraced, and told why" {
+	rawclone aarch64
+}
+
+@test "riscv64: a program with a raw clone() thread is left untraced, and told why" {
+	rawclone riscv64
+}
+
+# Without /proc (a chroot, a container) the threads cannot be counted:
+# the sites are left alone even with no thread, and the log says why.
+# qemu-user itself runs without /proc.
+noproc() {
+	plain_only
+	[ "$(id -u)" = 0 ] || skip "needs root, for a mount namespace with no /proc"
+	need unshare
+	build_rawclone "$1"
+	run unshare -m sh -c 'mount -t tmpfs none /proc && exec "$@"' sh \
+		env LD_LIBRARY_PATH="$LIB" timeout -s KILL 900 "${QEMU[@]}" "$T/rawclone" alone
+	echo "$output"
+	assert_success
+	assert_line --partial "left alone: its threads cannot be counted (no /proc/self/task)"
+	assert_line "records 0, told 1, work 7"
+}
+
+@test "aarch64: no /proc: the main program's sites are left alone, and told why" {
+	noproc aarch64
+}
+
+@test "riscv64: no /proc: the main program's sites are left alone, and told why" {
+	noproc riscv64
 }
 
 # -pg: recordmcount finds the calls to _mcount, and objpatch link
