@@ -587,12 +587,13 @@ EOF2
 @test "mcloc trace reads rings that the peer writes garbage over, geometry and heads and clock, as data: no fault" {
 	fake_server scribble
 	for mode in function function_graph profile; do
-		run "$MCLOC" trace "$FP" "$mode" --duration 1 --chrome "$T/s.json"
+		# (a reader that loops on the peer's clock_seq is killed, and fails)
+		run timeout -k 5 60 "$MCLOC" trace "$FP" "$mode" --duration 1 --chrome "$T/s.json"
 		echo "$mode: $status"
 		assert_success
 		$PY -c 'import json, sys; json.load(open(sys.argv[1]))' "$T/s.json"
 	done
-	run "$MCLOC" -j trace "$FP" function_graph --duration 1
+	run timeout -k 5 60 "$MCLOC" -j trace "$FP" function_graph --duration 1
 	assert_success
 	fake_stop
 }

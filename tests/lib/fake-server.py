@@ -104,6 +104,7 @@ def scribble(fd, size):
     sequence odd for good), events."""
     m = mmap.mmap(fd, size)
     rnd = random.Random(28)
+    time.sleep(0.5)     # (once the reader has checked the header)
     while True:
         for i in range(2):
             at = 128 + i * (RING + 4096)
