@@ -40,7 +40,12 @@ traced_c() {
 }
 
 teardown() {
-	[ -z "${PID:-}" ] || kill -KILL "$PID" 2>/dev/null || true
+	# (A fake server or client left by a failed test would hold bats'
+	# output open: bats would wait for it forever.)
+	local p
+	for p in "${PID:-}" "${FP:-}" "${CP:-}"; do
+		[ -z "$p" ] || kill -KILL "$p" 2>/dev/null || true
+	done
 }
 
 # start_served [VAR=VALUE...]: the program in the background, with control
@@ -575,6 +580,7 @@ truncated the trace's shared memory: a size larger than the memfd's, or too smal
 tiny the trace's shared memory: a size larger than the memfd's, or too small for a header
 nofd an unexpected reply to the trace request
 shortrep an unexpected reply to the trace request
+trace-type an unexpected reply to the trace request
 EOF2
 	# The same server with good rings: traced, and nothing said.
 	fake_server good
@@ -627,7 +633,11 @@ EOF2
 	assert_success
 	assert_line "a good trace request: started"
 	refute_line --partial FAIL
-	[ "${#lines[@]}" -eq 10 ]
+	assert_line "a STOP from a connection not tracing: refused, and answered on"
+	[ "${#lines[@]}" -eq 11 ]
+	run "$MCLOC" trace "$PID" function_graph --graph-function nosuch --duration 0.1
+	assert_failure 1
+	assert_output "mcloc: $PID: --graph-function 'nosuch': matches no traced function"
 	for opt in "--buffer 2" "--buffer 6" "--buffer 131072" "--rings 0" "--rings 4097" \
 		"--buffer 1024 --rings 1025"; do
 		run "$MCLOC" trace "$PID" function $opt

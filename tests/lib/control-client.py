@@ -167,6 +167,15 @@ def badtrace(path):
         print("%s %s: %s" % ("ok" if ok else "FAIL", name, why))
         bad += not ok
         s.close()
+    # STOP from a connection that does not trace: refused, kept.
+    s = connect(path)
+    s.sendall(msg(REQ_STOP) + msg(REQ_HELLO))
+    t1, body = one_reply(s)
+    t2, _ = one_reply(s)
+    ok = t1 == REP_ERROR and b"not tracing" in body and t2 == REP_HELLO
+    print("a STOP from a connection not tracing: %s" % ("refused, and answered on" if ok else "FAIL"))
+    bad += not ok
+    s.close()
     s = connect(path)
     s.sendall(trace_req(1, 4, 1))
     t, _ = socket.recv_fds(s, HDR.size + 8, 1)[:2]

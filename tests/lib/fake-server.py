@@ -61,6 +61,7 @@ SCENARIOS = {
     "ticks": ({"ticks": 2}, {}),
     "nofd": ({}, {"fd": "none"}),
     "shortrep": ({}, {"rep": 4}),
+    "trace-type": ({}, {"fd": "none", "type": REP_END}),
     "pipe": ({}, {"fd": "pipe"}),
     "unsealed": ({}, {"seal": False}),
     "truncated": ({}, {"size": 4096, "said": 128 + 2 * (RING + 4096)}),
@@ -153,7 +154,7 @@ def answer(conn, scenario, type_, seq):
         fd, said, size = rings_memfd(scenario)
         payload = struct.pack("=Q", said)[:mem.get("rep", 8)]
         if mem.get("fd") == "none":
-            return reply(conn, REP_TRACE, payload, seq)
+            return reply(conn, mem.get("type", REP_TRACE), payload, seq)
         if mem.get("fd") == "pipe":
             r, w = os.pipe()
             os.close(fd)
