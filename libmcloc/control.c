@@ -13,8 +13,10 @@
  * into a fixed buffer per connection; a message that is too long, of an
  * unknown type or version, or malformed gets an error reply and the
  * connection is closed, as is one that leaves a request unfinished for
- * STALL_MS.  Replies are sent with a timeout, so a controller that stops
- * reading cannot hold the thread either.  The protocol: <mcloc/control.h>.
+ * STALL_MS, or sends none for as long while it is not the one tracing
+ * (else 8 silent connections would lock every controller out).  Replies
+ * are sent with a timeout, so a controller that stops reading cannot hold
+ * the thread either.  The protocol: <mcloc/control.h>.
  */
 #include <mcloc/mcloc.h>
 #include <mcloc/control.h>
@@ -48,7 +50,9 @@ struct conn {
 	int fd;			/* -1: free */
 	pid_t pid;		/* the peer's */
 	size_t have;		/* bytes of the request in buf */
-	uint64_t since;		/* when its first byte came, ms */
+	uint64_t since;		/* when its request's first byte came, or (none
+				 * pending) its last request was answered or it
+				 * connected, ms */
 	_Alignas(8) uint8_t buf[MCLOC_REQ_MAX];
 };
 
@@ -75,8 +79,9 @@ static uint64_t now_ms(void)
 }
 
 /* MCLOC_CONTROL=wait: the registration of the first image with sites
- * waits (WAIT_S at most) until a controller has started a trace, so that
- * mcloc run traces a program from main() on. */
+ * waits (WAIT_S at most) until a controller has asked for a trace, so that
+ * mcloc run traces a program from main() on.  A trace refused (a filter
+ * that matches nothing) releases it as well: no one is coming back. */
 #define WAIT_S 10
 static struct {
 	pthread_mutex_t lock;
@@ -302,9 +307,10 @@ static void do_funcs(struct reply *r, const char *glob)
 
 static void add_any_site(uintptr_t site, const char *name, uint32_t state, void *arg);
 
+/* (A parked site is disabled: not in use, as after a trace stops.) */
 static void add_site(uintptr_t site, const char *name, uint32_t state, void *arg)
 {
-	if (state & (REC_ENABLED | REC_REF_MASK | REC_PARKED | REC_REFUSED))
+	if (state & (REC_ENABLED | REC_REF_MASK | REC_REFUSED))
 		add_any_site(site, name, state, arg);
 }
 
@@ -413,6 +419,7 @@ static bool do_trace(struct reply *r, int i, const uint8_t *p, size_t plen)
 	int ret = mcr_trace_start(&q, g[0], g[1], g[2], &fd, &size, err, sizeof(err));
 	if (ret < 0) {
 		reply_error(r, -ret, "%s", err);
+		first_traced();
 		return true;
 	}
 	send_fd(r, &(struct mcloc_rep_trace){ .size = size }, fd);
@@ -501,16 +508,21 @@ static bool handle(struct conn *c, const struct mcloc_msg *m, struct reply *r)
 	case MCLOC_REQ_ENABLED:
 	case MCLOC_REQ_SITES:
 	case MCLOC_REQ_STATS:
+	case MCLOC_REQ_RELEASE:
 		if (plen) {
 			reply_error(r, EINVAL, "request type %u takes no payload", m->type);
 			return false;
 		}
-		if (m->type == MCLOC_REQ_HELLO)
+		if (m->type == MCLOC_REQ_HELLO) {
 			do_hello(r);
-		else if (m->type == MCLOC_REQ_STATS)
+		} else if (m->type == MCLOC_REQ_STATS) {
 			do_stats(r);
-		else
+		} else if (m->type == MCLOC_REQ_RELEASE) {
+			first_traced();
+			reply_one(r, MCLOC_REP_END, NULL, 0);
+		} else {
 			do_sites(r, m->type == MCLOC_REQ_SITES);
+		}
 		return !r->failed;
 	case MCLOC_REQ_TRACE:
 		return do_trace(r, i, p, plen);
@@ -622,6 +634,7 @@ static void conn_accept(struct reply *r)
 			ctl.conn[i].fd = fd;
 			ctl.conn[i].pid = cr.pid;
 			ctl.conn[i].have = 0;
+			ctl.conn[i].since = now_ms();
 			return;
 		}
 	r->fd = fd;
@@ -686,17 +699,20 @@ static void *serve(void *arg)
 		}
 		if (pf[1].revents & POLLIN)
 			conn_accept(&r);
-		uint64_t t = now_ms();
 		for (int i = 0; i < CONN_MAX; i++) {
 			struct conn *c = &ctl.conn[i];
 
 			if (c->fd >= 0 && pf[2 + i].revents)
 				conn_read(c, &r);
-			if (c->fd >= 0 && c->have && t - c->since > STALL_MS) {
+			/* (The time after the read, which may have set since:
+			 * one taken before would make it seem in the future.) */
+			if (c->fd >= 0 && (c->have || i != ctl.controller) &&
+			    now_ms() - c->since > STALL_MS) {
 				r.fd = c->fd;
 				r.failed = false;
 				r.seq = 0;
-				reply_error(&r, ETIMEDOUT, "a request left unfinished for %d ms",
+				reply_error(&r, ETIMEDOUT, c->have ? "a request left unfinished for %d ms"
+								   : "no request for %d ms",
 					    STALL_MS);
 				conn_close(c);
 			}
@@ -917,19 +933,28 @@ void mcloc_control_stop(void)
 __attribute__((constructor(102))) static void control_from_env(void)
 {
 	const char *c = secure_getenv("MCLOC_CONTROL");
+	char *end = NULL;
 	int ret;
 
 	if (!c || !*c || !strcmp(c, "0"))
 		return;
-	if (strcmp(c, "1") && strcmp(c, "wait")) {
+	/* (wait=PID: mcloc run's, which holds the process it started alone,
+	 * not one that a wrapper starts in turn, which it never sees.) */
+	bool wait = !strcmp(c, "wait") ||
+		    (!strncmp(c, "wait=", 5) && strtol(c + 5, &end, 10) > 0 && !*end);
+
+	if (strcmp(c, "1") && !wait) {
 		say("MCLOC_CONTROL=%.32s: 1, wait or 0; no control", c);
 		return;
 	}
-	if (!strcmp(c, "wait")) {
+	if ((ret = mcloc_control_start()) < 0) {
+		if (ret != -EPERM)	/* (-EPERM: said) */
+			say("cannot start: %s", strerror(-ret));
+		return;		/* (and no waiting for a controller who cannot come) */
+	}
+	if (wait && (!end || strtol(c + 5, NULL, 10) == getpid())) {
 		first.waiting = true;
 		first.prev_hook = mcr_hooks.image_added;
 		mcr_hooks.image_added = first_image_added;
 	}
-	if ((ret = mcloc_control_start()) < 0 && ret != -EPERM)	/* (-EPERM: said) */
-		say("cannot start: %s", strerror(-ret));
 }

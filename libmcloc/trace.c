@@ -37,9 +37,16 @@
 #include <time.h>
 #include <unistd.h>
 
+/* The rings' geometry lives here, never read back from the shared
+ * memory: the controller may write anything there, and what it writes is
+ * data (heads, tails, a clock pair), never where the program stores. */
 struct session {
 	struct mcloc_ring_hdr *hdr;
 	size_t size;
+	size_t data_offset, ring_stride;
+	uint32_t ring_size, rings;
+	uint32_t next_ring;	/* rings handed out (the tick copies it out) */
+	uint32_t clock_seq;	/* (hdr->clock_seq: a copy) */
 	unsigned gen;
 	uint32_t tracer, max_depth, tid;
 	bool overwrite;
@@ -106,8 +113,7 @@ static uint64_t now_ns(void)
 
 static struct mcloc_ring *ring_at(const struct session *s, uint32_t i)
 {
-	return (struct mcloc_ring *)((uint8_t *)s->hdr + s->hdr->data_offset +
-				     (size_t)i * s->hdr->ring_stride);
+	return (struct mcloc_ring *)((uint8_t *)s->hdr + s->data_offset + (size_t)i * s->ring_stride);
 }
 
 /* The thread's ring, taken on its first event of the session (the only
@@ -116,8 +122,8 @@ static struct mcloc_ring *ring_at(const struct session *s, uint32_t i)
  * from prctl, 16 bytes with its NUL). */
 static __attribute__((noinline, cold)) struct mcloc_ring *take_ring(const struct session *s)
 {
-	uint32_t i = __atomic_fetch_add(&s->hdr->next_ring, 1, __ATOMIC_RELAXED);
-	struct mcloc_ring *r = i < s->hdr->rings ? ring_at(s, i) : NULL;
+	uint32_t i = __atomic_fetch_add((uint32_t *)&s->next_ring, 1, __ATOMIC_RELAXED);
+	struct mcloc_ring *r = i < s->rings ? ring_at(s, i) : NULL;
 	char comm[16] = "";
 
 	mine = (struct my_ring){ .gen = s->gen, .r = r };
@@ -150,8 +156,10 @@ put_event(const struct session *s, uint16_t type, uint64_t time, uintptr_t ip, u
 		__atomic_fetch_add(&s->hdr->no_ring, 1, __ATOMIC_RELAXED);
 		return;
 	}
-	uint64_t head = r->head;
-	uint32_t size = s->hdr->ring_size;
+	/* (HEAD may be anything the controller wrote: masked by the
+	 * program's own size, the event still lands inside the ring.) */
+	uint64_t head = r->head & ~(uint64_t)(sizeof(struct mcloc_event) - 1);
+	uint32_t size = s->ring_size;
 
 	if (s->overwrite) {
 		/* (The reader discards what claim says may be half-written:
@@ -350,6 +358,10 @@ int mcr_trace_start(const struct mcloc_req_trace *q, const char *filter, const c
 		goto out;
 	}
 	s->size = off + (size_t)q->rings * stride;
+	s->data_offset = off;
+	s->ring_stride = stride;
+	s->ring_size = ring_size;
+	s->rings = q->rings;
 	s->tracer = q->tracer;
 	s->max_depth = q->max_depth;
 	s->tid = q->tid;
@@ -370,8 +382,11 @@ int mcr_trace_start(const struct mcloc_req_trace *q, const char *filter, const c
 		s->graph_sites = c.v;
 		s->ngraph = c.n;
 	}
-	fd = memfd_create("mcloc-trace", MFD_CLOEXEC);
+	/* (Sealed at its size: the controller checks the seals, as a memfd
+	 * that may shrink under its mapping would fault it.) */
+	fd = memfd_create("mcloc-trace", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0 || ftruncate(fd, (off_t)s->size) < 0 ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0 ||
 	    /* (Populated now, as ftrace allocates its buffers up front: else
 	     * the first lap of every ring takes a page fault per 128 events
 	     * in the traced thread.) */
@@ -396,10 +411,15 @@ int mcr_trace_start(const struct mcloc_req_trace *q, const char *filter, const c
 					.func = q->tracer == MCLOC_TRACE_GRAPH ? graph_cb : function_cb,
 					.flags = q->tracer == MCLOC_TRACE_GRAPH ?
 						 MCR_HOOK_OPS_FLAGS : 0 };
-	if ((filter[0] && (ret = mcloc_set_filter(&trace_ops, filter, 1)) < 0) ||
-	    (notrace[0] && (ret = mcloc_set_notrace(&trace_ops, notrace, 1)) < 0)) {
-		snprintf(err, errlen, "%s '%s': %s", ret == -ENOENT ? "a pattern of" : "",
-			 filter[0] && ret == -ENOENT ? filter : notrace,
+	const char *failed = NULL;	/* the pattern refused */
+
+	if (filter[0] && (ret = mcloc_set_filter(&trace_ops, filter, 1)) < 0)
+		failed = filter;
+	else if (notrace[0] && (ret = mcloc_set_notrace(&trace_ops, notrace, 1)) < 0)
+		failed = notrace;
+	if (failed) {
+		snprintf(err, errlen, "%s%s '%s': %s", ret == -ENOENT ? "a pattern of " : "",
+			 failed == filter ? "--filter" : "--notrace", failed,
 			 ret == -ENOENT ? "matches no traced function" : strerror(-ret));
 		mcloc_ops_free(&trace_ops);
 		goto out;
@@ -425,20 +445,28 @@ out:
 	return ret;
 }
 
+/* A fresh clock pair and the count of rings taken, for the reader: the
+ * program writes them from its own copies, whatever the header holds. */
+static void publish(struct session *s)
+{
+	struct mcloc_ring_hdr *h = s->hdr;
+	uint32_t taken = __atomic_load_n(&s->next_ring, __ATOMIC_RELAXED);
+
+	__atomic_store_n(&h->next_ring, taken < s->rings ? taken : s->rings, __ATOMIC_RELEASE);
+	__atomic_store_n(&h->clock_seq, ++s->clock_seq, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	h->now_ns = now_ns();
+	h->now_time = mcr_stamp();
+	__atomic_store_n(&h->clock_seq, ++s->clock_seq, __ATOMIC_RELEASE);
+}
+
 void mcr_trace_tick(void)
 {
 	struct session *s = __atomic_load_n(&sess, __ATOMIC_ACQUIRE);
 
 	/* (Only the control thread starts, ticks and stops.) */
-	if (!s)
-		return;
-	struct mcloc_ring_hdr *h = s->hdr;
-
-	__atomic_store_n(&h->clock_seq, h->clock_seq + 1, __ATOMIC_RELAXED);
-	__atomic_thread_fence(__ATOMIC_RELEASE);
-	h->now_ns = now_ns();
-	h->now_time = mcr_stamp();
-	__atomic_store_n(&h->clock_seq, h->clock_seq + 1, __ATOMIC_RELEASE);
+	if (s)
+		publish(s);
 }
 
 void mcr_trace_stop(void)
@@ -452,6 +480,7 @@ void mcr_trace_stop(void)
 		mcloc_ops_free(&trace_ops);
 		mcr_rcu_assign(sess, NULL);
 		mcr_synchronize_rcu();			/* late returns are done */
+		publish(s);				/* every ring taken */
 		__atomic_store_n(&s->hdr->done, 1, __ATOMIC_RELEASE);
 		session_free(s);
 	}

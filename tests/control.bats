@@ -40,8 +40,12 @@ traced_c() {
 }
 
 teardown() {
-	[ -z "${PID:-}" ] || kill -KILL "$PID" 2>/dev/null || true
-	[ -z "${CPID:-}" ] || kill -KILL "$CPID" 2>/dev/null || true
+	# (A fake server or client left by a failed test would hold bats'
+	# output open: bats would wait for it forever.)
+	local p
+	for p in "${PID:-}" "${CPID:-}" "${FP:-}" "${CP:-}"; do
+		[ -z "$p" ] || kill -KILL "$p" 2>/dev/null || true
+	done
 }
 
 # start_served [VAR=VALUE...]: the program in the background, with control
@@ -151,14 +155,17 @@ trigger() {
 	echo "no '$2 done'"; return 1
 }
 
-# all_sites_off: no site of the program calls anything: every site that
-# was ever enabled is read back from /proc/PID/mem and decoded, and is a
-# 5-byte NOP or parked (x86_64's disabled form: the call's first byte made
-# 0xa9, "test $imm32, %eax", which does nothing a caller relies on).
+# all_sites_off: no site of the program calls anything: none is in use
+# (mcloc enabled lists nothing), and every site that was ever enabled (as
+# the program lists them) is read back from /proc/PID/mem and decoded,
+# and is a 5-byte NOP or parked (x86_64's
+# disabled form: the call's first byte made 0xa9, "test $imm32, %eax",
+# which does nothing a caller relies on).
 all_sites_off() {
-	run "$MCLOC" -j enabled "$PID"
-	refute_output --partial '"state":"enabled"'
-	addrs=$(echo "$output" | sed -n 's/.*"site":\([0-9]*\).*/\1/p')
+	run "$MCLOC" enabled "$PID"
+	assert_success
+	assert_output ""
+	addrs=$($CLIENT sites "$XDG_RUNTIME_DIR/mcloc/$PID")
 	[ -z "$addrs" ] && return 0
 	run $PY "$SRC/tests/lib/site-bytes.py" "$PID" $addrs
 	assert_success
@@ -498,17 +505,24 @@ EOF
 	[ "$(id -u)" = 0 ] || skip "changing to another uid needs root"
 	command -v setpriv >/dev/null || skip "setpriv is not installed"
 	other="setpriv --reuid=65534 --regid=65534 --clear-groups"
-	# The directory keeps another user out...
+	# The directory keeps another user out (and her mcloc trusts no
+	# directory but her own)...
 	run $other "$MCLOC" stats "$PID"
 	assert_failure 1
-	assert_output --partial "Permission denied"
-	# ...and where it would not, the program itself refuses.
+	assert_output "mcloc: $XDG_RUNTIME_DIR/mcloc: not a directory of this user's that only it may enter; not trusted"
+	# ...and where it would not, the program itself refuses (a raw
+	# client: mcloc would not go in).
 	chmod 711 "$BATS_RUN_TMPDIR" "$T" "$XDG_RUNTIME_DIR" "$XDG_RUNTIME_DIR/mcloc"
 	chmod 666 "$XDG_RUNTIME_DIR/mcloc/$PID"
-	run $other "$MCLOC" stats "$PID"
-	assert_failure 1
-	assert_output --partial "the program closed the connection"
+	# (a copy it can read wherever the checkout lies)
+	install -m 644 "$SRC/tests/lib/control-client.py" "$T/client.py"
+	run $other $PY "$T/client.py" hello "$XDG_RUNTIME_DIR/mcloc/$PID"
+	assert_failure
 	grep -q "^libmcloc: control: refused a connection from uid 65534 " "$T/served.err"
+	# (mcloc itself trusts the directory only while others cannot enter)
+	run "$MCLOC" stats "$PID"
+	assert_failure 1
+	chmod 700 "$XDG_RUNTIME_DIR/mcloc"
 	run "$MCLOC" stats "$PID"
 	assert_success
 	stop_served
@@ -576,4 +590,280 @@ EOF
 	pollers=$(grep -lE '^p?poll\(' "$T"/st.*)
 	echo "unmapped by $unmapper; polled by $pollers"
 	[ -n "$unmapper" ] && [ "$unmapper" = "$pollers" ]
+}
+
+# ---- hostile peers: the shared memory, the replies, the directory --------
+
+@test "a controller that writes over the rings' geometry: the program still writes inside its rings, and runs on" {
+	start_served
+	# (stdin held open by a fifo until the test lets the trace go)
+	mkfifo "$T/hold"
+	$CLIENT scribble "$XDG_RUNTIME_DIR/mcloc/$PID" <"$T/hold" >"$T/scribble.out" 2>&1 &
+	CP=$!
+	exec 8>"$T/hold"
+	for _ in $(seq 200); do grep -q scribbled "$T/scribble.out" && break; sleep 0.05; done
+	grep -q scribbled "$T/scribble.out"
+	# Every worker now takes a ring and writes: where the program's own
+	# geometry says, never where the header now says.
+	trigger USR1 burst
+	exec 8>&-
+	wait "$CP"
+	kill -0 "$PID"
+	all_sites_off
+	stop_served
+}
+
+# fake_server SCENARIO: tests/lib/fake-server.py in the control directory,
+# posing as a program; FP, once it listens.
+fake_server() {
+	mkdir -p -m 700 "$XDG_RUNTIME_DIR/mcloc"
+	$PY "$SRC/tests/lib/fake-server.py" "$XDG_RUNTIME_DIR/mcloc" "$1" >"$T/fake.out" 2>&1 &
+	FP=$!
+	for _ in $(seq 200); do [ -S "$XDG_RUNTIME_DIR/mcloc/$FP" ] && return 0; sleep 0.05; done
+	cat "$T/fake.out"; return 1
+}
+
+fake_stop() {
+	kill "$FP"; wait "$FP" || true
+}
+
+@test "mcloc trace checks the rings' memfd and header once, each field: one line and exit 1 for each fault" {
+	while read -r scenario why; do
+		fake_server "$scenario"
+		run "$MCLOC" trace "$FP" function --duration 0.3
+		fake_stop
+		echo "$scenario: $output"
+		assert_failure 1
+		assert_output "mcloc: $FP: $why"
+	done <<'EOF2'
+magic the trace's shared memory: bad magic
+version the trace's shared memory: another version
+rings0 the trace's shared memory: not 1 to 4096 rings
+rings4097 the trace's shared memory: not 1 to 4096 rings
+ringsize-npow2 the trace's shared memory: a ring size that is not a power of 2 from 4 KiB to 64 MiB
+ringsize-small the trace's shared memory: a ring size that is not a power of 2 from 4 KiB to 64 MiB
+ringsize-huge the trace's shared memory: a ring size that is not a power of 2 from 4 KiB to 64 MiB
+total the trace's shared memory: rings larger than the most a trace may ask for
+offset-small the trace's shared memory: rings that overlap the header, or are misaligned
+offset-misaligned the trace's shared memory: rings that overlap the header, or are misaligned
+stride-small the trace's shared memory: rings that overlap each other, or are misaligned
+stride-misaligned the trace's shared memory: rings that overlap each other, or are misaligned
+past-end the trace's shared memory: rings past its end
+flags the trace's shared memory: unknown flags
+ticks the trace's shared memory: unknown flags
+pipe the trace's shared memory: not a memfd
+unsealed the trace's shared memory: not sealed against shrinking
+truncated the trace's shared memory: a size larger than the memfd's, or too small for a header
+tiny the trace's shared memory: a size larger than the memfd's, or too small for a header
+nofd an unexpected reply to the trace request
+shortrep an unexpected reply to the trace request
+trace-type an unexpected reply to the trace request
+EOF2
+	# The same server with good rings: traced, and nothing said.
+	fake_server good
+	run "$MCLOC" trace "$FP" function --duration 0.3
+	fake_stop
+	assert_success
+	assert_output --partial "# tracer: function"
+}
+
+@test "mcloc trace reads rings that the peer writes garbage over, geometry and heads and clock, as data: no fault" {
+	fake_server scribble
+	for mode in function function_graph profile; do
+		# (a reader that loops on the peer's clock_seq is killed, and fails)
+		run timeout -k 5 60 "$MCLOC" trace "$FP" "$mode" --duration 1 --chrome "$T/s.json"
+		echo "$mode: $status"
+		assert_success
+		$PY -c 'import json, sys; json.load(open(sys.argv[1]))' "$T/s.json"
+	done
+	run timeout -k 5 60 "$MCLOC" -j trace "$FP" function_graph --duration 1
+	assert_success
+	fake_stop
+}
+
+@test "mcloc refuses replies that break the protocol, each check: one line and exit 1" {
+	while read -r scenario cmd why; do
+		fake_server "$scenario"
+		run "$MCLOC" "$cmd" "$FP"
+		fake_stop
+		echo "$scenario: $output"
+		assert_failure 1
+		assert_output "mcloc: $FP: $why"
+	done <<'EOF2'
+rep-short-len stats a malformed reply (8 bytes, version 1)
+rep-long-len stats a malformed reply (65537 bytes, version 1)
+rep-version stats a malformed reply (88 bytes, version 2)
+rep-error stats refused, as a test
+stats-type stats an unexpected reply (type 0x101, 88 bytes)
+stats-short stats an unexpected reply (type 0x104, 24 bytes)
+sites-type enabled an unexpected reply (type 0x102)
+sites-namelen enabled a malformed site entry
+sites-nonul enabled a malformed site entry
+funcs-nonul funcs an unexpected reply (type 0x102)
+EOF2
+}
+
+@test "each value check of a trace request gets an error and keeps the connection; mcloc checks its options the same" {
+	start_served
+	run $CLIENT badtrace "$XDG_RUNTIME_DIR/mcloc/$PID"
+	echo "$output"
+	assert_success
+	assert_line "a good trace request: started"
+	refute_line --partial FAIL
+	assert_line "a STOP from a connection not tracing: refused, and answered on"
+	[ "${#lines[@]}" -eq 11 ]
+	run "$MCLOC" trace "$PID" function_graph --graph-function nosuch --duration 0.1
+	assert_failure 1
+	assert_output "mcloc: $PID: --graph-function 'nosuch': matches no traced function"
+	for opt in "--buffer 2" "--buffer 6" "--buffer 131072" "--rings 0" "--rings 4097" \
+		"--buffer 1024 --rings 1025"; do
+		run "$MCLOC" trace "$PID" function $opt
+		assert_failure 2
+		assert_output "mcloc: trace: --buffer: a power of 2 from 4 to 65536 KiB; --rings: 1 to 4096; --buffer times --rings: at most 1024 MiB"
+	done
+	stop_served
+}
+
+@test "connections that send nothing are closed after 5 s: 8 of them lock no controller out" {
+	start_served
+	run $CLIENT silent "$XDG_RUNTIME_DIR/mcloc/$PID"
+	echo "$output"
+	assert_success
+	assert_line "8 of 8 silent connections closed by the program"
+	assert_line "$PID"
+	stop_served
+}
+
+@test "mcloc run fails fast and holds no program: control that cannot start, a filter that matches nothing, wrappers" {
+	printf '%s\n' '#include <stdio.h>' \
+		'__attribute__((noinline)) int fib(int n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }' \
+		'int main(void) { printf("fib(5)=%d\n", fib(5)); return 3; }' > "$T/hello.c"
+	traced_c hello "$T/hello.c"
+	held='no controller started a trace within 10 s'
+	# A filter that matches nothing: one line, and the program runs on
+	# at once.
+	run "$MCLOC" run function --filter nosuch -- "$T/hello"
+	assert_failure 1
+	assert_line "fib(5)=5"
+	assert_line --regexp "^mcloc: [0-9]+: a pattern of --filter 'nosuch': matches no traced function\$"
+	refute_output --partial "$held"
+	# The notrace pattern is named when it is the one that matched nothing.
+	run "$MCLOC" run function --filter fib --notrace nosuch -- "$T/hello"
+	assert_line --regexp "^mcloc: [0-9]+: a pattern of --notrace 'nosuch': matches no traced function\$"
+	refute_output --partial "$held"
+	# A wrapper that starts the program as a child: the child is not held.
+	run "$MCLOC" run function -- sh -c "\"$T/hello\"; exit 4"
+	assert_line "fib(5)=5"
+	refute_output --partial "$held"
+	# A wrapper traced (given libmcloc) that execs the program late: the
+	# program is released, with one line.
+	if [ -z "${MCLOC_SANITIZED:-}" ]; then
+		run "$MCLOC" run function --filter fib --preload "$LIBDIR/libmcloc.so" -- \
+			sh -c "sleep 2.5; exec \"$T/hello\""
+		echo "$output"
+		assert_line "fib(5)=5"
+		refute_output --partial "$held"
+	fi
+	# A control directory that cannot be used: mcloc run says so in one
+	# line and starts nothing; the program alone, with wait, is not held.
+	chmod 755 "$XDG_RUNTIME_DIR/mcloc"
+	run "$MCLOC" run function -- "$T/hello"
+	assert_failure 1
+	assert_output "mcloc: $XDG_RUNTIME_DIR/mcloc: not a directory of this user's that only it may enter; not trusted"
+	run env MCLOC_CONTROL=wait "$T/hello"
+	assert_equal "$status" 3
+	refute_output --partial "$held"
+	assert_line "libmcloc: control: $XDG_RUNTIME_DIR/mcloc: not a directory of this user's that only it may enter; no control"
+}
+
+@test "after a detach mcloc enabled lists nothing; --chrome writes the file instead of the text" {
+	start_served
+	trace_start function_graph --filter 'burst_*' --chrome "$T/c.json"
+	trigger USR1 burst
+	trace_stop
+	[ ! -s "$T/trace.out" ] || { head "$T/trace.out"; false; }
+	$PY -c 'import json, sys; json.load(open(sys.argv[1]))' "$T/c.json"
+	run "$MCLOC" enabled "$PID"
+	assert_success
+	assert_output ""
+	stop_served
+}
+
+# other_user: the setpriv prefix that runs a command as nobody, or skip.
+other_user() {
+	[ "$(id -u)" = 0 ] || skip "a second user needs root"
+	command -v setpriv >/dev/null || skip "setpriv is not installed"
+	other="setpriv --reuid=65534 --regid=65534 --clear-groups"
+	chmod 711 "$BATS_RUN_TMPDIR" "$T"
+}
+
+@test "a control directory another user made, or a symlink: mcloc trusts neither, lists nothing, unlinks nothing" {
+	other_user
+	# Hers, with her forged program in it.
+	fake_server good
+	chown -R 65534:65534 "$XDG_RUNTIME_DIR/mcloc"
+	run "$MCLOC" list
+	assert_failure 1
+	assert_output "mcloc: $XDG_RUNTIME_DIR/mcloc: not a directory of this user's that only it may enter; not trusted"
+	run "$MCLOC" trace "$FP" function --duration 0.3
+	assert_failure 1
+	assert_output "mcloc: $XDG_RUNTIME_DIR/mcloc: not a directory of this user's that only it may enter; not trusted"
+	fake_stop
+	# The library refuses it too.
+	env MCLOC_CONTROL=1 "$T/served" >"$T/served.out" 2>"$T/served.err" &
+	PID=$!
+	for _ in $(seq 200); do grep -q running "$T/served.out" && break; sleep 0.05; done
+	stop_served
+	run cat "$T/served.err"
+	assert_output "libmcloc: control: $XDG_RUNTIME_DIR/mcloc: not a directory of this user's that only it may enter; no control"
+	# A symlink to a directory of root's with a numeric name of no
+	# process in it: left alone.
+	rm -rf "$XDG_RUNTIME_DIR/mcloc"
+	mkdir -m 700 "$T/victim"
+	touch "$T/victim/999999999"
+	ln -s "$T/victim" "$XDG_RUNTIME_DIR/mcloc"
+	run "$MCLOC" list
+	assert_failure 1
+	assert_output "mcloc: $XDG_RUNTIME_DIR/mcloc: not a directory of this user's that only it may enter; not trusted"
+	[ -e "$T/victim/999999999" ]
+}
+
+@test "a server of another user in the control directory: refused by SO_PEERCRED, whatever it says" {
+	other_user
+	mkdir -m 700 "$XDG_RUNTIME_DIR/mcloc" "$T/hers"
+	chown 65534:65534 "$T/hers"
+	install -m 644 "$SRC/tests/lib/fake-server.py" "$T/fake-server.py"
+	$other $PY "$T/fake-server.py" "$T/hers" good >"$T/fake.out" 2>&1 &
+	FP=$!
+	for _ in $(seq 200); do [ -S "$T/hers/$FP" ] && break; sleep 0.05; done
+	mv "$T/hers/$FP" "$XDG_RUNTIME_DIR/mcloc/$FP"
+	for cmd in stats enabled funcs; do
+		run "$MCLOC" "$cmd" "$FP"
+		assert_failure 1
+		assert_output "mcloc: $FP: its socket's server runs as uid 65534, not this user or root: refused"
+	done
+	run "$MCLOC" list
+	assert_success
+	refute_output --partial "$FP"
+	fake_stop
+}
+
+@test "without XDG_RUNTIME_DIR, root's mcloc does not trust a /tmp/mcloc-0 that nobody made" {
+	other_user
+	command -v unshare >/dev/null || skip "unshare is not installed"
+	unshare -m true 2>/dev/null || skip "no mount namespace here"
+	install -m 644 "$SRC/tests/lib/fake-server.py" "$T/fake-server.py"
+	cat >"$T/inner.sh" <<EOF2
+set -e
+exec 4<"$T/fake-server.py"	# (the tmpfs hides \$T)
+mount -t tmpfs tmpfs /tmp
+$other mkdir -m 700 /tmp/mcloc-0
+$other $PY /dev/fd/4 /tmp/mcloc-0 good >/dev/null &
+for i in \$(seq 200); do [ -S /tmp/mcloc-0/\$! ] && break; sleep 0.05; done
+env -u XDG_RUNTIME_DIR "$MCLOC" list || echo "status \$?"
+kill \$!
+EOF2
+	run unshare -m sh "$T/inner.sh"
+	assert_output "mcloc: /tmp/mcloc-0: not a directory of this user's that only it may enter; not trusted
+status 1"
 }

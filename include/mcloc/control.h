@@ -60,6 +60,10 @@ enum {
 	 * those in use: MCLOC_REP_SITES as needed, then MCLOC_REP_END (what
 	 * a controller names events by, asked before the trace starts). */
 	MCLOC_REQ_SITES = 8,
+	/* No payload: end MCLOC_CONTROL=wait's hold now, from a controller
+	 * that will not trace (mcloc run, when its trace failed or ended
+	 * while the program runs on); MCLOC_REP_END. */
+	MCLOC_REQ_RELEASE = 9,
 };
 
 enum {
@@ -144,8 +148,12 @@ struct mcloc_rep_trace {
 };
 
 /*
- * The shared memory: a header, then RINGS rings of RING_STRIDE bytes
- * each.  A thread takes the next free ring at its first event (threads
+ * The shared memory: a memfd sealed against shrinking and growing (a
+ * controller refuses one that is not, as a file that shrinks under its
+ * mapping faults it), a header, then RINGS rings of RING_STRIDE bytes
+ * each.  Either side may write anything there: the program never reads
+ * the geometry (rings, ring_size, ring_stride, data_offset) back, and a
+ * controller checks it once, copies it, and reads the rest as data.  A thread takes the next free ring at its first event (threads
  * beyond the last count in no_ring).  A ring has one writer, the thread,
  * and one reader, the controller: the writer puts an event at head (mod
  * size), if head - tail leaves room, else counts it lost, and then
@@ -236,8 +244,10 @@ struct mcloc_rep_error {
  * The directory of the control sockets, into BUF: $XDG_RUNTIME_DIR/mcloc
  * where XDG is set (the user's runtime directory, which only the user may
  * enter), else /tmp/mcloc-UID.  The library creates it with mode 0700 and
- * refuses one that someone else owns or others may enter.  NULL when it
- * does not fit.  A process's socket is DIR/PID.
+ * refuses one that someone else owns or others may enter; a controller
+ * trusts it only under the same conditions, opened without following a
+ * symlink, and checks each server's SO_PEERCRED.  NULL when it does not
+ * fit.  A process's socket is DIR/PID.
  */
 static inline const char *mcloc_control_dir(char *buf, size_t len, const char *xdg,
 					    unsigned uid)

@@ -11,6 +11,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -19,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -26,23 +28,26 @@ static bool json;
 
 static int cmd_list(int argc, char **argv)
 {
-	char dir[108];
-	DIR *d;
+	struct cdir cd;
+	DIR *d = NULL;
 
 	(void)argv;
 	if (argc > 1) {
 		fail("list", "takes no arguments");
 		return 2;
 	}
-	if (!control_dir(dir, sizeof(dir)) || !(d = opendir(dir))) {
-		if (!json)
-			printf("%-8s %-16s %6s %9s %8s %s\n", "PID", "COMMAND", "IMAGES",
-			       "FUNCTIONS", "ENABLED", "TRACER");
-		return 0;	/* (no program has started control yet) */
+	if (cdir_open(&cd, false) < 0 && errno != ENOENT)
+		return 1;	/* (said: a directory not to trust) */
+	if (cd.fd >= 0 && !(d = fdopendir(cd.fd))) {
+		fail(cd.name, "%s", strerror(errno));
+		close(cd.fd);
+		return 1;
 	}
 	if (!json)
 		printf("%-8s %-16s %6s %9s %8s %s\n", "PID", "COMMAND", "IMAGES", "FUNCTIONS",
 		       "ENABLED", "TRACER");
+	if (!d)
+		return 0;	/* (no program has started control yet) */
 	for (struct dirent *e; (e = readdir(d));) {
 		struct peer *p = malloc(sizeof(*p));
 		struct mcloc_rep_hello h;
@@ -52,13 +57,14 @@ static int cmd_list(int argc, char **argv)
 		if (!p)
 			break;
 		if (pid <= 0 || *end || peer_open(p, e->d_name, true) < 0) {
-			/* A socket whose process is gone: ours to tidy. */
-			if (pid > 0 && !*end && kill((pid_t)pid, 0) < 0 && errno == ESRCH) {
-				char path[sizeof(dir) + sizeof(e->d_name) + 1];
+			/* A socket whose process is gone: ours to tidy, in the
+			 * directory verified, and a socket only. */
+			struct stat st;
 
-				snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-				unlink(path);
-			}
+			if (pid > 0 && !*end && kill((pid_t)pid, 0) < 0 && errno == ESRCH &&
+			    fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			    S_ISSOCK(st.st_mode))
+				unlinkat(dirfd(d), e->d_name, 0);
 			free(p);
 			continue;
 		}

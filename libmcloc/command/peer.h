@@ -25,11 +25,22 @@ struct peer {
 /* "mcloc: WHO: message" on standard error (WHO may be NULL). */
 void fail(const char *who, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* The control directory, as the library names it (<mcloc/control.h>). */
-const char *control_dir(char *buf, size_t len);
+/* The control directory (<mcloc/control.h> names it), made first when
+ * MAKE, opened without following a symlink, and verified: a directory of
+ * this user's that no one else may enter.  0 with its descriptor in
+ * d->fd; -1 with errno ENOENT when there is none (no message), else -1
+ * with a message.  Nothing in a directory not verified is trusted. */
+struct cdir {
+	int fd;
+	char name[108];
+};
+int cdir_open(struct cdir *d, bool make);
+/* connect(2) socket SFD to NAME in the directory DFD; -1 with errno. */
+int connect_at(int sfd, int dfd, const char *name);
 
-/* Connect to the program PID (a string of digits); -1 with a message
- * (none when QUIET). */
+/* Connect to the program PID (a string of digits) in the verified
+ * control directory, if its server runs as this user or root; -1 with a
+ * message (none when QUIET). */
 int peer_open(struct peer *p, const char *pid, bool quiet);
 /* Send one request of TYPE with LEN bytes of PAYLOAD; -1 with a message. */
 int peer_send(struct peer *p, uint16_t type, const void *payload, size_t len);

@@ -15,7 +15,9 @@
 #include "peer.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <math.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -76,8 +78,14 @@ struct tracing {
 	bool chrome_first;
 	uint64_t threshold_ns;		/* graph: hide calls shorter */
 	struct peer *p;
+	/* The shared memory, which the program (or anyone posing as it) may
+	 * write at any time: only data is read from it.  Its geometry was
+	 * checked once and copied into g, which alone says where to read. */
 	const struct mcloc_ring_hdr *h;
 	size_t size;
+	struct mcloc_ring_hdr g;
+	uint64_t *tails;		/* each ring's read position: ours */
+	uint64_t skipped;		/* events a head too far ahead skipped */
 	struct names sites, callers;
 	struct thread *threads;
 	size_t nthreads;
@@ -267,35 +275,57 @@ static bool in_order(const struct item *v, size_t n)
 
 static const struct mcloc_ring *ring(const struct tracing *t, uint32_t i)
 {
-	return (const struct mcloc_ring *)((const uint8_t *)t->h + t->h->data_offset +
-					   (size_t)i * t->h->ring_stride);
+	return (const struct mcloc_ring *)((const uint8_t *)t->h + t->g.data_offset +
+					   (size_t)i * t->g.ring_stride);
 }
 
-/* The nanoseconds per time unit, from the program's latest clock pair. */
-static double clock_rate(const struct mcloc_ring_hdr *h)
+/* The nanoseconds per time unit, from the program's latest clock pair; 0
+ * when there is none yet, or none that makes sense (a clock pair is data:
+ * a peer that keeps clock_seq odd gets a few tries, not a loop). */
+static double clock_rate(const struct tracing *t)
 {
+	const struct mcloc_ring_hdr *h = t->h;
 	uint64_t ns, tm;
 	uint32_t s1, s2;
+	int tries = 1000;
 
-	if (!h->ticks)
+	if (!t->g.ticks)
 		return 1;
 	do {
+		if (!tries--)
+			return 0;
 		s1 = __atomic_load_n(&h->clock_seq, __ATOMIC_ACQUIRE);
-		ns = h->now_ns;
-		tm = h->now_time;
+		ns = __atomic_load_n(&h->now_ns, __ATOMIC_RELAXED);
+		tm = __atomic_load_n(&h->now_time, __ATOMIC_RELAXED);
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		s2 = __atomic_load_n(&h->clock_seq, __ATOMIC_RELAXED);
 	} while (s1 != s2 || (s1 & 1));
-	if (tm <= h->start_time || ns <= h->start_ns)
+	if (tm <= t->g.start_time || ns <= t->g.start_ns)
 		return 0;	/* (not measured yet) */
-	return (double)(ns - h->start_ns) / (double)(tm - h->start_time);
+	double rate = (double)(ns - t->g.start_ns) / (double)(tm - t->g.start_time);
+
+	return isfinite(rate) && rate > 0 && rate < 1e6 ? rate : 0;
+}
+
+/* V as a count of nanoseconds: saturated, as a double out of range has
+ * no integer value. */
+static uint64_t saturate(double v)
+{
+	return !(v > 0) ? 0 : v >= 0x1p64 ? UINT64_MAX : (uint64_t)v;
+}
+
+static uint64_t scaled(const struct tracing *t, uint64_t units)
+{
+	return saturate((double)units * t->rate);
 }
 
 static uint64_t to_ns(const struct tracing *t, uint64_t time)
 {
-	if (!t->h->ticks)
+	if (!t->g.ticks)
 		return time;
-	return t->h->start_ns + (uint64_t)((double)(int64_t)(time - t->h->start_time) * t->rate);
+	double d = (double)(int64_t)(time - t->g.start_time) * t->rate;
+
+	return d < 0 ? t->g.start_ns - saturate(-d) : t->g.start_ns + saturate(d);
 }
 
 static struct thread *thread_of(struct tracing *t, uint32_t tid, uint32_t ringno)
@@ -312,7 +342,7 @@ static struct thread *thread_of(struct tracing *t, uint32_t tid, uint32_t ringno
 
 	memset(th, 0, sizeof(*th));
 	th->tid = tid;
-	if (ringno < t->h->rings)
+	if (ringno < t->g.rings)
 		memcpy(th->comm, ring(t, ringno)->comm, sizeof(th->comm) - 1);
 	return th;
 }
@@ -383,8 +413,8 @@ static void graph_flush_pending(struct tracing *t, struct thread *th)
 	if (!th->pending)
 		return;
 	th->pending = false;
-	if (t->json || t->mode != GRAPH)
-		return;
+	if (t->json || t->chrome || t->mode != GRAPH)
+		return;	/* (--chrome: the file instead of the text) */
 	graph_prefix(t, th, &th->entry);
 	printf("%16s|  %*s%s() {\n", "", 2 * th->entry.depth, "",
 	       site_name(t, th->entry.ip, b, sizeof(b)));
@@ -462,7 +492,7 @@ static void profile_event(struct tracing *t, struct thread *th, const struct mcl
 			h->untimed++;
 			return;
 		}
-		uint64_t dur = (uint64_t)((double)e->parent * t->rate);
+		uint64_t dur = scaled(t, e->parent);
 
 		h->total_ns += dur;
 		h->self_ns += dur > th->stack[th->depth].child_ns ? dur - th->stack[th->depth].child_ns
@@ -527,7 +557,7 @@ static void format_event(struct tracing *t, struct item *it)
 	}
 	/* function_graph */
 	const char *fn = site_name(t, e->ip, b1, sizeof(b1));
-	uint64_t dur = e->type == MCLOC_EV_EXIT ? (uint64_t)((double)e->parent * t->rate) : 0;
+	uint64_t dur = e->type == MCLOC_EV_EXIT ? scaled(t, e->parent) : 0;
 
 	if (e->type == MCLOC_EV_ENTRY) {
 		chrome_event(t, th, "B", fn, ns);
@@ -604,31 +634,42 @@ static size_t drain(struct tracing *t)
 {
 	const struct mcloc_ring_hdr *h = t->h;
 	uint32_t nr = __atomic_load_n(&h->next_ring, __ATOMIC_ACQUIRE);
-	bool overwrite = h->flags & MCLOC_RING_OVERWRITE;
+	uint32_t size = t->g.ring_size;
+	bool overwrite = t->g.flags & MCLOC_RING_OVERWRITE;
 	struct item *v = t->items;
 	size_t n = 0, cap = t->cap_items;
 
-	if (nr > h->rings)
-		nr = h->rings;
-	double rate = clock_rate(h);
+	if (nr > t->g.rings)
+		nr = t->g.rings;
+	double rate = clock_rate(t);
 	if (rate > 0)
 		t->rate = rate;
-	else if (!t->rate && !h->done)
+	else if (!t->rate && !__atomic_load_n(&h->done, __ATOMIC_ACQUIRE))
 		return 0;	/* (wait for the program's clock pair) */
 	for (uint32_t i = 0; i < nr; i++) {
 		struct mcloc_ring *r = (struct mcloc_ring *)ring(t, i);
 		uint32_t tid = __atomic_load_n(&r->tid, __ATOMIC_ACQUIRE);
-		uint64_t head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE), tail = r->tail;
+		/* (Whole events only: the tail stays a multiple of an event,
+		 * so every copy lies inside the ring.) */
+		uint64_t head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE) &
+				~(uint64_t)(sizeof(struct mcloc_event) - 1);
+		uint64_t tail = t->tails[i];
 
 		if (!tid)
 			continue;
 		thread_of(t, tid, i);
-		/* Overwrite: start at the oldest event still there. */
+		/* Overwrite: start at the oldest event still there.  (Without
+		 * it, a head that far ahead is no program's: skipped all the
+		 * same, so that a pass reads a ringful at most.) */
 		uint64_t gap = 0, from = n;
 
-		if (overwrite && head - tail > h->ring_size) {
-			gap = head - h->ring_size - tail;
-			tail = head - h->ring_size;
+		if (head - tail > size) {
+			gap = head - size - tail;
+			tail = head - size;
+			if (!overwrite) {
+				t->skipped += gap / sizeof(struct mcloc_event);
+				gap = 0;
+			}
 		}
 		uint64_t first = tail;
 
@@ -642,8 +683,7 @@ static size_t drain(struct tracing *t)
 				v = t->items = nv;
 				cap = t->cap_items = ncap;
 			}
-			memcpy(&v[n].e, (const uint8_t *)(r + 1) + (tail & (h->ring_size - 1)),
-			       sizeof(v[n].e));
+			memcpy(&v[n].e, (const uint8_t *)(r + 1) + (tail & (size - 1)), sizeof(v[n].e));
 			v[n].tid = tid;
 			v[n++].seq = seq;
 		}
@@ -651,8 +691,7 @@ static size_t drain(struct tracing *t)
 			/* What the writer may have overwritten as it was copied. */
 			__atomic_thread_fence(__ATOMIC_ACQUIRE);
 			uint64_t claim = __atomic_load_n(&r->claim, __ATOMIC_RELAXED);
-			uint64_t torn = claim > h->ring_size + first ?
-						(claim - h->ring_size - first) : 0;
+			uint64_t torn = claim > size + first ? (claim - size - first) : 0;
 
 			torn = torn < tail - first ? torn : tail - first;
 			gap += torn;
@@ -665,6 +704,7 @@ static size_t drain(struct tracing *t)
 					v[from].e.type |= MCLOC_EV_LOST_BEFORE;
 			}
 		}
+		t->tails[i] = tail;
 		__atomic_store_n(&r->tail, tail, __ATOMIC_RELEASE);
 	}
 	if (!t->rate)
@@ -772,6 +812,66 @@ static void print_profile(struct tracing *t)
 			       "-", "-", "-");
 		}
 	}
+}
+
+/* Why the geometry G does not describe rings in SIZE bytes, or NULL. */
+static const char *bad_geometry(const struct mcloc_ring_hdr *g, uint64_t size)
+{
+	if (g->magic != MCLOC_RING_MAGIC)
+		return "bad magic";
+	if (g->version != MCLOC_WIRE_VERSION)
+		return "another version";
+	if (!g->rings || g->rings > 4096)
+		return "not 1 to 4096 rings";
+	if (g->ring_size < 4096 || g->ring_size > 64u << 20 || (g->ring_size & (g->ring_size - 1)))
+		return "a ring size that is not a power of 2 from 4 KiB to 64 MiB";
+	if ((uint64_t)g->rings * g->ring_size > (uint64_t)MCLOC_RINGS_MAX_MIB << 20)
+		return "rings larger than the most a trace may ask for";
+	if (g->data_offset < sizeof(*g) || g->data_offset % 8)
+		return "rings that overlap the header, or are misaligned";
+	if (g->ring_stride < sizeof(struct mcloc_ring) + (uint64_t)g->ring_size ||
+	    g->ring_stride % 8)
+		return "rings that overlap each other, or are misaligned";
+	if (g->data_offset + (uint64_t)g->rings * g->ring_stride > size)
+		return "rings past its end";
+	if (g->flags & ~(uint32_t)MCLOC_RING_OVERWRITE || g->ticks > 1)
+		return "unknown flags";
+	return NULL;
+}
+
+/* Map the rings the program passed as FD (SIZE bytes, it says), checked
+ * once: a memfd sealed against shrinking (else it could shrink under the
+ * mapping, and a read past its end fault), as large as said, with a header
+ * whose geometry fits; the geometry is copied into t->g, and the memory
+ * read as data only from then on.  NULL, or why not. */
+static const char *map_rings(struct tracing *t, int fd, uint64_t size)
+{
+	struct stat st;
+	int seals = fcntl(fd, F_GET_SEALS);
+
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || seals < 0)
+		return "not a memfd";
+	if (!(seals & F_SEAL_SHRINK))
+		return "not sealed against shrinking";
+	if (size < sizeof(t->g) || size > (uint64_t)st.st_size || size > SIZE_MAX)
+		return "a size larger than the memfd's, or too small for a header";
+	if (pread(fd, &t->g, sizeof(t->g), 0) != (ssize_t)sizeof(t->g))
+		return "its header cannot be read";
+	const char *why = bad_geometry(&t->g, size);
+
+	if (why)
+		return why;
+	/* (Only what the rings span is mapped.) */
+	t->size = t->g.data_offset + (size_t)t->g.rings * t->g.ring_stride;
+	t->tails = calloc(t->g.rings, sizeof(*t->tails));
+	if (!t->tails)
+		return "out of memory";
+	void *h = mmap(NULL, t->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+
+	if (h == MAP_FAILED)
+		return strerror(errno);
+	t->h = h;
+	return NULL;
 }
 
 /* Whether the traced program has exited: gone, a zombie, or its end of
@@ -966,14 +1066,12 @@ static int trace_session(const struct targs *a, const char *pid, bool json)
 		goto out;
 	}
 	memcpy(&rt, t.p->buf + sizeof(m), sizeof(rt));
-	t.size = rt.size;
-	t.h = mmap(NULL, t.size, PROT_READ | PROT_WRITE, MAP_SHARED, t.p->passed_fd, 0);
+	const char *why = map_rings(&t, t.p->passed_fd, rt.size);
+
 	close(t.p->passed_fd);
-	if (t.h == MAP_FAILED || t.h->magic != MCLOC_RING_MAGIC ||
-	    t.h->version != MCLOC_WIRE_VERSION ||
-	    t.h->data_offset + (uint64_t)t.h->rings * t.h->ring_stride > t.size) {
-		fail(pid, "the trace's shared memory is not what it should be");
-		t.h = NULL;
+	t.p->passed_fd = -1;
+	if (why) {
+		fail(pid, "the trace's shared memory: %s", why);
 		goto out;
 	}
 	if (!json && !chrome) {
@@ -1019,10 +1117,12 @@ static int trace_session(const struct targs *a, const char *pid, bool json)
 		ret = 0;
 	else
 		fail(pid, "the tracer may not have stopped: %s", t.p->error);
-	while (drain(&t))
+	/* (The stopped program writes no more: one pass reads it all, a few
+	 * if memory ran short.  A peer that writes on is not followed.) */
+	for (int k = 0; k < 8 && drain(&t); k++)
 		;
 	/* Events lost at a thread's end, with none after them to say so. */
-	for (uint32_t i = 0; i < t.h->rings; i++) {
+	for (uint32_t i = 0; i < t.g.rings; i++) {
 		const struct mcloc_ring *r = ring(&t, i);
 		struct thread *th = r->tid && __atomic_load_n(&r->lost_open, __ATOMIC_ACQUIRE) ?
 					    thread_of(&t, r->tid, i) : NULL;
@@ -1042,8 +1142,8 @@ static int trace_session(const struct targs *a, const char *pid, bool json)
 				chrome_event(&t, &t.threads[i], "E", "", t.threads[i].last_ns);
 		fprintf(t.chrome, "\n],\"displayTimeUnit\":\"ns\"}\n");
 	}
-	uint64_t lost = t.h->no_ring;
-	for (uint32_t i = 0; i < t.h->rings; i++)
+	uint64_t lost = t.h->no_ring + t.skipped;
+	for (uint32_t i = 0; i < t.g.rings; i++)
 		lost += ring(&t, i)->lost;
 	if (t.overwritten)
 		fprintf(stderr, "mcloc: %s: %llu event%s overwritten before they were read "
@@ -1056,6 +1156,7 @@ static int trace_session(const struct targs *a, const char *pid, bool json)
 out:
 	if (t.h)
 		munmap((void *)t.h, t.size);
+	free(t.tails);
 	if (t.chrome && fclose(t.chrome) != 0) {
 		fail(chrome, "%s", strerror(errno));
 		ret = 1;
@@ -1094,6 +1195,62 @@ int cmd_trace(int argc, char **argv, bool json)
 	return trace_session(&a, argv[at], json || a.json);
 }
 
+/* Whether CHILD has not exited (it is left to be reaped). */
+static bool running(pid_t child)
+{
+	siginfo_t si = { 0 };
+
+	return waitid(P_PID, (id_t)child, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && !si.si_pid;
+}
+
+/* End MCLOC_CONTROL=wait's hold of the program PID, which CHILD is, as
+ * soon as it answers (1 s at most, while it lives).  Whether it did. */
+static bool release(const char *pid, pid_t child)
+{
+	struct peer *p = malloc(sizeof(*p));
+	struct mcloc_msg m;
+	bool done = false;
+
+	for (int i = 0; p && i < 200 && !done && running(child); i++) {
+		if (peer_open(p, pid, true) == 0) {
+			p->quiet = true;
+			done = peer_send(p, MCLOC_REQ_RELEASE, NULL, 0) == 0 &&
+			       peer_recv(p, &m) == 0 && m.type == MCLOC_REP_END;
+			close(p->fd);
+		}
+		if (!done)
+			nanosleep(&(struct timespec){ 0, 5000000 }, NULL);
+	}
+	free(p);
+	return done;
+}
+
+/* Wait for CHILD (pid PID), its status into *ST, once its trace is over:
+ * the image that ran it is released now if it still holds (a failed
+ * trace), and each image it execs later (its socket made anew in CD: a
+ * wrapper's sh -c 'exec PROG' traced before the exec) at once, with one
+ * line: no trace is coming for it. */
+static void wait_releasing(const struct cdir *cd, const char *pid, pid_t child, int *st,
+			   const char *prog)
+{
+	struct stat sb;
+	ino_t seen = fstatat(cd->fd, pid, &sb, AT_SYMLINK_NOFOLLOW) == 0 ? sb.st_ino : 0;
+	bool said = false;
+
+	if (running(child))
+		release(pid, child);
+	while (waitpid(child, st, WNOHANG) == 0) {
+		if (fstatat(cd->fd, pid, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISSOCK(sb.st_mode) &&
+		    sb.st_ino != seen && release(pid, child)) {
+			seen = sb.st_ino;
+			if (!said)
+				fail(prog, "exec'd another program, which runs untraced");
+			said = true;
+		}
+		nanosleep(&(struct timespec){ 0, 20000000 }, NULL);
+	}
+}
+
 /*
  * mcloc run TRACER [OPTIONS] -- PROG [ARGS]: start PROG with
  * MCLOC_CONTROL=wait, which holds it at its first image's registration
@@ -1117,20 +1274,26 @@ int cmd_run(int argc, char **argv, bool json)
 	}
 	if (pick_tracer(&a, argv[at]) < 0)
 		return 2;
-	char dir[108], sock[200], pid[16];
+	char pid[16];
+	struct cdir cd;
 
-	if (!control_dir(dir, sizeof(dir))) {
-		fail("run", "the control directory's name is too long");
+	/* The directory the program's socket will be in, made and verified
+	 * first: where control cannot start, the program is not started to
+	 * wait for it. */
+	if (cdir_open(&cd, true) < 0)
 		return 1;
-	}
 	pid_t child = fork();
 
 	if (child < 0) {
 		fail("run", "fork: %s", strerror(errno));
+		close(cd.fd);
 		return 1;
 	}
 	if (!child) {
-		setenv("MCLOC_CONTROL", a.nop ? "1" : "wait", 1);
+		char wait[32];
+
+		snprintf(wait, sizeof(wait), "wait=%d", (int)getpid());
+		setenv("MCLOC_CONTROL", a.nop ? "1" : wait, 1);
 		if (a.preload)
 			setenv("LD_PRELOAD", a.preload, 1);
 		execvp(argv[dd + 1], argv + dd + 1);
@@ -1138,20 +1301,20 @@ int cmd_run(int argc, char **argv, bool json)
 		_exit(127);
 	}
 	snprintf(pid, sizeof(pid), "%d", (int)child);
-	snprintf(sock, sizeof(sock), "%s/%d", dir, (int)child);
 	/* The program's socket, made when libmcloc loads. */
 	int st, ret = 0;
-	bool up = false;
+	bool up = false, reaped = false;
 
 	for (int i = 0; i < 1000 && !up; i++) {
 		struct stat sb;
 
 		if (waitpid(child, &st, WNOHANG) == child) {
+			close(cd.fd);
 			fail(argv[dd + 1], "exited before it offered control (is it linked with "
 					   "libmcloc, or given --preload?)");
 			return WIFEXITED(st) ? (WEXITSTATUS(st) ? WEXITSTATUS(st) : 1) : 1;
 		}
-		up = stat(sock, &sb) == 0 && S_ISSOCK(sb.st_mode);
+		up = fstatat(cd.fd, pid, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISSOCK(sb.st_mode);
 		if (!up)
 			nanosleep(&(struct timespec){ 0, 5000000 }, NULL);
 	}
@@ -1161,26 +1324,33 @@ int cmd_run(int argc, char **argv, bool json)
 	} else if (!a.nop) {
 		/* Control starts when libmcloc loads, before the program's
 		 * image registers (and waits, MCLOC_CONTROL=wait): ask until
-		 * it has (2 s at most: a program found by discovery
-		 * registers only when the trace starts). */
+		 * it has call sites (2 s at most: a program found by
+		 * discovery registers only when the trace starts).  A
+		 * wrapper given --preload has none, and may exec the program
+		 * meanwhile, which answers under the same pid: asked again
+		 * while it lives. */
 		struct peer *p = malloc(sizeof(*p));
 		struct mcloc_rep_hello h = { 0 };
 
-		for (int i = 0; p && i < 400; i++) {
-			if (peer_open(p, pid, true) < 0)
-				break;
-			p->quiet = true;
-			int r = ask(p, MCLOC_REQ_HELLO, MCLOC_REP_HELLO, &h, sizeof(h));
+		for (int i = 0; p && i < 400 && running(child); i++) {
+			int r = peer_open(p, pid, true);
 
-			close(p->fd);
-			if (r < 0 || h.images)
+			if (r == 0) {
+				p->quiet = true;
+				r = ask(p, MCLOC_REQ_HELLO, MCLOC_REP_HELLO, &h, sizeof(h));
+				close(p->fd);
+			}
+			if (r == 0 && h.records)
 				break;
 			nanosleep(&(struct timespec){ 0, 5000000 }, NULL);
 		}
 		free(p);
 		ret = trace_session(&a, pid, json || a.json);
+		wait_releasing(&cd, pid, child, &st, argv[dd + 1]);
+		reaped = true;
 	}
-	while (waitpid(child, &st, 0) < 0 && errno == EINTR)
+	close(cd.fd);
+	while (!reaped && waitpid(child, &st, 0) < 0 && errno == EINTR)
 		;
 	if (ret)
 		return ret;

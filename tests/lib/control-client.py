@@ -9,13 +9,28 @@ apart from the mcloc command (its layout is restated here from
                                        Prints one line per case; exit 1 if
                                        any case was not answered so
   control-client.py hello SOCKET       one well-formed HELLO: prints the pid
+  control-client.py sites SOCKET       the address of every site enabled or
+                                       parked (ever enabled), one a line
+  control-client.py silent SOCKET      8 connections that send nothing: each
+                                       must be closed by the program (30 s at
+                                       most); then a HELLO must be answered
+  control-client.py badtrace SOCKET    each TRACE of BAD_TRACES must get an
+                                       error naming it a bad trace request;
+                                       a good one then starts
+  control-client.py scribble SOCKET    start a trace, then write garbage over
+                                       the rings' geometry and heads in the
+                                       shared memory; "scribbled" once done;
+                                       holds the trace until stdin closes
 """
+import mmap
+import os
 import socket
 import struct
 import sys
 
 VERSION = 1
 REQ_HELLO, REQ_FUNCS, REQ_ENABLED, REQ_STATS, REQ_TRACE, REQ_STOP, REQ_ADDRS = 1, 2, 3, 4, 5, 6, 7
+REQ_SITES = 8
 TRACE = struct.Struct("=IIIIII")     # tracer, ring_kib, rings, max_depth, tid, flags
 REP_HELLO, REP_END, REP_ERROR = 0x101, 0x1FE, 0x1FF
 HDR = struct.Struct("=IHHII")
@@ -63,7 +78,8 @@ CASES = [
     ("ADDRS of 5 bytes", msg(REQ_ADDRS, b"\1\2\3\4\5")),
     ("ADDRS without addresses", msg(REQ_ADDRS)),
     ("SITES with a payload", msg(8, b"\0")),
-] + [("unknown type %d" % t, msg(t)) for t in range(9, 15)] + [
+    ("RELEASE with a payload", msg(9, b"\0")),
+] + [("unknown type %d" % t, msg(t)) for t in range(10, 15)] + [
     ("a header cut short, then silence", HDR.pack(16, REQ_HELLO, VERSION, 1, 0)[:10]),
 ]
 
@@ -110,6 +126,116 @@ def malformed(path):
     return 1 if bad else 0
 
 
+# Each value check of a trace request, one failing at a time: (name,
+# tracer, ring KiB, rings).  The program answers each with an error and
+# keeps the connection.
+BAD_TRACES = [
+    ("tracer 0", 0, 64, 4), ("tracer 3", 3, 64, 4),
+    ("rings of 2 KiB", 1, 2, 4), ("rings of 6 KiB, not a power of 2", 1, 6, 4),
+    ("rings of 96 KiB, not a power of 2", 1, 96, 4),
+    ("rings of 131072 KiB", 1, 131072, 1), ("0 rings", 1, 64, 0), ("4097 rings", 1, 4, 4097),
+    ("1025 MiB in all", 1, 1024, 1025),
+]
+
+
+def connect(path):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(30)
+    s.connect(path)
+    return s
+
+
+def one_reply(s):
+    hdr = s.recv(HDR.size, socket.MSG_WAITALL)
+    n, t, _, _, _ = HDR.unpack(hdr)
+    body = s.recv(n - HDR.size, socket.MSG_WAITALL) if n > HDR.size else b""
+    return t, body
+
+
+def trace_req(tracer, kib, rings, globs=b"\0\0\0"):
+    return msg(REQ_TRACE, TRACE.pack(tracer, kib, rings, 0, 0, 0) + globs)
+
+
+def badtrace(path):
+    bad = 0
+    for name, tracer, kib, rings in BAD_TRACES:
+        s = connect(path)
+        s.sendall(trace_req(tracer, kib, rings))
+        t, body = one_reply(s)
+        why = body[4:].split(b"\0")[0].decode() if t == REP_ERROR else "type %#x" % t
+        ok = t == REP_ERROR and why.startswith("bad trace request")
+        print("%s %s: %s" % ("ok" if ok else "FAIL", name, why))
+        bad += not ok
+        s.close()
+    # STOP from a connection that does not trace: refused, kept.
+    s = connect(path)
+    s.sendall(msg(REQ_STOP) + msg(REQ_HELLO))
+    t1, body = one_reply(s)
+    t2, _ = one_reply(s)
+    ok = t1 == REP_ERROR and b"not tracing" in body and t2 == REP_HELLO
+    print("a STOP from a connection not tracing: %s" % ("refused, and answered on" if ok else "FAIL"))
+    bad += not ok
+    s.close()
+    s = connect(path)
+    s.sendall(trace_req(1, 4, 1))
+    t, _ = socket.recv_fds(s, HDR.size + 8, 1)[:2]
+    print("a good trace request: %s" % ("started" if HDR.unpack_from(t)[1] == 0x105 else "FAIL"))
+    s.close()
+    return 1 if bad else 0
+
+
+def silent(path):
+    conns = [connect(path) for _ in range(8)]
+    closed = 0
+    for s in conns:
+        try:
+            while s.recv(4096):
+                pass
+            closed += 1
+        except OSError:
+            pass
+    print("%d of 8 silent connections closed by the program" % closed)
+    return 0 if closed == 8 and hello(path) == 0 else 1
+
+
+def sites(path):
+    s = connect(path)
+    s.sendall(msg(REQ_SITES))
+    while True:
+        t, body = one_reply(s)
+        if t != 0x103:
+            return 0 if t == REP_END else 1
+        at = 0
+        while at + 16 <= len(body):
+            addr, flags, _, namelen = struct.unpack_from("=QIHH", body, at)
+            if flags & (1 | 8):     # MCLOC_SITE_ENABLED, MCLOC_SITE_PARKED
+                print(addr)
+            at += (16 + namelen + 1 + 7) & ~7
+
+
+def scribble(path):
+    s = connect(path)
+    s.sendall(trace_req(1, 4, 4, b"burst_*\0\0\0"))
+    data, fds, _, _ = socket.recv_fds(s, HDR.size + 8, 1)
+    if HDR.unpack_from(data)[1] != 0x105 or not fds:
+        return 1
+    size = struct.unpack_from("=Q", data, HDR.size)[0]
+    m = mmap.mmap(fds[0], size)
+    rings, ring_size, stride, off = struct.unpack_from("=IIII", m, 12)
+    # The geometry, as a controller may write it: rings past the end,
+    # sizes no power of 2; and each ring's head far out.
+    struct.pack_into("=IIII", m, 12, 0xFFFFFFFF, 0x80000000 | 12345, 0xFFFFFFF8, 0xFFFFFFF0)
+    struct.pack_into("=I", m, 32, 0x7FFFFFFF)       # next_ring
+    # (tail too, so that there is room: the events are written, at the
+    # head masked by the program's own ring size)
+    for i in range(rings):
+        struct.pack_into("=Q", m, off + i * stride, 0xDEADBEEFDEADBEE7)
+        struct.pack_into("=Q", m, off + i * stride + 64, 0xDEADBEEFDEADBEE7)
+    print("scribbled", flush=True)
+    sys.stdin.read()
+    return 0
+
+
 def hello(path):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.settimeout(15)
@@ -125,6 +251,8 @@ def hello(path):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3 or sys.argv[1] not in ("malformed", "hello"):
+    modes = dict(malformed=malformed, hello=hello, sites=sites, silent=silent,
+                 badtrace=badtrace, scribble=scribble)
+    if len(sys.argv) != 3 or sys.argv[1] not in modes:
         sys.exit(__doc__)
-    sys.exit(malformed(sys.argv[2]) if sys.argv[1] == "malformed" else hello(sys.argv[2]))
+    sys.exit(modes[sys.argv[1]](sys.argv[2]))
