@@ -135,6 +135,9 @@ struct mc_arch {
 	 */
 	int (*make_nop)(const struct mc_text *t, const struct mc_site *site,
 			uint8_t *out);
+	/* The bytes of the NOP that make_nop leaves at a site's OFF (the
+	 * table entry), when they are there; 0 otherwise. */
+	unsigned (*is_nop)(const struct mc_text *t, uint64_t off);
 
 	/* --- linked images (objpatch), NULL/0 where not supported --- */
 	uint32_t relative_reloc;	/* R_*_RELATIVE */

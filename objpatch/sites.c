@@ -260,6 +260,14 @@ void op_classify(struct mce_file *f, const struct mc_arch *a, uint32_t shndx,
 		e->len = (uint8_t)(k * n->len > 255 ? 255 : k * n->len);
 		return;
 	}
+	/* The NOPs a backend writes itself (ARM, Thumb-2, MIPS). */
+	unsigned len = a->is_nop ? a->is_nop(&t, off) : 0;
+
+	if (len) {
+		e->state = OP_NOP;
+		e->len = (uint8_t)len;
+		return;
+	}
 	size_t m = t.size - off < 8 ? t.size - off : 8;
 	for (size_t i = 0, at = 0; i < m; i++)
 		at += (size_t)snprintf(e->bytes + at, sizeof(e->bytes) - at, "%s%02x",

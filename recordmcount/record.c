@@ -428,6 +428,38 @@ static bool is_table_name(const char *name, const char *table)
 	return !strcmp(name, table);
 }
 
+static bool is_rel(const struct mce_sec *s)
+{
+	return s->sh.sh_type == SHT_REL || s->sh.sh_type == SHT_RELA;
+}
+
+static bool is_table(const struct mce_file *f, size_t i, const char *table)
+{
+	return i && i < f->shnum && !is_rel(&f->secs[i]) && !strcmp(f->secs[i].name, table);
+}
+
+/*
+ * --force: empty the tables already there.  Relocations go with the
+ * section they apply to (sh_info), whatever their name: left behind, they
+ * would point into a table emptied under them.  A relocation section named
+ * as the table's that applies to anything else is not the table's to drop.
+ */
+static int drop_tables(struct mce_file *f, const char *table)
+{
+	for (size_t i = 1; i < f->shnum; i++) {
+		struct mce_sec *s = &f->secs[i];
+		bool mine = is_table(f, i, table) ||
+			    (is_rel(s) && is_table(f, s->sh.sh_info, table));
+
+		if (!mine && is_rel(s) && is_table_name(s->name, table))
+			return mce_fail(f, "%s applies to section %u, not to a %s table",
+					s->name, s->sh.sh_info, table);
+		if (mine && mce_sec_empty(f, s) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 int record_file(const char *path, const struct record_opts *o)
 {
 	struct mce_file f;
@@ -493,13 +525,9 @@ int record_file(const char *path, const struct record_opts *o)
 		mc_note(path, "no calls to mcount symbols");
 		goto unchanged;
 	}
-	if (existing) {
-		for (size_t i = 1; i < f.shnum; i++)
-			if (is_table_name(f.secs[i].name, o->section) &&
-			    mce_sec_empty(&f, &f.secs[i]) < 0) {
-				mc_error(path, "%s", f.err);
-				goto out;
-			}
+	if (existing && drop_tables(&f, o->section) < 0) {
+		mc_error(path, "%s", f.err);
+		goto out;
 	}
 	const char *last_warned = NULL;
 	for (size_t i = 0; i < ss.n; i++) {

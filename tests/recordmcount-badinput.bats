@@ -112,3 +112,51 @@ secsym_value_case() {
 	"$KERNEL_RECORDMCOUNT" "$T/k.o"
 	diff <($MCTABLE "$T/kref.o") <($MCTABLE "$T/k.o")
 }
+
+# rename_table_relocs OBJ: the table's relocation sections renamed (same
+# length), so that only their sh_info still says which table they are for.
+rename_table_relocs() {
+	$PY - "$1" <<'PY'
+import sys
+p = sys.argv[1]
+b = open(p, "rb").read()
+assert b.count(b".rela__mcount_loc\0") == 1
+open(p, "wb").write(b.replace(b".rela__mcount_loc\0", b".oela__mcount_loc\0"))
+PY
+}
+
+@test "--force drops an old table's relocations by what they apply to, not by their name" {
+	gcc -O2 -pg -mfentry -ffunction-sections -c "$DEMO/stats.c" -I"$DEMO" -o "$T/a.o"
+	"$RECORDMCOUNT" -g "$T/a.o"
+	rename_table_relocs "$T/a.o"
+	run "$OBJPATCH" check "$T/a.o"
+	assert_success
+	run "$RECORDMCOUNT" --force "$T/a.o"
+	assert_success
+	# Left behind, the renamed sections would relocate bytes of the
+	# emptied tables, past their end.
+	run "$OBJPATCH" check "$T/a.o"
+	assert_success
+}
+
+@test "--force refuses a relocation section named as the table's that applies to code" {
+	gcc -O2 -pg -mfentry -c "$DEMO/stats.c" -I"$DEMO" -o "$T/a.o"
+	"$RECORDMCOUNT" "$T/a.o"
+	$PY - "$T/a.o" <<'PY'
+import struct, sys
+from elftools.elf.elffile import ELFFile
+p = sys.argv[1]
+e = ELFFile(open(p, "rb"))
+names = [s.name for s in e.iter_sections()]
+at = e["e_shoff"] + names.index(".rela__mcount_loc") * e["e_shentsize"] + 44
+b = bytearray(open(p, "rb").read())
+struct.pack_into("<I", b, at, names.index(".text"))
+open(p, "wb").write(b)
+PY
+	cp "$T/a.o" "$T/orig"
+	run "$RECORDMCOUNT" --force "$T/a.o"
+	assert_failure 1
+	[ "${#lines[@]}" -eq 1 ]
+	assert_output --regexp "^$T/a.o: error: recordmcount: .rela__mcount_loc applies to section [0-9]+, not to a __mcount_loc table"
+	cmp "$T/orig" "$T/a.o"
+}

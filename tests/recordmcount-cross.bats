@@ -73,3 +73,21 @@ nop_runs() {
 @test "aarch64 --nop objects link and run under qemu with the same output" { nop_runs aarch64-linux-gnu-gcc qemu-aarch64; }
 @test "riscv64 --nop objects link and run under qemu with the same output" { nop_runs riscv64-linux-gnu-gcc qemu-riscv64; }
 @test "arm --nop objects (push and bl both NOPed) run under qemu" { nop_runs arm-linux-gnueabihf-gcc qemu-arm -marm; }
+
+# nop_checks CC FLAGS...: recordmcount --nop's objects pass objpatch check,
+# which must know the NOPs the backend wrote (not only a table of them).
+nop_checks() {
+	local cc=$1; shift
+	need "$cc"
+	build_objs nop "$cc" -O2 -pg "$@"
+	run "$RECORDMCOUNT" --nop "$T"/nop/*.o
+	assert_success
+	run "$OBJPATCH" check "$T"/nop/*.o
+	assert_success
+	run "$OBJPATCH" -j inspect "$T"/nop/*.o
+	assert_output --partial '"state":"nop"'
+}
+
+@test "arm (ARM) --nop objects pass objpatch check" { nop_checks arm-linux-gnueabihf-gcc -marm; }
+@test "arm (Thumb-2) --nop objects pass objpatch check" { nop_checks arm-linux-gnueabihf-gcc -mthumb; }
+@test "mips64el --nop objects pass objpatch check" { nop_checks mips64el-linux-gnuabi64-gcc -mno-abicalls -fno-pic; }

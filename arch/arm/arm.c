@@ -83,6 +83,17 @@ static int arm_make_nop(const struct mc_text *t, const struct mc_site *s,
 	return 0;
 }
 
+/* The entry is the BL: "mov r0, r0" in ARM code, "nop.w" in Thumb. */
+static unsigned arm_is_nop(const struct mc_text *t, uint64_t off)
+{
+	if (off + 4 > t->size)
+		return 0;
+	if (mc_load32(t, off) == 0xe1a00000 ||
+	    (mc_load16(t, off) == 0xf3af && mc_load16(t, off + 2) == 0x8000))
+		return 4;
+	return 0;
+}
+
 const struct mc_arch mc_arch_arm = {
 	.name = "arm",
 	.machine = EM_ARM,
@@ -94,6 +105,7 @@ const struct mc_arch mc_arch_arm = {
 	.base_avoid_func = true,
 	.decode = arm_decode,
 	.make_nop = arm_make_nop,
+	.is_nop = arm_is_nop,
 	.relative_reloc = R_ARM_RELATIVE,
 	.extable = MC_EXTABLE_ABS,
 };

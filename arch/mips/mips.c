@@ -128,6 +128,20 @@ static int mips_make_nop(const struct mc_text *t, const struct mc_site *s,
 	return -1;
 }
 
+/* A jal became a NOP; a long-call sequence a branch over itself. */
+static unsigned mips_is_nop(const struct mc_text *t, uint64_t off)
+{
+	if (off + 4 > t->size)
+		return 0;
+	uint32_t w = mc_load32(t, off);
+
+	if (w == 0)
+		return 4;
+	if ((w & 0xffff0000) == 0x10000000 && (w & 0xffff) && (w & 0xffff) < MC_MAX_SITE / 4)
+		return 4 * ((w & 0xffff) + 1);
+	return 0;
+}
+
 const struct mc_arch mc_arch_mips64 = {
 	.name = "mips64",
 	.machine = EM_MIPS,
@@ -138,6 +152,7 @@ const struct mc_arch mc_arch_mips64 = {
 	.call_relocs = relocs,
 	.decode = mips_decode,
 	.make_nop = mips_make_nop,
+	.is_nop = mips_is_nop,
 	.extable = MC_EXTABLE_ABS,
 };
 
@@ -151,5 +166,6 @@ const struct mc_arch mc_arch_mips32 = {
 	.call_relocs = relocs,
 	.decode = mips_decode,
 	.make_nop = mips_make_nop,
+	.is_nop = mips_is_nop,
 	.extable = MC_EXTABLE_ABS,
 };
