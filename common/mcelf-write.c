@@ -765,13 +765,17 @@ static int keep_meta(struct mce_file *f, int fd, const struct keep *k)
 
 	if (fstat(fd, &now) < 0)
 		return mce_fail(f, "cannot stat the new file: %s", strerror(errno));
-	/* (A chown() that fails, as it does for anyone but root giving a
-	 * file away, only costs the special bits below.) */
-	if (k->owner && (now.st_uid != k->st.st_uid || now.st_gid != k->st.st_gid) &&
-	    fchown(fd, k->st.st_uid, k->st.st_gid) == 0) {
-		now.st_uid = k->st.st_uid;
-		now.st_gid = k->st.st_gid;
-		changed = true;	/* (chown() clears setuid and setgid) */
+	/* (A chown() refused, as it is to anyone but root giving a file
+	 * away, or to an owner a user namespace does not map (EINVAL), only
+	 * costs the special bits below; any other failure fails.) */
+	if (k->owner && (now.st_uid != k->st.st_uid || now.st_gid != k->st.st_gid)) {
+		if (fchown(fd, k->st.st_uid, k->st.st_gid) == 0) {
+			now.st_uid = k->st.st_uid;
+			now.st_gid = k->st.st_gid;
+			changed = true;	/* (chown() clears setuid and setgid) */
+		} else if (errno != EPERM && errno != EINVAL) {
+			return mce_fail(f, "cannot keep the owner: %s", strerror(errno));
+		}
 	}
 	if (now.st_uid != k->st.st_uid)
 		mode &= ~(mode_t)S_ISUID;
