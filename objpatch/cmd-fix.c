@@ -184,15 +184,9 @@ static int fix_linked(const char *tmp, const char *out, struct fix_opts *o, bool
 	if (op_fix_file(tmp, o, &st) < 0)
 		return 1;
 	report(out, o, &st);
-	if (check) {
-		char *args[] = { "check", (char *)tmp, NULL };
-		struct op_common cc = *c;
-
-		optind = 1;
-		if (cmd_check(2, args, &cc) != 0) {
-			mc_error(out, "the call-site table is wrong; output not written");
-			return 1;
-		}
+	if (check && op_check_as(tmp, out, c) != 0) {
+		mc_error(out, "the call-site table is wrong; output removed");
+		return 1;
 	}
 	return 0;
 }

@@ -777,8 +777,9 @@ int op_fix_file(const char *path, const struct fix_opts *o, struct fix_stats *st
 	struct mce_file f;
 	struct op_sites s = { 0 };
 	/* Sorting alone reads each symbol once, in place (no f->syms). */
-	const struct mc_arch *a = op_open_flags(&f, path, o->nop || o->runtime ? 0 : MCE_OPEN_LAZY_SYMS);
 	const char *name = o->name ? o->name : path;
+	const struct mc_arch *a = op_open_as(&f, path, name,
+					     o->nop || o->runtime ? 0 : MCE_OPEN_LAZY_SYMS);
 	int ret = -1;
 
 	struct kt_tables kt = { 0 };
@@ -786,7 +787,6 @@ int op_fix_file(const char *path, const struct fix_opts *o, struct fix_stats *st
 	memset(st, 0, sizeof(*st));
 	if (!a)
 		goto out;
-	f.path = name;	/* (what messages say; the file is written to PATH) */
 	if (o->sort && !mce_linked(&f)) {
 		mc_error(name, "not a linked image: tables are sorted after the link");
 		goto out;
@@ -831,6 +831,7 @@ int op_fix_file(const char *path, const struct fix_opts *o, struct fix_stats *st
 		    st->kt.flag_cleared)
 			st->changed = true;
 	}
+	/* (f.path is NAME: the file written is PATH.) */
 	if (st->changed && mce_write(&f, o->name ? path : NULL) < 0) {
 		mc_error(name, "%s", f.err);
 		goto out;
