@@ -643,7 +643,7 @@ out:
  * seed from getrandom(): no state outlives the call, and O_EXCL, not the
  * name's secrecy, is what keeps another user's file from being opened.
  */
-static int open_temp(char *tmp, mode_t mode)
+int mce_make_temp(char *tmp, mode_t mode)
 {
 	static const char abc[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-";
 	uint64_t state = (uint64_t)getpid() << 32 ^ (uintptr_t)tmp;
@@ -667,11 +667,6 @@ static int open_temp(char *tmp, mode_t mode)
 			return -1;
 	}
 	return fd;	/* (-1: errno is EEXIST) */
-}
-
-int mce_make_temp(char *tmp, mode_t mode)
-{
-	return open_temp(tmp, mode);
 }
 
 /*
@@ -904,7 +899,7 @@ static int fill(struct mce_file *f, int fd, const struct out *o, const struct ke
 static int write_named(struct mce_file *f, const struct out *o, const struct keep *k,
 		       char *tmp, const char *target)
 {
-	int fd = open_temp(tmp, k->st.st_mode);
+	int fd = mce_make_temp(tmp, k->st.st_mode);
 
 	if (fd < 0)
 		return mce_fail(f, "cannot create a temporary file beside %s: %s", target,
