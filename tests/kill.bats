@@ -105,7 +105,7 @@ dressed() {
 	local n bad
 	n=$(find "$1" -maxdepth 1 -name '*.o' | wc -l)
 	bad=$(find "$1" -maxdepth 1 -name '*.o' ! \( -user nobody -group nogroup -perm 6755 \) -printf '%P ')
-	[ -z "$bad" ] || { echo "owner or mode lost: $bad"; return 1; }
+	[ -z "$bad" ] || { echo "owner or mode lost: $(echo $bad | cut -d' ' -f1-5)..."; return 1; }
 	[ "$(getfattr --absolute-names -d -m - "$1"/*.o | grep -c '^user.foo=')" -eq "$n" ] ||
 		{ echo "an attribute lost"; return 1; }
 	[ "$(getfattr --absolute-names -d -m - "$1"/*.o | grep -c '^system.posix_acl_access=')" -eq "$n" ] ||
