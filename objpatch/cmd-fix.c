@@ -290,6 +290,7 @@ int cmd_link(int argc, char **argv, const struct op_common *c)
 	status = mc_run(cmd, "the link command");
 	if (status || special)
 		goto out;
+	o.runtime = runtime;	/* bounds, and names that survive strip(1) */
 	status = fix_linked(tmp, out, &o, check, c);
 	if (!status && rename(tmp, out) < 0) {
 		mc_error(out, "cannot replace: %s", strerror(errno));
