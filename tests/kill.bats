@@ -99,6 +99,17 @@ ms_of() {
 	kill_runs 100 "$T/w" "$T/pristine" "$T/want" "$ms" sh -c "exec \"$RECORDMCOUNT\" ./*.o"
 }
 
+# few_objs: $T/objs/src0.o... from four fixtures; prints how many.
+few_objs() {
+	local k=0
+	mkdir -p "$T/objs"
+	for c in "$FIX"/link/{main,util,lib}.c "$FIX/shapes.c"; do
+		cc -O2 -pg -mfentry -c "$c" -o "$T/objs/src$k.o" || return 1
+		k=$((k + 1))
+	done
+	echo "$k"
+}
+
 # dressed DIR: every object of DIR, old or new, is still nobody's, setuid
 # and setgid, with its attribute and its ACL.
 dressed() {
@@ -115,12 +126,8 @@ dressed() {
 @test "SIGKILL 100 times while recordmcount rewrites another user's setuid objects with attributes: old or new, each still hers" {
 	[ "$(id -u)" = 0 ] || skip "needs root (chown to another user)"
 	command -v setfacl >/dev/null && command -v getfattr >/dev/null || skip "acl and attr are not installed"
-	mkdir "$T/objs" "$T/pristine"
-	local k=0
-	for c in "$FIX"/link/{main,util,lib}.c "$FIX/shapes.c"; do
-		cc -O2 -pg -mfentry -c "$c" -o "$T/objs/src$k.o"
-		k=$((k + 1))
-	done
+	mkdir "$T/pristine"
+	k=$(few_objs)
 	for i in $(seq 0 299); do
 		cp "$T/objs/src$((i % k)).o" "$T/pristine/o$(printf %03d "$i").o"
 	done
@@ -157,12 +164,8 @@ dressed() {
 }
 
 @test "8 recordmcount processes at once over overlapping objects in one directory: none corrupt" {
-	mkdir "$T/objs" "$T/d"
-	local k=0
-	for c in "$FIX"/link/{main,util,lib}.c "$FIX/shapes.c"; do
-		cc -O2 -pg -mfentry -c "$c" -o "$T/objs/src$k.o"
-		k=$((k + 1))
-	done
+	mkdir "$T/d"
+	k=$(few_objs)
 	for round in $(seq 10); do
 		rm -f "$T"/d/* "$T"/d/.??*
 		for i in $(seq 0 199); do
