@@ -17,7 +17,7 @@ MESON_OPTS ?=
 # conflicts with Debian's cross compilers, so i386 uses gcc-i686-linux-gnu.
 # linux-source-6.1 is the kernel's own scripts/sorttable, which
 # tests/ktables.bats builds and compares objpatch sort --kernel with.
-DEBS := gcc make meson ninja-build pkg-config cmake autoconf automake libtool \
+DEBS := gcc make meson ninja-build pkg-config cmake autoconf automake libtool ccache acl attr \
 	libelf-dev libdw-dev libbz2-dev liblzma-dev libzydis-dev libcapstone-dev \
 	bats bats-assert bats-support python3 python3-pyelftools python3-capstone \
 	binutils-multiarch qemu-user linux-kbuild-6.1 linux-source-6.1 clang strace \

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <spawn.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 extern char **environ;
@@ -56,11 +57,11 @@ void mc_ccargs_read(int argc, char *const *argv, struct mc_ccargs *c)
 			 !strcmp(a, "-MM") || !strcmp(a, "-fsyntax-only"))
 			other = true;
 		else if ((!strcmp(a, "-o") || !strcmp(a, "--output")) && i + 1 < argc)
-			c->output = argv[++i];
+			c->output = argv[c->output_arg = ++i];
 		else if (!strncmp(a, "--output=", 9))
-			c->output = a + 9;
+			c->output = argv[c->output_arg = i] + 9;
 		else if (!strncmp(a, "-o", 2) && a[2])
-			c->output = a + 2;
+			c->output = argv[c->output_arg = i] + 2;
 		else if (mc_ccargs_takes_value(a) && i + 1 < argc)
 			i++;
 		else if (mc_ccargs_is_source(a) || !strcmp(a, "-"))
@@ -99,4 +100,11 @@ int mc_run(char *const *argv, const char *what)
 		return WEXITSTATUS(st);
 	mc_error(argv[0], "%s died of signal %d", what, WTERMSIG(st));
 	return 128 + WTERMSIG(st);
+}
+
+bool mc_special_file(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && !S_ISREG(st.st_mode);
 }

@@ -17,6 +17,7 @@ struct mc_ccargs {
 	bool objects;		/* -c alone: it writes objects */
 	int nsources;		/* source files among the arguments */
 	const char *output;	/* the last -o (or ld's --output), or NULL */
+	int output_arg;		/* the index of the argument output lies in */
 };
 
 /* Read the command ARGV[0..ARGC) (ARGV[0] is the driver itself). */
@@ -43,5 +44,12 @@ int mc_linker_prefix(const char *argv0);
  * naming WHAT ("the link command").
  */
 int mc_run(char *const *argv, const char *what);
+
+/*
+ * Whether PATH exists and is not a regular file.  Such a command output
+ * (-o /dev/null) is the command's alone: the tools never rewrite it and
+ * never remove it.
+ */
+bool mc_special_file(const char *path);
 
 #endif

@@ -447,7 +447,10 @@ int mce_open_flags(struct mce_file *f, const char *path, unsigned flags)
 	/* libelf's version handshake is per process, and idempotent. */
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return mce_fail(f, "libelf is out of date");
-	f->fd = open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+	/* O_NONBLOCK: opening a FIFO would otherwise wait for a writer
+	 * before its type could be checked (it has no effect on the regular
+	 * files that pass the check). */
+	f->fd = open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NONBLOCK);
 	if (f->fd < 0)
 		return mce_fail(f, "cannot open: %s", strerror(errno));
 	if (fstat(f->fd, &f->st) < 0)

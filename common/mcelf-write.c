@@ -23,6 +23,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 /* ---- writing ------------------------------------------------------------ */
 
@@ -193,36 +194,34 @@ static uint64_t align_up(uint64_t v, uint64_t a)
 	return a > 1 ? (v + a - 1) & ~(a - 1) : v;
 }
 
-static int write_all(int fd, struct out *o)
+/* Stream O's vectors to FD.  O is left as it was, so that the same
+ * output can be written again into another file (see mce_write()). */
+static int write_all(int fd, const struct out *o)
 {
-	size_t i = 0;
+	size_t i = 0, off = 0;
 
 	while (i < o->n) {
 		size_t cnt = o->n - i > IOV_MAX ? IOV_MAX : o->n - i;
-		ssize_t w = writev(fd, o->iov + i, (int)cnt);
+		/* (The rest of a vector a short write stopped in goes alone.) */
+		ssize_t w = off ? write(fd, (uint8_t *)o->iov[i].iov_base + off,
+					o->iov[i].iov_len - off)
+				: writev(fd, o->iov + i, (int)cnt);
 
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			if (w == 0)
+				errno = EIO;
 			return -1;
 		}
-		/* Consume what was written, possibly part of one vector. */
-		while (w > 0 && i < o->n) {
-			if ((size_t)w >= o->iov[i].iov_len) {
-				w -= (ssize_t)o->iov[i].iov_len;
-				i++;
-			} else {
-				o->iov[i].iov_base = (uint8_t *)o->iov[i].iov_base + w;
-				o->iov[i].iov_len -= (size_t)w;
-				w = 0;
-			}
-		}
+		for (off += (size_t)w; i < o->n && off >= o->iov[i].iov_len; i++)
+			off -= o->iov[i].iov_len;
 	}
 	return 0;
 }
 
 /* Patch mode: copy the input, then write each patch at its offset. */
-static int write_patched(struct mce_file *f, int fd, struct out *o)
+static int write_patched(struct mce_file *f, int fd, const struct out *o)
 {
 	uint64_t done = 0;
 
@@ -584,6 +583,12 @@ int mce_write_in_place(struct mce_file *f)
 	int fd = -1, ret = -1;
 	uint8_t old[sizeof(Elf64_Ehdr)];
 
+	/* Appending to a file that has other names changes it under each of
+	 * them: a ccache cache in hard_link mode, whose objects are linked
+	 * into the build tree, would be corrupted.  Such a file is replaced
+	 * by a new one instead, which leaves the other names as they were. */
+	if (f->st.st_nlink > 1)
+		return mce_write(f, NULL);
 	if (build_image(f, &o) < 0)
 		goto out;
 	fd = f->writable ? dup(f->fd) : open(f->path, O_WRONLY | O_CLOEXEC);
@@ -633,15 +638,12 @@ out:
 
 /*
  * Create TMP, whose name ends in six X's, as a new file (O_EXCL) with the
- * mode MODE: the X's become letters until the name is free.  Unlike
- * mkstemp(), which makes the file 0600, the file is created with MODE's
- * permission bits, and changed afterwards only when the umask or a
- * special bit kept them from it: for the common 0644 under umask 022 that
- * spares an inode update per object.  Each call draws its own seed from
- * getrandom(): no state outlives the call, and O_EXCL, not the name's
- * secrecy, is what keeps another user's file from being opened.
+ * permission bits of MODE (keep_meta() sets the rest once it is written):
+ * the X's become letters until the name is free.  Each call draws its own
+ * seed from getrandom(): no state outlives the call, and O_EXCL, not the
+ * name's secrecy, is what keeps another user's file from being opened.
  */
-static int open_temp(char *tmp, mode_t mode)
+int mce_make_temp(char *tmp, mode_t mode)
 {
 	static const char abc[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-";
 	uint64_t state = (uint64_t)getpid() << 32 ^ (uintptr_t)tmp;
@@ -660,24 +662,128 @@ static int open_temp(char *tmp, mode_t mode)
 		z ^= z >> 31;
 		for (int i = 0; i < 6; i++)
 			x[i] = abc[(z >> (6 * i)) & 63];
-		fd = open(tmp, O_RDWR | O_CREAT | O_EXCL, mode & 0777);
+		fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode & 0777);
 		if (fd < 0 && errno != EEXIST)
 			return -1;
 	}
-	if (fd < 0)
-		return -1;	/* errno is EEXIST */
+	return fd;	/* (-1: errno is EEXIST) */
+}
 
+/*
+ * What the file a rewrite replaces had, for the new one: as binutils'
+ * strip and objcopy keep them, its owner and group, its mode, with
+ * setuid and setgid only where the owner and group could be kept (root's
+ * rewrite of another user's setuid program must not make it setuid
+ * root), and its extended attributes, ACLs among them.
+ */
+struct keep {
 	struct stat st;
+	bool owner;		/* give the new file st's owner and group */
+	int xfd;		/* where the extended attributes come from, */
+	const char *xpath;	/* by descriptor or else by path; or neither */
+};
 
-	if (fstat(fd, &st) < 0 || ((st.st_mode & 07777) != mode && fchmod(fd, mode) < 0)) {
-		int e = errno;
+static ssize_t x_list(const struct keep *k, char *buf, size_t len)
+{
+	return k->xfd >= 0 ? flistxattr(k->xfd, buf, len) : listxattr(k->xpath, buf, len);
+}
 
-		close(fd);
-		unlink(tmp);
-		errno = e;
-		return -1;
+static ssize_t x_get(const struct keep *k, const char *name, void *buf, size_t len)
+{
+	return k->xfd >= 0 ? fgetxattr(k->xfd, name, buf, len)
+			   : getxattr(k->xpath, name, buf, len);
+}
+
+/*
+ * An attribute that grants privilege (security.capability, a security
+ * label) and that this user may not set is dropped, as setuid is when the
+ * owner cannot be kept; any other that cannot be kept fails the rewrite.
+ */
+static bool droppable(const char *name, int err)
+{
+	return !strncmp(name, "security.", 9) &&
+	       (err == EPERM || err == EACCES || err == ENOTSUP);
+}
+
+/* Copy K's extended attributes to FD: how many, or -1 (f->err says). */
+static int copy_xattrs(struct mce_file *f, int fd, const struct keep *k)
+{
+	char small[256], *names = small, *val = NULL;
+	ssize_t len;
+	int n = 0;
+
+	if (k->xfd < 0 && !k->xpath)
+		return 0;
+	/* (One call for the usual file, which has none.) */
+	len = x_list(k, small, sizeof(small));
+	if (len < 0 && errno == ERANGE && (len = x_list(k, NULL, 0)) > 0 &&
+	    (names = malloc((size_t)len)))
+		len = x_list(k, names, (size_t)len);
+	if (!names)
+		return mce_fail(f, "out of memory");
+	if (len < 0) {
+		n = errno == ENOTSUP ? 0 : mce_fail(f, "cannot list extended attributes: %s",
+						       strerror(errno));
+		goto out;
 	}
-	return fd;
+	for (const char *a = names; a < names + len; a += strlen(a) + 1) {
+		ssize_t vl = x_get(k, a, NULL, 0);
+		void *v = vl >= 0 ? realloc(val, (size_t)vl + 1) : NULL;
+
+		if (v)
+			val = v;
+		if (vl < 0 || !v || (vl = x_get(k, a, val, (size_t)vl)) < 0) {
+			n = mce_fail(f, "cannot read extended attribute %s: %s", a,
+				     strerror(vl < 0 ? errno : ENOMEM));
+			goto out;
+		}
+		if (fsetxattr(fd, a, val, (size_t)vl, 0) < 0 && !droppable(a, errno)) {
+			n = mce_fail(f, "cannot keep extended attribute %s: %s", a, strerror(errno));
+			goto out;
+		}
+		n++;
+	}
+out:
+	if (names != small)
+		free(names);
+	free(val);
+	return n;
+}
+
+/* Give the new file FD what K says it keeps; -1 (f->err says) if not. */
+static int keep_meta(struct mce_file *f, int fd, const struct keep *k)
+{
+	mode_t mode = k->st.st_mode & 07777;
+	bool changed = false;
+	struct stat now;
+	int nx;
+
+	if (fstat(fd, &now) < 0)
+		return mce_fail(f, "cannot stat the new file: %s", strerror(errno));
+	/* (A chown() refused, as it is to anyone but root giving a file
+	 * away, or to an owner a user namespace does not map (EINVAL), only
+	 * costs the special bits below; any other failure fails.) */
+	if (k->owner && (now.st_uid != k->st.st_uid || now.st_gid != k->st.st_gid)) {
+		if (fchown(fd, k->st.st_uid, k->st.st_gid) == 0) {
+			now.st_uid = k->st.st_uid;
+			now.st_gid = k->st.st_gid;
+			changed = true;	/* (chown() clears setuid and setgid) */
+		} else if (errno != EPERM && errno != EINVAL) {
+			return mce_fail(f, "cannot keep the owner: %s", strerror(errno));
+		}
+	}
+	if (now.st_uid != k->st.st_uid)
+		mode &= ~(mode_t)S_ISUID;
+	if (now.st_gid != k->st.st_gid)
+		mode &= ~(mode_t)S_ISGID;
+	nx = copy_xattrs(f, fd, k);
+	if (nx < 0)
+		return -1;
+	/* An ACL sets the group bits: the mode goes last, after it.  For the
+	 * usual 0644 file under umask 022 nothing is left to do here. */
+	if ((changed || nx || (now.st_mode & 07777) != mode) && fchmod(fd, mode) < 0)
+		return mce_fail(f, "cannot set the mode of the new file: %s", strerror(errno));
+	return 0;
 }
 
 /*
@@ -695,16 +801,7 @@ static int open_temp(char *tmp, mode_t mode)
  */
 static int open_unnamed(const char *dir, mode_t mode)
 {
-	int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, mode & 0777);
-	struct stat st;
-
-	if (fd < 0)
-		return -1;
-	if (fstat(fd, &st) < 0 || ((st.st_mode & 07777) != mode && fchmod(fd, mode) < 0)) {
-		close(fd);
-		return -1;
-	}
-	return fd;
+	return open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, mode & 0777);
 }
 
 /* The name a new TARGET is staged under in DIR (see above). */
@@ -715,21 +812,42 @@ static char *stage_name(const char *dir, const char *base)
 	return asprintf(&s, "%s/.%s.mcloc~", dir, base) < 0 ? NULL : s;
 }
 
+/*
+ * What a rewrite of PATH replaces: PATH, or the file it leads to when it
+ * is a symbolic link, whose link stays (as strip keeps it).  NULL when
+ * out of memory.
+ */
+static char *real_target(const char *path)
+{
+	struct stat st;
+	char *r;
+
+	if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode) && (r = realpath(path, NULL)))
+		return r;
+	return strdup(path);
+}
+
 void mce_unstage(const char *target)
 {
-	char *dup = strdup(target), *s;
-	const char *base = strrchr(target, '/') ? strrchr(target, '/') + 1 : target;
+	char *real = real_target(target), *dup = real ? strdup(real) : NULL, *s;
 
-	if (dup && (s = stage_name(dirname(dup), base))) {
+	if (dup && (s = stage_name(dirname(dup), strrchr(real, '/') ?
+				   strrchr(real, '/') + 1 : real))) {
 		unlink(s);
 		free(s);
 	}
 	free(dup);
+	free(real);
 }
+
+/* publish()'s answer where the unnamed file cannot be named: no /proc. */
+#define NO_PROC 1
 
 /* Name the unnamed *FD STAGE, close it (a close that fails is a write
  * error: nothing is replaced), and rename STAGE over TARGET.  -1 with
- * errno, and STAGE not left behind; *FD is -1 once closed. */
+ * errno, and STAGE not left behind; *FD is -1 once closed.  NO_PROC, *FD
+ * still open, when /proc is missing (a chroot, a container): the caller
+ * writes a named file instead. */
 static int publish(int *fd, const char *stage, const char *target)
 {
 	char proc[64];
@@ -742,6 +860,8 @@ static int publish(int *fd, const char *stage, const char *target)
 			return -1;
 		if (linkat(AT_FDCWD, proc, AT_FDCWD, stage, AT_SYMLINK_FOLLOW) == 0)
 			break;
+		if (errno == ENOENT)
+			return NO_PROC;
 		if (errno != EEXIST)
 			return -1;
 		if (++tries == 8) {
@@ -766,24 +886,80 @@ static int publish(int *fd, const char *stage, const char *target)
 	return 0;
 }
 
+/* Write O into the new file FD and give it what K keeps. */
+static int fill(struct mce_file *f, int fd, const struct out *o, const struct keep *k,
+		const char *target)
+{
+	if ((o->patches ? write_patched(f, fd, o) : write_all(fd, o)) < 0)
+		return mce_fail(f, "cannot write beside %s: %s", target, strerror(errno));
+	return keep_meta(f, fd, k);
+}
+
+/* The new file under a name of its own, TMP, then renamed over TARGET. */
+static int write_named(struct mce_file *f, const struct out *o, const struct keep *k,
+		       char *tmp, const char *target)
+{
+	int fd = mce_make_temp(tmp, k->st.st_mode);
+
+	if (fd < 0)
+		return mce_fail(f, "cannot create a temporary file beside %s: %s", target,
+				strerror(errno));
+	if (fill(f, fd, o, k, target) < 0) {
+		close(fd);
+		goto fail;
+	}
+	if (close(fd) < 0) {
+		mce_fail(f, "cannot write %s: %s", tmp, strerror(errno));
+		goto fail;
+	}
+	if (rename(tmp, target) < 0) {
+		mce_fail(f, "cannot replace %s: %s", target, strerror(errno));
+		goto fail;
+	}
+	return 0;
+fail:
+	unlink(tmp);
+	return -1;
+}
+
+/*
+ * What a rewrite of TARGET keeps (see struct keep): the input's, when
+ * the input itself is replaced; an existing output's; and for a new
+ * output, the input's mode only, the file being the caller's.
+ */
+static int what_to_keep(struct mce_file *f, const char *outpath, const char *target,
+			struct keep *k)
+{
+	struct stat tst;
+
+	*k = (struct keep){ .st = f->st, .owner = !outpath, .xfd = outpath ? -1 : f->fd };
+	if (outpath && stat(target, &tst) == 0) {
+		if (!S_ISREG(tst.st_mode))
+			return mce_fail(f, "%s: not a regular file", outpath);
+		*k = (struct keep){ .st = tst, .owner = true, .xfd = -1, .xpath = target };
+	}
+	return 0;
+}
+
+/*
+ * A file that has other names (hard links) is replaced under this one
+ * only: the others keep the old contents, which is what keeps a ccache
+ * cache in hard_link mode whole.
+ */
 int mce_write(struct mce_file *f, const char *outpath)
 {
-	const char *target = outpath ? outpath : f->path;
-	char *dup = strdup(target), *tmp = NULL, *stage = NULL;
+	char *target = real_target(outpath ? outpath : f->path);
+	char *dup = target ? strdup(target) : NULL, *tmp = NULL, *stage = NULL;
 	struct out o = { 0 };
+	struct keep k;
 	int fd = -1, ret = -1;
-	struct stat tst;
-	mode_t mode = f->st.st_mode & 07777;
 
-	if (!dup)
-		return mce_fail(f, "out of memory");
-	if (outpath && stat(outpath, &tst) == 0) {
-		if (!S_ISREG(tst.st_mode)) {
-			mce_fail(f, "%s: not a regular file", outpath);
-			goto out;
-		}
-		mode = tst.st_mode & 07777;
+	if (!dup) {
+		mce_fail(f, "out of memory");
+		goto out;
 	}
+	if (what_to_keep(f, outpath, target, &k) < 0)
+		goto out;
 	if (!f->dirty) {
 		/* Nothing changed (a tool asked for its -o FILE anyway): the
 		 * input's own bytes, copied by the kernel. */
@@ -795,58 +971,43 @@ int mce_write(struct mce_file *f, const char *outpath)
 	const char *base = strrchr(target, '/') ? strrchr(target, '/') + 1 : target;
 	const char *dir = dirname(dup);
 
-	fd = open_unnamed(dir, mode);
+	fd = open_unnamed(dir, k.st.st_mode);
 	if (fd >= 0) {
+		int p;
+
 		if (!(stage = stage_name(dir, base))) {
 			mce_fail(f, "out of memory");
 			goto out;
 		}
-		if ((o.patches ? write_patched(f, fd, &o) : write_all(fd, &o)) < 0) {
-			mce_fail(f, "cannot write beside %s: %s", target, strerror(errno));
+		if (fill(f, fd, &o, &k, target) < 0)
 			goto out;
-		}
-		if (publish(&fd, stage, target) < 0) {
+		p = publish(&fd, stage, target);
+		if (p < 0) {
 			mce_fail(f, "cannot replace %s: %s", target, strerror(errno));
 			goto out;
 		}
-		ret = 0;
-		goto out;
+		if (p != NO_PROC) {
+			ret = 0;
+			goto out;
+		}
+		close(fd);
+		fd = -1;
 	}
-	/* No O_TMPFILE here: a named temporary file. */
+	/* No O_TMPFILE here, or no /proc to name one through: a named
+	 * temporary file. */
 	if (asprintf(&tmp, "%s/.%s.XXXXXX", dir, base) < 0) {
 		tmp = NULL;
 		mce_fail(f, "out of memory");
 		goto out;
 	}
-	fd = open_temp(tmp, mode);
-	if (fd < 0) {
-		mce_fail(f, "cannot create a temporary file beside %s: %s", target,
-		     strerror(errno));
-		goto out;
-	}
-	if ((o.patches ? write_patched(f, fd, &o) : write_all(fd, &o)) < 0) {
-		mce_fail(f, "cannot write %s: %s", tmp, strerror(errno));
-		goto out;
-	}
-	if (close(fd) < 0) {
-		fd = -1;
-		mce_fail(f, "cannot write %s: %s", tmp, strerror(errno));
-		goto out;
-	}
-	fd = -1;
-	if (rename(tmp, target) < 0) {
-		mce_fail(f, "cannot replace %s: %s", target, strerror(errno));
-		goto out;
-	}
-	ret = 0;
+	ret = write_named(f, &o, &k, tmp, target);
 out:
 	if (fd >= 0)
 		close(fd);
-	if (ret < 0 && tmp)
-		unlink(tmp);
 	free(stage);
 	free(tmp);
 	free(dup);
+	free(target);
 	out_free(&o);
 	return ret;
 }

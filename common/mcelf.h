@@ -267,11 +267,22 @@ void mce_rel_to_gelf(const struct mce_file *f, const struct mce_rel *r,
 /*
  * Write the changed file to OUT (the input's path when OUT is NULL):
  * an unnamed file in the same directory (O_TMPFILE; where there is none,
- * a named temporary file), the input's mode, then rename().  An unchanged
- * file is copied as it is.  On failure nothing is left behind and the
- * target is untouched.
+ * or no /proc to name it through, a named temporary file), then rename().
+ * The new file keeps the replaced one's owner, group, mode and extended
+ * attributes (a new OUT: the input's mode, without setuid and setgid
+ * unless its owner is the caller).  A symbolic link is followed and kept;
+ * a file with other hard links is replaced under this name only.  An
+ * unchanged file is copied as it is.  On failure nothing is left behind
+ * and the target is untouched.
  */
 int mce_write(struct mce_file *f, const char *out);
+
+/*
+ * Create TMP, whose name ends in "XXXXXX", as a new file (O_EXCL) with
+ * the permission bits of MODE; the X's are replaced.  A descriptor, or -1
+ * with errno.
+ */
+int mce_make_temp(char *tmp, mode_t mode);
 
 /*
  * A tool killed between naming its new file and renaming it over TARGET
@@ -292,6 +303,8 @@ void mce_unstage(const char *target);
  * compiler writes; rebuild after such a crash).  Costs no new inode, which on some file
  * systems is most of the time a temp-and-rename takes.  The old header
  * table and any replaced section stay behind as unreferenced bytes.
+ * A file with other hard links is not appended to (that would change it
+ * under each name) but replaced, as by mce_write().
  */
 int mce_write_in_place(struct mce_file *f);
 

@@ -284,8 +284,9 @@ static size_t check_complete(struct checker *k, const struct op_entry *sorted, s
 	return calls;
 }
 
-static int check_one(const char *path, const struct op_common *c, struct json *j, bool kernel,
-		     size_t *total)
+/* Check FILE, named PATH in what is said of it. */
+static int check_one(const char *file, const char *path, const struct op_common *c,
+		     struct json *j, bool kernel, size_t *total)
 {
 	struct mce_file f;
 	struct op_sites s = { 0 };
@@ -293,7 +294,7 @@ static int check_one(const char *path, const struct op_common *c, struct json *j
 	struct op_entry *sorted = NULL;
 	int ret = -1;
 
-	k.a = op_open(&f, path);
+	k.a = op_open_as(&f, file, path, 0);
 	if (!k.a)
 		goto out;
 	if (op_sites_load(&f, k.a, &s) < 0) {
@@ -384,12 +385,29 @@ out:
 	return ret;
 }
 
-int cmd_check(int argc, char **argv, const struct op_common *c)
+/* Check PATHS[0..N), each named NAME if given; 1 if any has a problem. */
+static int check_files(char *const *paths, int n, const char *name,
+		       const struct op_common *c, bool kernel)
 {
 	struct json j;
 	size_t total = 0;
 	int status = 0;
 
+	json_init(&j, stdout, c->pretty);
+	if (c->json)
+		json_begin(&j, NULL, '[');
+	for (int i = 0; i < n; i++)
+		if (check_one(paths[i], name ? name : paths[i], c, &j, kernel, &total) != 0)
+			status = 1;
+	if (c->json) {
+		json_end(&j, ']');
+		json_done(&j);
+	}
+	return status;
+}
+
+int cmd_check(int argc, char **argv, const struct op_common *c)
+{
 	static const struct option longopts[] = {
 		{ "kernel", no_argument, NULL, 'k' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -409,15 +427,12 @@ int cmd_check(int argc, char **argv, const struct op_common *c)
 		fprintf(stderr, "objpatch check: no input files\n");
 		return 2;
 	}
-	json_init(&j, stdout, c->pretty);
-	if (c->json)
-		json_begin(&j, NULL, '[');
-	for (int i = optind; i < argc; i++)
-		if (check_one(argv[i], c, &j, kernel, &total) != 0)
-			status = 1;
-	if (c->json) {
-		json_end(&j, ']');
-		json_done(&j);
-	}
-	return status;
+	return check_files(argv + optind, argc - optind, NULL, c, kernel);
+}
+
+int op_check_as(const char *path, const char *name, const struct op_common *c)
+{
+	char *paths[] = { (char *)path };
+
+	return check_files(paths, 1, name, c, false);
 }

@@ -9,6 +9,7 @@
 
 #include "../common/command.h"
 #include "../common/diag.h"
+#include "../common/mcelf.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -119,6 +120,77 @@ static int copy_command(int argc, char **argv, bool keep, char **cmd)
 	return n;
 }
 
+/*
+ * The name the link writes to instead of OUT: a new file beside it,
+ * ".OUT.mcloc-XXXXXX", made by this run (O_EXCL), so that nothing but
+ * what this run made is ever worked on or removed, and OUT is replaced
+ * only by a whole, finished image.  Concurrent links of one output each
+ * rename their own.  NULL (said) on failure.
+ */
+static char *private_output(const char *out)
+{
+	const char *slash = strrchr(out, '/');
+	int dirlen = slash ? (int)(slash - out) + 1 : 0;
+	char *tmp;
+	int fd;
+
+	if (asprintf(&tmp, "%.*s.%s.mcloc-XXXXXX", dirlen, out, out + dirlen) < 0) {
+		mc_error(out, "out of memory");
+		return NULL;
+	}
+	/* (0777 less the umask, as a linker makes an executable.) */
+	fd = mce_make_temp(tmp, 0777);
+	if (fd < 0) {
+		mc_error(out, "cannot create a temporary file beside it: %s", strerror(errno));
+		free(tmp);
+		return NULL;
+	}
+	close(fd);
+	return tmp;
+}
+
+/* CMD[0..N) with its output ARGS->output, or the default a.out, made
+ * TMP.  Returns the new count, or -1 when out of memory. */
+static int redirect_output(char **cmd, int n, char **argv, const struct mc_ccargs *args,
+			   const char *tmp, char **made)
+{
+	int prefix;
+
+	if (!args->output) {
+		cmd[n++] = "-o";
+		cmd[n++] = (char *)tmp;
+		return n;
+	}
+	prefix = (int)(args->output - argv[args->output_arg]);
+	if (asprintf(made, "%.*s%s", prefix, argv[args->output_arg], tmp) < 0)
+		return -1;
+	for (int i = 0; i < n; i++)
+		if (cmd[i] == argv[args->output_arg])
+			cmd[i] = *made;
+	return n;
+}
+
+/* The table work on the linked TMP, reported as OUT's; --check after it. */
+static int fix_linked(const char *tmp, const char *out, struct fix_opts *o, bool check,
+		      const struct op_common *c)
+{
+	struct fix_stats st;
+
+	/* An image without any table (nothing in it was built for tracing)
+	 * links through unchanged; one that cannot be read fails the link. */
+	o->missing_ok = true;
+	o->no_call_left = true;
+	o->name = out;
+	if (op_fix_file(tmp, o, &st) < 0)
+		return 1;
+	report(out, o, &st);
+	if (check && op_check_as(tmp, out, c) != 0) {
+		mc_error(out, "the call-site table is wrong; output removed");
+		return 1;
+	}
+	return 0;
+}
+
 int cmd_link(int argc, char **argv, const struct op_common *c)
 {
 	static const struct option longopts[] = {
@@ -132,7 +204,7 @@ int cmd_link(int argc, char **argv, const struct op_common *c)
 	struct fix_opts o = { .sort = true };
 	bool check = false, runtime = false;
 	char rtdir[] = "/tmp/objpatch-rt.XXXXXX", rtobj[sizeof(rtdir) + 16] = "";
-	char **cmd = NULL;
+	char **cmd = NULL, *tmp = NULL, *made = NULL;
 	int opt, status;
 
 	while ((opt = getopt_long(argc, argv, "+v", longopts, NULL)) != -1) {
@@ -175,14 +247,21 @@ int cmd_link(int argc, char **argv, const struct op_common *c)
 			mc_warn(out, "-pg on the link line links gcrt1.o, and the program "
 				"writes gmon.out at exit: give -pg to the compiles only");
 
-	/* Room for the runtime object, and for three words around each -lmcloc. */
-	cmd = calloc(4 * (size_t)argc + 2, sizeof(*cmd));
+	/* Room for the runtime object, for three words around each -lmcloc,
+	 * and for an -o. */
+	cmd = calloc(4 * (size_t)argc + 4, sizeof(*cmd));
 	if (!cmd) {
 		mc_error(out, "out of memory");
 		return 1;
 	}
 	int ncmd = copy_command(argc, argv, runtime, cmd);
 
+	/* An output that is not a regular file (-o /dev/null: a probe) is
+	 * the linker's to write, as it is. */
+	bool special = mc_special_file(out);
+
+	if (special)
+		mc_note(out, "not a regular file: linked with no table work");
 	if (runtime) {
 		/* The trampolines and the registration constructor go into the
 		 * link itself, so they sit within branch range of every site. */
@@ -196,41 +275,37 @@ int cmd_link(int argc, char **argv, const struct op_common *c)
 			status = 1;
 			goto out;
 		}
-		cmd[ncmd] = rtobj;
+		cmd[ncmd++] = rtobj;
 	}
-	status = mc_run(cmd, "the link command");
-	if (status)
-		goto out;
-
-	/* An image without any table (nothing in it was built for tracing)
-	 * links through unchanged; one that cannot be read fails the link. */
-	struct fix_stats st;
-
-	o.missing_ok = true;
-	o.no_call_left = true;
-	o.runtime = runtime;	/* bounds, and names that survive strip(1) */
-	if (op_fix_file(out, &o, &st) < 0) {
+	if (!special) {
 		status = 1;
-		unlink(out);
-		goto out;
-	}
-	report(out, &o, &st);
-	if (check) {
-		char *args[] = { "check", (char *)out, NULL };
-		struct op_common cc = *c;
-
-		optind = 1;
-		if (cmd_check(2, args, &cc) != 0) {
-			mc_error(out, "the call-site table is wrong; output removed");
-			unlink(out);
-			status = 1;
+		if (!(tmp = private_output(out)))
+			goto out;
+		ncmd = redirect_output(cmd, ncmd, argv, &args, tmp, &made);
+		if (ncmd < 0) {
+			mc_error(out, "out of memory");
+			goto out;
 		}
 	}
+	status = mc_run(cmd, "the link command");
+	if (status || special)
+		goto out;
+	o.runtime = runtime;	/* bounds, and names that survive strip(1) */
+	status = fix_linked(tmp, out, &o, check, c);
+	if (!status && rename(tmp, out) < 0) {
+		mc_error(out, "cannot replace: %s", strerror(errno));
+		status = 1;
+	}
 out:
+	/* (Only the file this run made; once renamed, it is OUT.) */
+	if (tmp && status)
+		unlink(tmp);
 	if (rtobj[0]) {
 		unlink(rtobj);
 		rmdir(rtdir);
 	}
+	free(made);
+	free(tmp);
 	free(cmd);
 	return status;
 }

@@ -777,7 +777,9 @@ int op_fix_file(const char *path, const struct fix_opts *o, struct fix_stats *st
 	struct mce_file f;
 	struct op_sites s = { 0 };
 	/* Sorting alone reads each symbol once, in place (no f->syms). */
-	const struct mc_arch *a = op_open_flags(&f, path, o->nop || o->runtime ? 0 : MCE_OPEN_LAZY_SYMS);
+	const char *name = o->name ? o->name : path;
+	const struct mc_arch *a = op_open_as(&f, path, name,
+					     o->nop || o->runtime ? 0 : MCE_OPEN_LAZY_SYMS);
 	int ret = -1;
 
 	struct kt_tables kt = { 0 };
@@ -786,11 +788,11 @@ int op_fix_file(const char *path, const struct fix_opts *o, struct fix_stats *st
 	if (!a)
 		goto out;
 	if (o->sort && !mce_linked(&f)) {
-		mc_error(path, "not a linked image: tables are sorted after the link");
+		mc_error(name, "not a linked image: tables are sorted after the link");
 		goto out;
 	}
 	if (!a->insn && (o->nop || o->runtime)) {
-		mc_error(path, "linked %s images can be sorted, not changed otherwise yet",
+		mc_error(name, "linked %s images can be sorted, not changed otherwise yet",
 			 a->name);
 		goto out;
 	}
@@ -798,20 +800,20 @@ int op_fix_file(const char *path, const struct fix_opts *o, struct fix_stats *st
 	 * decoded.  Every table is checked before anything changes. */
 	if ((o->nop ? op_sites_load(&f, a, &s) : op_tables_find(&f, &s)) < 0 ||
 	    (o->sort && kt_find(&f, a, &kt) < 0)) {
-		mc_error(path, "%s", f.err);
+		mc_error(name, "%s", f.err);
 		goto out;
 	}
 	if (!s.ntables && !kt_any(&kt)) {
 		if (o->nop && o->no_call_left && no_call_left(&f, a) < 0) {
-			mc_error(path, "%s", f.err);
+			mc_error(name, "%s", f.err);
 			goto out;
 		}
 		if (o->missing_ok) {
 			if (mc_noting())
-				mc_note(path, "no call-site table: left as it is");
+				mc_note(name, "no call-site table: left as it is");
 			ret = 0;
 		} else {
-			mc_error(path, o->sort ? "no table to sort (__mcount_loc, "
+			mc_error(name, o->sort ? "no table to sort (__mcount_loc, "
 				 "__patchable_function_entries, __ex_table, ORC)" :
 				 "no __mcount_loc or __patchable_function_entries table");
 		}
@@ -822,15 +824,16 @@ int op_fix_file(const char *path, const struct fix_opts *o, struct fix_stats *st
 	st->tables = s.ntables != 0;
 	if (o->sort && kt_any(&kt)) {
 		if (kt_sort(&f, a, &kt, o->kernel, &st->kt) < 0) {
-			mc_error(path, "%s", f.err);
+			mc_error(name, "%s", f.err);
 			goto out;
 		}
 		if (st->kt.ex_moved || st->kt.orc_moved || st->kt.rels_cleared ||
 		    st->kt.flag_cleared)
 			st->changed = true;
 	}
-	if (st->changed && mce_write(&f, NULL) < 0) {
-		mc_error(path, "%s", f.err);
+	/* (f.path is NAME: the file written is PATH.) */
+	if (st->changed && mce_write(&f, o->name ? path : NULL) < 0) {
+		mc_error(name, "%s", f.err);
 		goto out;
 	}
 	if (!st->changed)

@@ -18,6 +18,8 @@ struct fix_opts {
 	bool no_call_left;	/* with nop: a call in no table fails (link) */
 	bool runtime;		/* link --runtime: fill the descriptor's table
 				 * bounds, and add .mcloc_names */
+	const char *name;	/* the name messages give the file, if not its
+				 * path (link works on a temporary file) */
 };
 
 struct fix_stats {

@@ -14,6 +14,8 @@ struct op_common {
 
 int cmd_inspect(int argc, char **argv, const struct op_common *c);
 int cmd_check(int argc, char **argv, const struct op_common *c);
+/* objpatch check of PATH alone, said of NAME (link --check). */
+int op_check_as(const char *path, const char *name, const struct op_common *c);
 int cmd_sort(int argc, char **argv, const struct op_common *c);
 int cmd_nop(int argc, char **argv, const struct op_common *c);
 int cmd_link(int argc, char **argv, const struct op_common *c);

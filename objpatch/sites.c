@@ -11,27 +11,29 @@ const char *const op_state_name[] = { "call", "nop", "patchable", "other" };
 
 static const char *const table_names[] = { "__mcount_loc", "__patchable_function_entries" };
 
-const struct mc_arch *op_open_flags(struct mce_file *f, const char *path, unsigned flags)
+const struct mc_arch *op_open_as(struct mce_file *f, const char *path, const char *name,
+				 unsigned flags)
 {
 	const struct mc_arch *a;
 
 	if (mce_open_flags(f, path, flags) < 0) {
-		mc_error(path, "%s", f->err);
+		mc_error(name, "%s", f->err);
 		return NULL;
 	}
+	f->path = name;	/* (what every message says) */
 	if (f->eh.e_type != ET_REL && !mce_linked(f)) {
-		mc_error(path, "neither a relocatable object nor a linked image (ELF type %u)",
+		mc_error(name, "neither a relocatable object nor a linked image (ELF type %u)",
 			 f->eh.e_type);
 		return NULL;
 	}
 	if (mce_linked(f) && !f->eh.e_phnum) {
-		mc_error(path, "a linked image (ELF type %u) without program headers",
+		mc_error(name, "a linked image (ELF type %u) without program headers",
 			 f->eh.e_type);
 		return NULL;
 	}
 	a = mc_arch_find(f->eh.e_machine, f->cls);
 	if (!a) {
-		mc_error(path, "unsupported machine %u", f->eh.e_machine);
+		mc_error(name, "unsupported machine %u", f->eh.e_machine);
 		return NULL;
 	}
 	/* Validate every relocation up front: a bad one is an error here,
@@ -43,14 +45,19 @@ const struct mc_arch *op_open_flags(struct mce_file *f, const char *path, unsign
 		if ((f->secs[i].sh.sh_type == SHT_REL || f->secs[i].sh.sh_type == SHT_RELA) &&
 		    !(mce_linked(f) && !(f->secs[i].sh.sh_flags & SHF_ALLOC)) &&
 		    mce_load_rels(f, &f->secs[i]) < 0) {
-			mc_error(path, "%s", f->err);
+			mc_error(name, "%s", f->err);
 			return NULL;
 		}
 	if (mce_linked(f) && mce_dynrels_load(f, a->relative_reloc) < 0) {
-		mc_error(path, "%s", f->err);
+		mc_error(name, "%s", f->err);
 		return NULL;
 	}
 	return a;
+}
+
+const struct mc_arch *op_open_flags(struct mce_file *f, const char *path, unsigned flags)
+{
+	return op_open_as(f, path, path, flags);
 }
 
 const struct mc_arch *op_open(struct mce_file *f, const char *path)

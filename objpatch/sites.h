@@ -121,5 +121,10 @@ void op_classify(struct mce_file *f, const struct mc_arch *a, uint32_t shndx,
  * FLAGS; or print one diagnostic and return NULL. */
 const struct mc_arch *op_open(struct mce_file *f, const char *path);
 const struct mc_arch *op_open_flags(struct mce_file *f, const char *path, unsigned flags);
+/* The same, but NAME is what every message and f->path say (objpatch link
+ * works on a file of its own in place of its output); writes must name
+ * PATH. */
+const struct mc_arch *op_open_as(struct mce_file *f, const char *path, const char *name,
+				 unsigned flags);
 
 #endif

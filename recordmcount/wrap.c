@@ -43,6 +43,13 @@ int record_wrap(char **cmd, const struct record_opts *o)
 	status = mc_run(cmd, "the compiler");
 	if (status || !c.objects || !c.nsources)
 		return status;
+	if (c.output && mc_special_file(c.output)) {
+		/* -o /dev/null, configure's probe of what the compiler
+		 * accepts: no object to record, and the compiler's answer
+		 * stands. */
+		mc_note(c.output, "not a regular file: nothing to record");
+		return status;
+	}
 	if (c.output) {
 		/* (gcc refuses -o with -c and several sources.) */
 		struct record_opts one = *o;

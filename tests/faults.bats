@@ -33,10 +33,23 @@ one_line() {
 	[ "$(wc -l < "$1")" -eq 1 ] || { echo "not one line:"; cat "$1"; return 1; }
 }
 
+# same DIR_A DIR_B: the same files with the same bytes, owners, modes and
+# extended attributes (what a rewrite keeps).
+same() {
+	diff -r "$1" "$2" >/dev/null || return 1
+	[ "$(metas "$1")" = "$(metas "$2")" ]
+}
+
+metas() {
+	(cd "$1" && find . -printf '%P %u:%g %m\n' | sort
+	 ! command -v getfattr >/dev/null || getfattr -R -d -m - -e hex . 2>/dev/null)
+}
+
 # try NAME WORK PRISTINE WANT CMD...: for every failure point N and every
 # mode, copy PRISTINE (a directory) to WORK, run CMD there with call N
 # failing, and check the result: exit 1 and one line and WORK as
-# PRISTINE was, or exit 0 and WORK as WANT (the fault-free result).
+# PRISTINE was, or exit 0 and WORK as WANT (the fault-free result), the
+# files' owners, modes and extended attributes included.
 try() {
 	local name=$1 work=$2 pristine=$3 want=$4
 	shift 4
@@ -53,13 +66,13 @@ try() {
 			(cd "$work" && env LD_PRELOAD="$SHIM" MCLOC_FAULT="$n:$mode" "$@" \
 				>"$T/out" 2>"$T/err") || rc=$?
 			if [ "$rc" -eq 0 ]; then
-				diff -r "$want" "$work" >/dev/null ||
-					{ echo "$name $n:$mode: exit 0 but not the fault-free result"; diff -r "$want" "$work" | head; return 1; }
+				same "$want" "$work" ||
+					{ echo "$name $n:$mode: exit 0 but not the fault-free result"; diff -r "$want" "$work" | head; diff <(metas "$want") <(metas "$work"); return 1; }
 				passed=$((passed + 1))
 			else
 				[ "$rc" -eq 1 ] || { echo "$name $n:$mode: exit $rc"; cat "$T/err"; return 1; }
 				one_line "$T/err" || { echo "($name $n:$mode)"; return 1; }
-				diff -r "$pristine" "$work" >/dev/null ||
+				same "$pristine" "$work" ||
 					{ echo "$name $n:$mode: the input changed, or a file was left"; diff -r "$pristine" "$work" | head; ls -la "$work"; return 1; }
 				failed=$((failed + 1))
 			fi
@@ -98,6 +111,25 @@ objects() {
 	unset MCLOC_FAULT_NO_TMPFILE
 	prepare rec_ip "$RECORDMCOUNT" --in-place util.o
 	try "recordmcount --in-place" "$T/w" "$T/rec_ip.in" "$T/rec_ip.want" "$RECORDMCOUNT" --in-place util.o
+	# No /proc to name the unnamed file through: a named one instead.
+	export MCLOC_FAULT_NO_PROC=1
+	try "recordmcount (no /proc)" "$T/w" "$T/rec.in" "$T/rec.want" "$RECORDMCOUNT" util.o
+	unset MCLOC_FAULT_NO_PROC
+}
+
+@test "recordmcount on another user's setuid object with attributes and an ACL: each call fails in turn" {
+	[ "$(id -u)" = 0 ] || skip "needs root (chown to another user)"
+	command -v setfacl >/dev/null && command -v setfattr >/dev/null || skip "acl and attr are not installed"
+	objects
+	chown nobody:nogroup "$T/src/util.o"
+	chmod 6755 "$T/src/util.o"
+	setfattr -n user.foo -v bar "$T/src/util.o"
+	setfacl -m u:daemon:r "$T/src/util.o"
+	prepare own "$RECORDMCOUNT" util.o
+	[ "$(stat -c %U:%a "$T/own.want/util.o")" = nobody:6755 ]
+	try "recordmcount (nobody's, xattrs)" "$T/w" "$T/own.in" "$T/own.want" "$RECORDMCOUNT" util.o
+	MCLOC_FAULT_NO_PROC=1 try "recordmcount (nobody's, xattrs, no /proc)" "$T/w" "$T/own.in" "$T/own.want" "$RECORDMCOUNT" util.o
+	MCLOC_FAULT_NO_TMPFILE=1 try "recordmcount (nobody's, xattrs, no O_TMPFILE)" "$T/w" "$T/own.in" "$T/own.want" "$RECORDMCOUNT" util.o
 }
 
 # A linked program, its table not yet sorted or NOPed: objpatch link
@@ -114,6 +146,7 @@ linked() {
 	prepare sort "$OBJPATCH" sort prog
 	try "objpatch sort" "$T/w" "$T/sort.in" "$T/sort.want" "$OBJPATCH" sort prog
 	MCLOC_FAULT_NO_TMPFILE=1 try "objpatch sort (no O_TMPFILE)" "$T/w" "$T/sort.in" "$T/sort.want" "$OBJPATCH" sort prog
+	MCLOC_FAULT_NO_PROC=1 try "objpatch sort (no /proc)" "$T/w" "$T/sort.in" "$T/sort.want" "$OBJPATCH" sort prog
 	prepare nop "$OBJPATCH" nop prog
 	try "objpatch nop" "$T/w" "$T/nop.in" "$T/nop.want" "$OBJPATCH" nop prog
 }

@@ -1,6 +1,8 @@
 #!/usr/bin/env bats
 # SIGKILL at random moments: while recordmcount works through 1,000
-# objects, and while objpatch sort works on a large image.  After every
+# objects, and through another user's setuid objects with attributes and
+# ACLs (each must stay hers, with them), and while objpatch sort works on
+# a large image.  After every
 # kill each file is either its old bytes or exactly the complete new
 # output, never torn; what a kill leaves beside a file is a complete new
 # output under a name that says so (".NAME.mcloc~"), and the next run
@@ -36,8 +38,8 @@ check_dir() {
 
 # kill_runs N DIR PRISTINE WANT MS CMD...: N times, start CMD in DIR and
 # SIGKILL it after a random time below MS milliseconds; check after each
-# kill; once every file is new, start again from PRISTINE.  Prints the
-# counts.
+# kill (and run $KILL_CHECK DIR if set); once every file is new, start
+# again from PRISTINE.  Prints the counts.
 kill_runs() {
 	local n=$1 dir=$2 pristine=$3 want=$4 ms=$5 i pid out torn=0 staged=0 cut=0
 	shift 5
@@ -50,6 +52,8 @@ kill_runs() {
 		kill -KILL "$pid" 2>/dev/null || true
 		wait "$pid" 2>/dev/null || true
 		out=$(check_dir "$dir" "$T/old.sums" "$T/new.sums") || { echo "$out"; return 1; }
+		# (KILL_CHECK: a command that checks DIR further.)
+		[ -z "${KILL_CHECK:-}" ] || $KILL_CHECK "$dir" || return 1
 		case $out in *"staged 0") ;; *) staged=$((staged + 1)) ;; esac
 		left=$(echo "$out" | awk '/^left/ { print $2 }')
 		total=$(wc -l < "$T/old.sums")
@@ -95,6 +99,53 @@ ms_of() {
 	kill_runs 100 "$T/w" "$T/pristine" "$T/want" "$ms" sh -c "exec \"$RECORDMCOUNT\" ./*.o"
 }
 
+# few_objs: $T/objs/src0.o... from four fixtures; prints how many.
+few_objs() {
+	local k=0
+	mkdir -p "$T/objs"
+	for c in "$FIX"/link/{main,util,lib}.c "$FIX/shapes.c"; do
+		cc -O2 -pg -mfentry -c "$c" -o "$T/objs/src$k.o" || return 1
+		k=$((k + 1))
+	done
+	echo "$k"
+}
+
+# dressed DIR: every object of DIR, old or new, is still nobody's, setuid
+# and setgid, with its attribute and its ACL.
+dressed() {
+	local n bad
+	n=$(find "$1" -maxdepth 1 -name '*.o' | wc -l)
+	bad=$(find "$1" -maxdepth 1 -name '*.o' ! \( -user nobody -group nogroup -perm 6755 \) -printf '%P ')
+	[ -z "$bad" ] || { echo "owner or mode lost: $(echo $bad | cut -d' ' -f1-5)..."; return 1; }
+	[ "$(getfattr --absolute-names -d -m - "$1"/*.o | grep -c '^user.foo=')" -eq "$n" ] ||
+		{ echo "an attribute lost"; return 1; }
+	[ "$(getfattr --absolute-names -d -m - "$1"/*.o | grep -c '^system.posix_acl_access=')" -eq "$n" ] ||
+		{ echo "an ACL lost"; return 1; }
+}
+
+@test "SIGKILL 100 times while recordmcount rewrites another user's setuid objects with attributes: old or new, each still hers" {
+	[ "$(id -u)" = 0 ] || skip "needs root (chown to another user)"
+	command -v setfacl >/dev/null && command -v getfattr >/dev/null || skip "acl and attr are not installed"
+	mkdir "$T/pristine"
+	k=$(few_objs)
+	for i in $(seq 0 299); do
+		cp "$T/objs/src$((i % k)).o" "$T/pristine/o$(printf %03d "$i").o"
+	done
+	chown nobody:nogroup "$T"/pristine/*.o
+	chmod 6755 "$T"/pristine/*.o
+	setfattr -n user.foo -v bar "$T"/pristine/*.o
+	setfacl -m u:daemon:r "$T"/pristine/*.o
+	cp -a "$T/pristine" "$T/want"
+	(cd "$T/want" && "$RECORDMCOUNT" ./*.o)
+	dressed "$T/want"
+	cp -a "$T/pristine" "$T/w"
+	ms=$(cd "$T/w" && ms_of "$RECORDMCOUNT" ./*.o)
+	rm -rf "$T/w"
+	cp -a "$T/pristine" "$T/w"
+	KILL_CHECK=dressed kill_runs 100 "$T/w" "$T/pristine" "$T/want" "$ms" sh -c "exec \"$RECORDMCOUNT\" ./*.o"
+	dressed "$T/w"
+}
+
 @test "SIGKILL 100 times while objpatch sort works on a large image: old or new, never torn" {
 	$PY "$FIX/runtime/gen.py" "$T/big.c" 20000
 	cc -O1 -pg -mfentry -ffunction-sections -c "$T/big.c" -o "$T/big.o"
@@ -113,12 +164,8 @@ ms_of() {
 }
 
 @test "8 recordmcount processes at once over overlapping objects in one directory: none corrupt" {
-	mkdir "$T/objs" "$T/d"
-	local k=0
-	for c in "$FIX"/link/{main,util,lib}.c "$FIX/shapes.c"; do
-		cc -O2 -pg -mfentry -c "$c" -o "$T/objs/src$k.o"
-		k=$((k + 1))
-	done
+	mkdir "$T/d"
+	k=$(few_objs)
 	for round in $(seq 10); do
 		rm -f "$T"/d/* "$T"/d/.??*
 		for i in $(seq 0 199); do

@@ -3,8 +3,9 @@
  * An LD_PRELOAD shim that makes one call of a tool's write path fail, for
  * tests/faults.bats.  The write path: opening a file for writing, every
  * write to it (write, writev, pwrite, pwritev, copy_file_range,
- * ftruncate, fsync, fdatasync), closing it, fchmod, naming it (linkat),
- * unlink and rename.
+ * ftruncate, fsync, fdatasync), closing it, what it keeps of the file it
+ * replaces (fchmod, fchown, fsetxattr), naming it (linkat), unlink and
+ * rename.
  *
  *   MCLOC_FAULT=N:MODE   the Nth such call (from 1) fails, as MODE says:
  *     eio      -1, EIO
@@ -16,6 +17,8 @@
  *   MCLOC_FAULT_COUNT=FILE   at exit, the number of such calls into FILE
  *   MCLOC_FAULT_NO_TMPFILE=1 O_TMPFILE is refused (EOPNOTSUPP, not counted),
  *                            as on a file system without it
+ *   MCLOC_FAULT_NO_PROC=1    a linkat() from a /proc path fails (ENOENT, not
+ *                            counted), as in a chroot without /proc
  *
  * Only the process it is preloaded into: it takes itself out of the
  * environment, so that a linker objpatch link runs writes undisturbed.
@@ -30,13 +33,14 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #define MAXFD 1024
 
 static long nth, calls;
 static int mode_err = EIO;
-static bool short_mode, filling, no_tmpfile;
+static bool short_mode, filling, no_tmpfile, no_proc;
 static const char *count_file;
 static bool writable[MAXFD];
 
@@ -46,6 +50,7 @@ __attribute__((constructor)) static void shim_init(void)
 	char *end;
 
 	no_tmpfile = getenv("MCLOC_FAULT_NO_TMPFILE") != NULL;
+	no_proc = getenv("MCLOC_FAULT_NO_PROC") != NULL;
 	count_file = getenv("MCLOC_FAULT_COUNT");
 	if (count_file)
 		count_file = strdup(count_file);
@@ -67,6 +72,7 @@ __attribute__((constructor)) static void shim_init(void)
 	unsetenv("MCLOC_FAULT");
 	unsetenv("MCLOC_FAULT_COUNT");
 	unsetenv("MCLOC_FAULT_NO_TMPFILE");
+	unsetenv("MCLOC_FAULT_NO_PROC");
 }
 
 __attribute__((destructor)) static void shim_fini(void)
@@ -310,6 +316,22 @@ int fchmod(int fd, mode_t m)
 	return real_fchmod(fd, m);
 }
 
+int fchown(int fd, uid_t u, gid_t g)
+{
+	REAL(fchown);
+	if (fault(false, NULL))
+		return -1;
+	return real_fchown(fd, u, g);
+}
+
+int fsetxattr(int fd, const char *name, const void *v, size_t n, int flags)
+{
+	REAL(fsetxattr);
+	if (fault(false, NULL))
+		return -1;
+	return real_fsetxattr(fd, name, v, n, flags);
+}
+
 int rename(const char *a, const char *b)
 {
 	REAL(rename);
@@ -321,6 +343,10 @@ int rename(const char *a, const char *b)
 int linkat(int da, const char *a, int db, const char *b, int flags)
 {
 	REAL(linkat);
+	if (no_proc && !strncmp(a, "/proc/", 6)) {
+		errno = ENOENT;
+		return -1;
+	}
 	if (fault(false, NULL))
 		return -1;
 	return real_linkat(da, a, db, b, flags);
