@@ -548,6 +548,8 @@ int op_sites_load(struct mce_file *f, const struct mc_arch *a, struct op_sites *
 				e->resolved = m->shndx && m->shndx < f->shnum;
 				e->shndx = m->shndx;
 				e->off = m->value + (uint64_t)add;
+				if (f->addrsize == 4)	/* (a 32-bit link computes S + A modulo 2^32) */
+					e->off = (uint32_t)e->off;
 				seen[at] = true;
 			}
 		}

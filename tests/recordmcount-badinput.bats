@@ -69,7 +69,8 @@ refused() {
 # and lld resolve a relocation against it to section + st_value + addend,
 # and the kernel's recordmcount subtracts it: so must the table's addends.
 # (Found by mutating real objects: the table was shifted, with exit 0.)
-# $1: -m64 or -m32; the rest: the profiling flags.  The first site lies
+# $1: -m64 or -m32; the rest: the profiling flags; SECSYM_VALUE, the
+# value given (0x20 by default).  The first site lies
 # below the value, so its addend is negative.  The unwind tables' FDEs name
 # .text's section symbol too, and would overlap once shifted: the link
 # makes no .eh_frame_hdr.  Hidden stubs resolve the calls in the link.
@@ -78,7 +79,7 @@ secsym_value_case() {
 	gcc -O2 -fPIC "$@" -c "$DEMO/stats.c" -I"$DEMO" -o "$T/s.o"
 	cp "$T/s.o" "$T/ref.o"
 	"$RECORDMCOUNT" "$T/ref.o"
-	$PY "$SRC/tests/lib/set-secsym.py" "$T/s.o" .text 0x20
+	$PY "$SRC/tests/lib/set-secsym.py" "$T/s.o" .text "${SECSYM_VALUE:-0x20}"
 	run "$RECORDMCOUNT" "$T/s.o"
 	assert_success
 	$MCTABLE "$T/ref.o" > "$T/ref.tab"
@@ -101,6 +102,13 @@ secsym_value_case() {
 @test "a section symbol with a nonzero st_value: the table still names each call (REL, i386)" {
 	echo 'int x;' | gcc -m32 -x c -c - -o "$T/probe.o" 2>/dev/null || skip "gcc -m32 does not work here"
 	secsym_value_case -m32 -pg
+}
+
+# (Found by the mutation campaign: objpatch read S + A in 64 bits, so a
+# table correct for a 32-bit linker was rejected.)
+@test "a section symbol whose st_value wraps a 32-bit address: S + A modulo 2^32, as the linker computes (REL, i386)" {
+	echo 'int x;' | gcc -m32 -x c -c - -o "$T/probe.o" 2>/dev/null || skip "gcc -m32 does not work here"
+	SECSYM_VALUE=0xfffffffc secsym_value_case -m32 -pg
 }
 
 @test "the kernel's recordmcount reads a section symbol's st_value the same way" {

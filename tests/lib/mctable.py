@@ -44,7 +44,9 @@ def relocatable(elf, want):
             else:
                 o = r["r_offset"]
                 add = int.from_bytes(data[o:o + asize], order, signed=True)
-            out.append("%s+%#x" % (secs[idx].name, sym["st_value"] + add))
+            # (S + A as the linker computes it: modulo the address size)
+            off = (sym["st_value"] + add) & ((1 << (8 * asize)) - 1)
+            out.append("%s+%#x" % (secs[idx].name, off))
     return sorted(out)
 
 
