@@ -134,7 +134,7 @@ build_rt() {
 		"$T/forkstorm" "$T/libtraced.so" 200 >"$T/out" 2>"$T/err" &
 	local pid=$! storm= traced=0
 	while kill -0 $pid 2>/dev/null; do
-		[ -n "$storm" ] || storm=$(sed -n 's/^pid //p' "$T/out")
+		[ -n "$storm" ] || storm=$(sed -n 's/^pid //p' "$T/out" 2>/dev/null) || true
 		if [ -n "$storm" ] && "${MCLOC_CMD:-$LIBDIR/mcloc}" trace $storm function \
 				--filter 'fn3*' --duration 0.2 >/dev/null 2>&1; then
 			traced=$((traced + 1))

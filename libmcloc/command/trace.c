@@ -1225,6 +1225,26 @@ static bool release(const char *pid, pid_t child)
 	return done;
 }
 
+/* Which socket file a name is: its inode number alone is not enough, as
+ * a file system such as ext4 gives the number of the socket that an
+ * exec'd program's libmcloc removed to the one it binds next; the change
+ * time tells them apart. */
+struct sock_id {
+	ino_t ino;
+	struct timespec ctime;
+};
+
+static struct sock_id sock_id(const struct stat *sb)
+{
+	return (struct sock_id){ sb->st_ino, sb->st_ctim };
+}
+
+static bool same_sock(struct sock_id a, struct sock_id b)
+{
+	return a.ino == b.ino && a.ctime.tv_sec == b.ctime.tv_sec &&
+	       a.ctime.tv_nsec == b.ctime.tv_nsec;
+}
+
 /* Wait for CHILD (pid PID), its status into *ST, once its trace is over:
  * the image that ran it is released now if it still holds (a failed
  * trace), and each image it execs later (its socket made anew in CD: a
@@ -1234,15 +1254,17 @@ static void wait_releasing(const struct cdir *cd, const char *pid, pid_t child, 
 			   const char *prog)
 {
 	struct stat sb;
-	ino_t seen = fstatat(cd->fd, pid, &sb, AT_SYMLINK_NOFOLLOW) == 0 ? sb.st_ino : 0;
+	struct sock_id seen = { 0 };
 	bool said = false;
 
+	if (fstatat(cd->fd, pid, &sb, AT_SYMLINK_NOFOLLOW) == 0)
+		seen = sock_id(&sb);
 	if (running(child))
 		release(pid, child);
 	while (waitpid(child, st, WNOHANG) == 0) {
 		if (fstatat(cd->fd, pid, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISSOCK(sb.st_mode) &&
-		    sb.st_ino != seen && release(pid, child)) {
-			seen = sb.st_ino;
+		    !same_sock(sock_id(&sb), seen) && release(pid, child)) {
+			seen = sock_id(&sb);
 			if (!said)
 				fail(prog, "exec'd another program, which runs untraced");
 			said = true;
