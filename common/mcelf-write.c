@@ -792,7 +792,10 @@ static int keep_meta(struct mce_file *f, int fd, const struct keep *k)
  * the target: a tool killed while it writes leaves nothing behind, and
  * one killed between the link and the rename leaves a complete output
  * under a name that says what it is, which the next run on the same
- * target removes (one unlink, no directory scan).  Runs on the same
+ * target removes (one unlink, no directory scan) if it is a regular file
+ * of the same user's; anything else under that name (in a shared
+ * directory, another user's) stays, and the run writes a named temporary
+ * file instead.  Runs on the same
  * target at once (make -j with a bad Makefile) may take each other's
  * staged file: every file ever under that name is complete, so whichever
  * is renamed, the target is a whole object.  Returns the descriptor, or
@@ -827,27 +830,46 @@ static char *real_target(const char *path)
 	return strdup(path);
 }
 
+/*
+ * Remove what a killed or concurrent run of ours left at STAGE: only a
+ * regular file of this user's, as this run would have made it.  0 when
+ * STAGE is free now; 1 when something else is there (another user's
+ * file in a shared directory, a directory, a link), which is never
+ * removed: the caller stages under a name of its own instead.
+ */
+static int clear_stage(const char *stage)
+{
+	struct stat st;
+
+	if (lstat(stage, &st) < 0)
+		return errno == ENOENT ? 0 : -1;
+	if (!S_ISREG(st.st_mode) || st.st_uid != geteuid())
+		return 1;
+	return unlink(stage) < 0 && errno != ENOENT ? -1 : 0;
+}
+
 void mce_unstage(const char *target)
 {
 	char *real = real_target(target), *dup = real ? strdup(real) : NULL, *s;
 
 	if (dup && (s = stage_name(dirname(dup), strrchr(real, '/') ?
 				   strrchr(real, '/') + 1 : real))) {
-		unlink(s);
+		clear_stage(s);
 		free(s);
 	}
 	free(dup);
 	free(real);
 }
 
-/* publish()'s answer where the unnamed file cannot be named: no /proc. */
+/* publish()'s answer where the unnamed file cannot be named under STAGE:
+ * no /proc, or STAGE holds what this run may not remove. */
 #define NO_PROC 1
 
 /* Name the unnamed *FD STAGE, close it (a close that fails is a write
  * error: nothing is replaced), and rename STAGE over TARGET.  -1 with
  * errno, and STAGE not left behind; *FD is -1 once closed.  NO_PROC, *FD
- * still open, when /proc is missing (a chroot, a container): the caller
- * writes a named file instead. */
+ * still open, when /proc is missing (a chroot, a container) or STAGE is
+ * not this run's to clear: the caller writes a named file instead. */
 static int publish(int *fd, const char *stage, const char *target)
 {
 	char proc[64];
@@ -856,8 +878,10 @@ static int publish(int *fd, const char *stage, const char *target)
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", *fd);
 	for (;;) {
 		/* (A staged file a killed run left, or a concurrent run's.) */
-		if (unlink(stage) < 0 && errno != ENOENT)
-			return -1;
+		int c = clear_stage(stage);
+
+		if (c)
+			return c < 0 ? -1 : NO_PROC;
 		if (linkat(AT_FDCWD, proc, AT_FDCWD, stage, AT_SYMLINK_FOLLOW) == 0)
 			break;
 		if (errno == ENOENT)
@@ -933,7 +957,7 @@ static int what_to_keep(struct mce_file *f, const char *outpath, const char *tar
 	struct stat tst;
 
 	*k = (struct keep){ .st = f->st, .owner = !outpath, .xfd = outpath ? -1 : f->fd };
-	if (outpath && stat(target, &tst) == 0) {
+	if (outpath && lstat(target, &tst) == 0 && !S_ISLNK(tst.st_mode)) {
 		if (!S_ISREG(tst.st_mode))
 			return mce_fail(f, "%s: not a regular file", outpath);
 		*k = (struct keep){ .st = tst, .owner = true, .xfd = -1, .xpath = target };
@@ -948,7 +972,9 @@ static int what_to_keep(struct mce_file *f, const char *outpath, const char *tar
  */
 int mce_write(struct mce_file *f, const char *outpath)
 {
-	char *target = real_target(outpath ? outpath : f->path);
+	/* (-o FILE is replaced, a link there too, as objcopy and ld do: a
+	 * link planted in a shared directory must not lead the write.) */
+	char *target = outpath ? strdup(outpath) : real_target(f->path);
 	char *dup = target ? strdup(target) : NULL, *tmp = NULL, *stage = NULL;
 	struct out o = { 0 };
 	struct keep k;

@@ -1052,10 +1052,36 @@ static int child_path(char *path, size_t len)
 										   : -ENAMETOOLONG;
 }
 
+/*
+ * The child's NAME.PID, which anyone who may write the directory could
+ * have made first (the name is easy to guess): made anew and never
+ * through a link; a file already there is reused only if it is this
+ * user's own regular file (one an earlier process of this pid left).
+ */
+static int open_derived(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
+	struct stat st;
+
+	if (fd >= 0 || errno != EEXIST)
+		return fd;
+	fd = open(path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_APPEND | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+	    ftruncate(fd, 0)) {
+		close(fd);
+		errno = EEXIST;
+		return -1;
+	}
+	return fd;
+}
+
 static void child_output(void)
 {
 	char path[sizeof(out_named.path) + 24];
-	int ret = child_path(path, sizeof(path)), fd = ret ? -1 : open_output(path);
+	int ret = child_path(path, sizeof(path));
+	int fd = ret ? -1 : out_named.per_pid ? open_output(path) : open_derived(path);
 
 	out_shared = fd < 0;
 	if (fd < 0 && ret != -ENOENT)

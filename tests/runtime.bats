@@ -237,9 +237,9 @@ sum=143 max=55 mean=14.30"
 # headed by its own pid and holding its own calls only: NAME.PID beside a
 # MCLOC_OUTPUT file NAME, its own file for a name with %p, and its own
 # header in a shared standard error.
-@test "MCLOC_TRACER in a forked child: its own output, named and headed by its pid, with its calls only" {
-	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
-	[ -z "${MCLOC_SANITIZED:-}" ] || skip "LD_PRELOAD of a sanitized library into a plain program"
+# build_forker: $T/forker, which calls before() 3 times, then forks: the
+# child calls in_child() 7 times, the parent in_parent() 5 times.
+build_forker() {
 	printf '%s\n' '#include <stdio.h>' '#include <sys/wait.h>' '#include <unistd.h>' \
 		'__attribute__((noinline)) int before(int x) { return x + 1; }' \
 		'__attribute__((noinline)) int in_child(int x) { return x * 2; }' \
@@ -254,6 +254,12 @@ sum=143 max=55 mean=14.30"
 	cc -O1 -pg -mfentry -c "$T/forker.c" -o "$T/forker.o"
 	"$RECORDMCOUNT" "$T/forker.o"
 	"$OBJPATCH" link --nop --runtime -- cc "$T/forker.o" -o "$T/forker"
+}
+
+@test "MCLOC_TRACER in a forked child: its own output, named and headed by its pid, with its calls only" {
+	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
+	[ -z "${MCLOC_SANITIZED:-}" ] || skip "LD_PRELOAD of a sanitized library into a plain program"
+	build_forker
 	lib=$LIBDIR/libmcloc.so
 	# forked_outputs PARENT_FILE CHILD_FILE: each headed by its pid, each
 	# with its own calls.
@@ -302,6 +308,25 @@ sum=143 max=55 mean=14.30"
 	run awk '/^# pid / { pid = $3 } /^(in_child|in_parent) / { print $1, pid }' "$T/err"
 	assert_output "in_child $cpid
 in_parent $ppid"
+}
+
+@test "a forked child's NAME.PID is made anew: a link planted under that name leads nowhere" {
+	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
+	[ -z "${MCLOC_SANITIZED:-}" ] || skip "LD_PRELOAD of a sanitized library into a plain program"
+	[ "$(id -u)" = 0 ] || skip "a pid namespace (the child's pid known in advance) needs root"
+	build_forker
+	echo secret > "$T/victim"
+	# In a pid namespace of its own the program is pid 1, and its child 2.
+	ln -s "$T/victim" "$T/fn.2"
+	run unshare --pid --fork env LD_PRELOAD="$LIBDIR/libmcloc.so" MCLOC_TRACER=function \
+		MCLOC_OUTPUT="$T/fn" "$T/forker"
+	assert_success
+	assert_line "child 2"
+	assert_line --partial "libmcloc: MCLOC_OUTPUT: $T/fn.2: "
+	[ "$(cat "$T/victim")" = secret ]
+	# The child wrote to its parent's file instead, after its own header.
+	grep -qx "# pid 2 (forker)" "$T/fn"
+	[ "$(grep -c ': in_child <-main$' "$T/fn")" -eq 7 ]
 }
 
 @test "profile of a -pg program (sites after the prologue): counted, not timed, and the program unharmed" {

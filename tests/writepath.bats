@@ -301,3 +301,56 @@ need_attr_tools() {
 	cmp "$T/q" "$T/q.want"
 	[ -z "$(ls -A "$T" | grep '^\.')" ]
 }
+
+# A shared directory, as /tmp is: sticky, and anyone may write it.
+shared_dir() {
+	need_root
+	command -v setpriv >/dev/null || skip "setpriv is not installed"
+	mkdir -m 1777 "$T/shared"
+	chmod 711 "$BATS_RUN_TMPDIR" "$T"
+	NOBODY="setpriv --reuid=65534 --regid=65534 --clear-groups"
+}
+
+@test "-o FILE replaces a link planted there, as objcopy does: root writes nothing through it" {
+	shared_dir
+	obj "$T/a.o"
+	echo secret > "$T/victim"
+	chmod 600 "$T/victim"
+	$NOBODY ln -s "$T/victim" "$T/shared/out.o"
+	$NOBODY ln -s "$T/victim" "$T/shared/same.o"
+	cp "$T/a.o" "$T/rec.o"
+	"$RECORDMCOUNT" "$T/rec.o"
+	run "$RECORDMCOUNT" -o "$T/shared/out.o" "$T/a.o"
+	assert_success
+	run "$RECORDMCOUNT" -o "$T/shared/same.o" "$T/rec.o"	# (nothing to change)
+	assert_success
+	[ "$(cat "$T/victim")" = secret ]
+	for o in out.o same.o; do
+		[ ! -L "$T/shared/$o" ] && [ -f "$T/shared/$o" ]
+		[ "$(stat -c %U "$T/shared/$o")" = root ]
+	done
+	objcopy "$T/a.o" "$T/shared/same.o"	# (what objcopy leaves: the same)
+	[ "$(cat "$T/victim")" = secret ]
+}
+
+@test "a staged name another user made in a shared directory is neither removed nor in the way" {
+	shared_dir
+	obj "$T/shared/x.o"
+	cc -O2 -c "$FIX/util.c" -o "$T/shared/plain.o"	# (no calls: nothing to write)
+	$NOBODY sh -c "echo hers > '$T/shared/.x.o.mcloc~'; echo hers > '$T/shared/.plain.o.mcloc~'"
+	run "$RECORDMCOUNT" "$T/shared/x.o" "$T/shared/plain.o"
+	assert_success
+	[ "$(cat "$T/shared/.x.o.mcloc~")" = hers ]
+	[ "$(cat "$T/shared/.plain.o.mcloc~")" = hers ]
+	"$OBJPATCH" check "$T/shared/x.o"
+	# Another user's rewrite of her own file, past a directory (or a file)
+	# planted under its staged name.
+	obj "$T/shared/y.o"
+	chown daemon:daemon "$T/shared/y.o"
+	$NOBODY mkdir "$T/shared/.y.o.mcloc~"
+	run setpriv --reuid=daemon --regid=daemon --clear-groups "$RECORDMCOUNT" "$T/shared/y.o"
+	assert_success
+	"$OBJPATCH" check "$T/shared/y.o"
+	[ -d "$T/shared/.y.o.mcloc~" ]
+	[ -z "$(find "$T/shared" -name '.y.o.*' ! -name '.y.o.mcloc~')" ]
+}
