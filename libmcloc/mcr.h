@@ -1,14 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * libmcloc's private header, from the bottom up: state.c (the shared state
- * and the log), images.c (records, names, lookups), dispatch.c (what a
- * trampoline's call runs), core.c (registering images and ops, and what
- * each site should be), then discover.c, timing.c (the tracers' clock and
- * return hook), tracer.c (the built-in tracers), trace.c (tracing into
- * shared rings) and control.c (the control channel), which hook into
- * core, and fork.c (the fork handlers, which name every module).  Each
- * calls only those before it; patch.c, the batch patcher, knows none of
- * them.
+ * What libmcloc's modules all share: the records, the images, the ops's
+ * private part and the state state.c holds, and (until they get headers of
+ * their own) the exports of images.c, dispatch.c, trace.c, tracer.c and
+ * the fork handlers, each under its module's name.  plan.c, direct.c,
+ * ops.c, registry.c, patch.c, rcu.c and timing.c have their own headers.
+ * The modules' order, bottom up, each calling only those before it, is
+ * RUNTIME_ORDER in tests/layout.bats, which checks it against the
+ * objects' undefined symbols; README.md's layout row names it.
  */
 #ifndef MCLOC_MCR_H
 #define MCLOC_MCR_H
@@ -241,24 +240,24 @@ struct fsym *mcr_read_funcs(const char *path, uintptr_t bias, char **str, size_t
 /* The site of the function whose entry is FN (the record there, or a -pg
  * site after its prologue), or 0. */
 uintptr_t mcr_site_of_func(uintptr_t fn);
+/* With mcr_lock held: the record of the site at IP, or of the function
+ * at IP (its site lies within its first 16 bytes), and its image in
+ * *IMP; -1 if none. */
+long mcr_site_rec(uintptr_t ip, struct image **imp);
 void mcr_image_free(struct image *im);
 /* dispatch.c: what the trampolines call; they return a direct trampoline
  * for the image's trampoline to enter, or 0. */
 uintptr_t mcr_args_dispatch(uintptr_t after, uintptr_t parent, struct mcloc_image *img, void *args);
 uintptr_t mcr_regs_dispatch(uintptr_t after, uintptr_t parent, struct mcloc_image *img, void *regs);
 
-/* Does a registered image have sites in [LO, HI)? */
-bool mcr_covers(uintptr_t lo, uintptr_t hi);
 /* LEN bytes of the file FD at OFF, in a malloc'd buffer with room for a
  * terminating NUL; NULL on failure. */
 void *mcr_read_at(int fd, off_t off, size_t len);
-/* A fresh read-write page within a rel32 call of [LO, HI), or NULL. */
-uint8_t *mcr_near_page(uintptr_t lo, uintptr_t hi);
 /*
- * What core calls in the modules above it, so that it names none of them:
- * each sets its hook from a constructor of priority 101, which runs before
- * any default-priority constructor of the library (its own image's
- * registration among them), so before core can need it.
+ * What plan.c and registry.c call in the modules above them, so that they
+ * name none of them: each sets its hook from a constructor of priority
+ * 101, which runs before any default-priority constructor of the library
+ * (its own image's registration among them), so before they can need it.
  */
 struct mcr_hooks {
 	/* Once, after the first successful init: register the main program
@@ -323,7 +322,6 @@ void mcr_control_fork(enum mcr_fork stage);
 void mcr_tracer_fork(enum mcr_fork stage);
 void mcr_trace_fork(enum mcr_fork stage);
 void mcr_redirect_fork(enum mcr_fork stage);
-void mcr_core_fork(enum mcr_fork stage);
 void mcr_symbolize_fork(enum mcr_fork stage);
 void mcr_tracer_bufs_fork(enum mcr_fork stage);
 
