@@ -26,6 +26,8 @@
  */
 #include "mcr.h"
 #include "plan.h"
+#include "tracer.h"
+#include "trace.h"
 
 #include <pthread.h>
 

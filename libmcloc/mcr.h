@@ -2,9 +2,10 @@
 /*
  * What libmcloc's modules all share: the records, the images, the ops's
  * private part and the state state.c holds, and (until they get headers of
- * their own) the exports of images.c, dispatch.c, trace.c, tracer.c and
- * the fork handlers, each under its module's name.  plan.c, direct.c,
- * ops.c, registry.c, patch.c, rcu.c and timing.c have their own headers.
+ * their own) the exports of images.c, dispatch.c and the fork handlers of
+ * control.c, redirect.c and images.c, each under its module's name.
+ * plan.c, direct.c, ops.c, registry.c, patch.c, rcu.c, timing.c, trace.c
+ * and tracer.c have their own headers.
  * The modules' order, bottom up, each calling only those before it, is
  * RUNTIME_ORDER in tests/layout.bats, which checks it against the
  * objects' undefined symbols; README.md's layout row names it.
@@ -286,25 +287,6 @@ void mcr_symbolize_all(void);
 void mcr_each_site_name(void (*fn)(uintptr_t site, const char *name, uint32_t state, void *arg),
 			void *arg);
 
-/* tracer.c: the built-in tracer running now ("function", "profile"), or
- * "nop". */
-const char *mcr_tracer_name(void);
-
-/* ---- trace.c: tracing into shared rings, for a controller ---- */
-struct mcloc_req_trace;
-/* Start the tracer Q asks for, with the filter, notrace and
- * set_graph_function globs given ("" for none): the rings' memfd in
- * *FD (the caller passes it on and closes it) and its size in *SIZE.
- * -errno with ERR saying why. */
-int mcr_trace_start(const struct mcloc_req_trace *q, const char *filter, const char *notrace,
-		    const char *graph, int *fd, uint64_t *size, char *err, size_t errlen);
-/* Refresh the rings' clock pair (the control thread, while tracing). */
-void mcr_trace_tick(void);
-/* Stop: every site the trace enabled is a NOP again, no callback of it
- * runs, and the rings say done. */
-void mcr_trace_stop(void);
-bool mcr_trace_active(void);
-
 /* ---- fork.c: the runtime's fork handlers ---- */
 /* Each module's part: PREPARE takes its locks, PARENT releases them, CHILD
  * makes its state the child's own (the modules below it are the child's
@@ -319,10 +301,7 @@ static inline void mcr_fork_lock(pthread_mutex_t *lock, enum mcr_fork stage)
 		pthread_mutex_unlock(lock);
 }
 void mcr_control_fork(enum mcr_fork stage);
-void mcr_tracer_fork(enum mcr_fork stage);
-void mcr_trace_fork(enum mcr_fork stage);
 void mcr_redirect_fork(enum mcr_fork stage);
 void mcr_symbolize_fork(enum mcr_fork stage);
-void mcr_tracer_bufs_fork(enum mcr_fork stage);
 
 #endif

@@ -21,6 +21,7 @@
 #include "mcr.h"
 #include "timing.h"
 #include "rcu.h"
+#include "trace.h"
 
 #include <errno.h>
 #include <fcntl.h>

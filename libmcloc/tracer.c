@@ -46,6 +46,7 @@
 #include "timing.h"
 #include "rcu.h"
 #include "../arch/runtime.h"
+#include "tracer.h"
 
 #include <errno.h>
 #include <fcntl.h>
