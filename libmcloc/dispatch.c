@@ -11,6 +11,7 @@
 #include "patch.h"
 
 #include "rcu.h"
+#include "dispatch.h"
 
 #include <dlfcn.h>
 #include <elf.h>

@@ -2,10 +2,10 @@
 /*
  * What libmcloc's modules all share: the records, the images, the ops's
  * private part and the state state.c holds, and (until they get headers of
- * their own) the exports of images.c, dispatch.c and the fork handlers of
+ * their own) the exports of images.c and the fork handlers of
  * control.c, redirect.c and images.c, each under its module's name.
- * plan.c, direct.c, ops.c, registry.c, patch.c, rcu.c, timing.c, trace.c
- * and tracer.c have their own headers.
+ * dispatch.c, plan.c, direct.c, ops.c, registry.c, patch.c, rcu.c,
+ * timing.c, trace.c and tracer.c have their own headers.
  * The modules' order, bottom up, each calling only those before it, is
  * RUNTIME_ORDER in tests/layout.bats, which checks it against the
  * objects' undefined symbols; README.md's layout row names it.
@@ -120,10 +120,6 @@ static inline uintptr_t mcr_direct_of(const struct direct_set *set, size_t g)
 	}
 	return set && lo < set->n && set->v[lo].g == g ? set->v[lo].tramp : 0;
 }
-
-/* What a site's ops slot holds when more than one ops covers the site
- * (ftrace's list ops): its dispatcher walks the set.  Never called. */
-extern struct mcloc_ops mcr_list_ops;
 
 /* What the dispatcher needs of each registered ops, copied into the set
  * so that a traced call follows one pointer less per ops (its callback,
@@ -246,10 +242,6 @@ uintptr_t mcr_site_of_func(uintptr_t fn);
  * *IMP; -1 if none. */
 long mcr_site_rec(uintptr_t ip, struct image **imp);
 void mcr_image_free(struct image *im);
-/* dispatch.c: what the trampolines call; they return a direct trampoline
- * for the image's trampoline to enter, or 0. */
-uintptr_t mcr_args_dispatch(uintptr_t after, uintptr_t parent, struct mcloc_image *img, void *args);
-uintptr_t mcr_regs_dispatch(uintptr_t after, uintptr_t parent, struct mcloc_image *img, void *regs);
 
 /* LEN bytes of the file FD at OFF, in a malloc'd buffer with room for a
  * terminating NUL; NULL on failure. */

@@ -24,6 +24,7 @@
 #include "mcr.h"
 #include "patch.h"
 #include "rcu.h"
+#include "dispatch.h"
 #include "plan.h"
 
 #include <errno.h>

@@ -9,6 +9,7 @@
 #include "mcr.h"
 #include "patch.h"
 #include "rcu.h"
+#include "dispatch.h"
 #include "ops.h"
 #include "registry.h"
 
