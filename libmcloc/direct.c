@@ -7,6 +7,7 @@
 #include <mcloc/mcloc.h>
 #include <mcloc/abi.h>
 #include "mcr.h"
+#include "images.h"
 #include "rcu.h"
 #include "plan.h"
 #include "direct.h"

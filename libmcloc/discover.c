@@ -13,6 +13,7 @@
  * then on it is an image like any other.
  */
 #include "mcr.h"
+#include "images.h"
 #include <mcloc/abi.h>
 #include "patch.h"
 #include "registry.h"

@@ -8,6 +8,7 @@
 #include <mcloc/mcloc.h>
 #include <mcloc/abi.h>
 #include "mcr.h"
+#include "images.h"
 #include "patch.h"
 
 #include "rcu.h"

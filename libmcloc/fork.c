@@ -25,6 +25,7 @@
  * one.
  */
 #include "mcr.h"
+#include "images.h"
 #include "plan.h"
 #include "tracer.h"
 #include "trace.h"

@@ -8,6 +8,7 @@
 #include <mcloc/mcloc.h>
 #include <mcloc/abi.h>
 #include "mcr.h"
+#include "images.h"
 #include "patch.h"
 
 #include "rcu.h"
@@ -438,7 +439,7 @@ static int find_object(struct dl_phdr_info *info, size_t size, void *data)
 
 __thread struct mcr_entry_memo mcr_entry_memo __attribute__((tls_model("initial-exec")));
 
-/* Where the thread's memo (mcr.h) does not answer: the image search. */
+/* Where the thread's memo (images.h) does not answer: the image search. */
 bool mcr_at_entry_lookup(void)
 {
 	uintptr_t after = mcr_entry_args.after;

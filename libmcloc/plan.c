@@ -22,6 +22,7 @@
 #include <mcloc/mcloc.h>
 #include <mcloc/abi.h>
 #include "mcr.h"
+#include "images.h"
 #include "patch.h"
 #include "rcu.h"
 #include "dispatch.h"

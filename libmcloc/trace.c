@@ -19,6 +19,7 @@
 #include <mcloc/mcloc.h>
 #include <mcloc/control.h>
 #include "mcr.h"
+#include "images.h"
 #include "timing.h"
 #include "rcu.h"
 #include "trace.h"

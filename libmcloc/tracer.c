@@ -43,6 +43,7 @@
 #include <mcloc/mcloc.h>
 #include <mcloc/abi.h>
 #include "mcr.h"
+#include "images.h"
 #include "timing.h"
 #include "rcu.h"
 #include "../arch/runtime.h"
