@@ -106,6 +106,23 @@ RUNTIME_ORDER="runtime patch state rcu images dispatch plan direct ops registry 
 	[ "runtime $named" = "$RUNTIME_ORDER " ] || { echo "README: runtime $named"; false; }
 }
 
+@test "layers: each runtime file includes only the headers of its own module and those below it" {
+	cd "$SRC/libmcloc"
+	level=0
+	for m in $RUNTIME_ORDER; do
+		echo "$m $level"
+		level=$((level + 1))
+	done > "$T/levels"
+	# "file header" for every local include; mcr.h is state.c's.
+	for f in *.c; do
+		sed -n 's/^#include "\([a-z]*\)\.h"/\1/p' "$f" | sed "s/^mcr\$/state/; s/^/${f%.c} /"
+	done > "$T/includes"
+	run awk 'FILENAME ~ /levels$/ { lv[$1] = $2; next }
+		($1 in lv) && lv[$2] > lv[$1] { print $1 ".c includes " $2 "'"'"'s header" }' \
+		"$T/levels" "$T/includes"
+	assert_output ""
+}
+
 @test "the image descriptor's layout is spelled only in <mcloc/abi.h>" {
 	cd "$SRC"
 	# The trampolines reach the handlers through the header's offsets...
