@@ -21,6 +21,9 @@
 #include <mcloc/mcloc.h>
 #include <mcloc/control.h>
 #include "mcr.h"
+#include "images.h"
+#include "tracer.h"
+#include "trace.h"
 
 #include <dlfcn.h>
 #include <errno.h>

@@ -13,8 +13,10 @@
  * then on it is an image like any other.
  */
 #include "mcr.h"
+#include "images.h"
 #include <mcloc/abi.h>
 #include "patch.h"
+#include "registry.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -159,8 +161,8 @@ static void note_born(void)
 }
 #endif
 
-/* Register the main program if it was linked without objpatch: core
- * calls it once, after the first successful init. */
+/* Register the main program if it was linked without objpatch:
+ * mcloc_init() (plan.c) calls it once, after the first successful init. */
 static int discover_main(char *err, size_t errlen)
 {
 	struct main_info m = { 0 };

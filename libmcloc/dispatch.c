@@ -8,9 +8,11 @@
 #include <mcloc/mcloc.h>
 #include <mcloc/abi.h>
 #include "mcr.h"
+#include "images.h"
 #include "patch.h"
 
 #include "rcu.h"
+#include "dispatch.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -104,7 +106,7 @@ struct mcloc_ops mcr_list_ops;
  * A site with an ops slot, through the args trampoline: the slot names the
  * one ops that covers it, so the call needs no lookup, no list and no
  * per-function trampoline (the kernel's DYNAMIC_FTRACE_WITH_CALL_OPS).
- * A site that stopped calling keeps its old slot (core.c), whose ops may
+ * A site that stopped calling keeps its old slot (plan.c), whose ops may
  * be gone, so the slot is trusted only if, inside the read-side section,
  * the site still calls the args trampoline.  Otherwise the site changed
  * under the call, and the set decides, as for any call in flight.

@@ -8,7 +8,7 @@
  * which it does not have, forever.  After it, the parent releases them;
  * the child, from the innermost module out, makes each one's state its
  * own and releases its locks, so that each may use the ones below it
- * (trace.c's part unregisters the session's ops through core).
+ * (trace.c's part unregisters the session's ops through ops.c).
  *
  * The order, outermost first:
  *   control   ctl.lock (start and stop: stop joins the server thread, which
@@ -16,7 +16,7 @@
  *   tracer    api_lock (the built-in tracers' start, stop and extension)
  *   trace     trace_lock (a controller's session)
  *   redirect  rlock
- *   core      mcr_lock, then the RCU's grace-period lock
+ *   plan      mcr_lock, then the RCU's grace-period lock
  *   images    the symbol cache's lock
  *   tracer    the function tracer's buffers (no lock: a callback pushes
  *             onto their list with compare-and-swap; the child makes
@@ -25,12 +25,16 @@
  * one.
  */
 #include "mcr.h"
+#include "images.h"
+#include "plan.h"
+#include "tracer.h"
+#include "trace.h"
 
 #include <pthread.h>
 
 static void (*const parts[])(enum mcr_fork) = {
 	mcr_control_fork, mcr_tracer_fork, mcr_trace_fork, mcr_redirect_fork,
-	mcr_core_fork, mcr_symbolize_fork, mcr_tracer_bufs_fork,
+	mcr_plan_fork, mcr_symbolize_fork, mcr_tracer_bufs_fork,
 };
 #define NPARTS (sizeof(parts) / sizeof(parts[0]))
 

@@ -3,11 +3,12 @@
  * libmcloc's images: each image's records (its sites, sorted, 8 bytes
  * each) and finding them, the names of their functions (from .symtab, from
  * the .mcloc_names of a stripped image, or from .dynsym), and the name
- * lookups of the public API.  Registering an image is core.c's.
+ * lookups of the public API.  Registering an image is registry.c's.
  */
 #include <mcloc/mcloc.h>
 #include <mcloc/abi.h>
 #include "mcr.h"
+#include "images.h"
 #include "patch.h"
 
 #include "rcu.h"
@@ -438,7 +439,7 @@ static int find_object(struct dl_phdr_info *info, size_t size, void *data)
 
 __thread struct mcr_entry_memo mcr_entry_memo __attribute__((tls_model("initial-exec")));
 
-/* Where the thread's memo (mcr.h) does not answer: the image search. */
+/* Where the thread's memo (images.h) does not answer: the image search. */
 bool mcr_at_entry_lookup(void)
 {
 	uintptr_t after = mcr_entry_args.after;
@@ -811,3 +812,42 @@ uintptr_t mcloc_site_of(const char *name)
 	return site;
 }
 
+/* With the lock held: the record of the site at IP, or of the function
+ * at IP (its site lies within its first 16 bytes); -1 if none. */
+long mcr_site_rec(uintptr_t ip, struct image **imp)
+{
+	for (size_t i = 0; i < mcr_nimages; i++) {
+		struct image *im = mcr_images[i];
+
+		if (!im)
+			continue;
+		long r = mcr_rec_at(im, ip);
+		if (r < 0 && im->names && ip >= im->base) {
+			/* A function's entry names its site: the first record
+			 * within the function (a -pg site follows the
+			 * prologue), or without its symbol within 16 bytes. */
+			size_t k = mcr_rec_lower(im, ip);
+			const struct fsym *f = mcr_func_at(im, ip);
+			uintptr_t end = f && f->lo == ip ? f->hi : ip + 16;
+
+			if (k < im->nrecs && im->base + im->recs[k].off < end)
+				r = (long)k;
+		}
+		if (r >= 0) {
+			*imp = im;
+			return r;
+		}
+	}
+	return -1;
+}
+
+uintptr_t mcr_site_of_func(uintptr_t fn)
+{
+	struct image *im;
+
+	pthread_mutex_lock(&mcr_lock);
+	long r = mcr_site_rec(fn, &im);
+	uintptr_t site = r >= 0 ? im->base + im->recs[r].off : 0;
+	pthread_mutex_unlock(&mcr_lock);
+	return site;
+}

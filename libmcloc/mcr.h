@@ -1,14 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * libmcloc's private header, from the bottom up: state.c (the shared state
- * and the log), images.c (records, names, lookups), dispatch.c (what a
- * trampoline's call runs), core.c (registering images and ops, and what
- * each site should be), then discover.c, timing.c (the tracers' clock and
- * return hook), tracer.c (the built-in tracers), trace.c (tracing into
- * shared rings) and control.c (the control channel), which hook into
- * core, and fork.c (the fork handlers, which name every module).  Each
- * calls only those before it; patch.c, the batch patcher, knows none of
- * them.
+ * What libmcloc's modules all share: the records, the images, the ops's
+ * private part and the state state.c holds, and (until they get headers of
+ * their own) the fork handlers of control.c and redirect.c.  images.c,
+ * dispatch.c, plan.c, direct.c, ops.c, registry.c, patch.c, rcu.c,
+ * timing.c, trace.c and tracer.c have their own headers.
+ * The modules' order, bottom up, each calling only those before it, is
+ * RUNTIME_ORDER in tests/layout.bats, which checks it against the
+ * objects' undefined symbols; README.md's layout row names it.
  */
 #ifndef MCLOC_MCR_H
 #define MCLOC_MCR_H
@@ -121,10 +120,6 @@ static inline uintptr_t mcr_direct_of(const struct direct_set *set, size_t g)
 	return set && lo < set->n && set->v[lo].g == g ? set->v[lo].tramp : 0;
 }
 
-/* What a site's ops slot holds when more than one ops covers the site
- * (ftrace's list ops): its dispatcher walks the set.  Never called. */
-extern struct mcloc_ops mcr_list_ops;
-
 /* What the dispatcher needs of each registered ops, copied into the set
  * so that a traced call follows one pointer less per ops (its callback,
  * flags and bitmap are fixed while it is registered; the bitmap's words
@@ -178,23 +173,6 @@ extern __thread signed char mcr_call_at_entry;
  * thread learnt of an address is known to still hold. */
 extern unsigned long mcr_images_gen;
 
-/* The thread's last answer of whether a call's site is at its function's
- * entry (timing.c asks, before it hooks a return): the same function
- * called again (a loop, a recursion) is answered without the image
- * search, which was a tenth of a function_graph call.  It holds while no
- * image has come or gone since (GEN): an address may belong to another
- * image after a dlclose and a dlopen. */
-struct mcr_entry_memo {
-	uintptr_t after;
-	unsigned long gen;
-	bool at;
-};
-extern __thread struct mcr_entry_memo mcr_entry_memo;
-/* The search, for the call whose callbacks run (mcr_entry_args.after);
- * sets mcr_call_at_entry and the memo.  (Under the read lock the
- * callbacks run in.) */
-bool mcr_at_entry_lookup(void);
-
 static inline struct image *mcr_image_at(size_t i)
 {
 	return __atomic_load_n(&mcr_images[i], __ATOMIC_ACQUIRE);
@@ -220,45 +198,11 @@ void mcr_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The process's command name (/proc/self/comm), into BUF. */
 void mcr_comm(char *buf, size_t len);
 
-/* images.c: the image whose sites span ADDR; the first record at or after
- * ADDR; the record at SITE, or of the site that ends at AFTER (-1: none). */
-const struct image *mcr_image_of(uintptr_t addr);
-size_t mcr_rec_lower(const struct image *im, uintptr_t addr);
-long mcr_rec_at(const struct image *im, uintptr_t site);
-long mcr_rec_before(const struct image *im, uintptr_t after);
-bool mcr_is_site(uintptr_t addr);
-
-/* images.c: IM's records from DESC's table; the names of its functions
- * (and the path of its object, or NULL); freeing an unloaded one. */
-int mcr_image_records(struct image *im, const struct mcloc_image *desc);
-const char *mcr_image_name(struct image *im, const struct mcloc_image *desc);
-/* The function symbol of IM that holds ADDR, or NULL. */
-const struct fsym *mcr_func_at(const struct image *im, uintptr_t addr);
-/* The function symbols of the ELF file PATH, loaded at BIAS, sorted by
- * address (.symtab, else .mcloc_names, else .dynsym), their names in
- * *STR; NULL when there are none.  The caller frees both. */
-struct fsym *mcr_read_funcs(const char *path, uintptr_t bias, char **str, size_t *nf);
-/* The site of the function whose entry is FN (the record there, or a -pg
- * site after its prologue), or 0. */
-uintptr_t mcr_site_of_func(uintptr_t fn);
-void mcr_image_free(struct image *im);
-/* dispatch.c: what the trampolines call; they return a direct trampoline
- * for the image's trampoline to enter, or 0. */
-uintptr_t mcr_args_dispatch(uintptr_t after, uintptr_t parent, struct mcloc_image *img, void *args);
-uintptr_t mcr_regs_dispatch(uintptr_t after, uintptr_t parent, struct mcloc_image *img, void *regs);
-
-/* Does a registered image have sites in [LO, HI)? */
-bool mcr_covers(uintptr_t lo, uintptr_t hi);
-/* LEN bytes of the file FD at OFF, in a malloc'd buffer with room for a
- * terminating NUL; NULL on failure. */
-void *mcr_read_at(int fd, off_t off, size_t len);
-/* A fresh read-write page within a rel32 call of [LO, HI), or NULL. */
-uint8_t *mcr_near_page(uintptr_t lo, uintptr_t hi);
 /*
- * What core calls in the modules above it, so that it names none of them:
- * each sets its hook from a constructor of priority 101, which runs before
- * any default-priority constructor of the library (its own image's
- * registration among them), so before core can need it.
+ * What plan.c and registry.c call in the modules above them, so that they
+ * name none of them: each sets its hook from a constructor of priority
+ * 101, which runs before any default-priority constructor of the library
+ * (its own image's registration among them), so before they can need it.
  */
 struct mcr_hooks {
 	/* Once, after the first successful init: register the main program
@@ -269,42 +213,6 @@ struct mcr_hooks {
 	void (*image_added)(void);
 };
 extern struct mcr_hooks mcr_hooks;
-
-/* The function containing ADDR, anywhere in the process, by the symbols
- * of its object's file (.symtab where there is one): NULL if none.  *OFF:
- * ADDR's offset in it.  Reads each object's file once. */
-const char *mcr_symbolize(uintptr_t addr, uintptr_t *off);
-/* The same from what mcr_symbolize() and mcr_symbolize_all() read already,
- * with no lock, no allocation and no system call: what a callback, or a
- * signal handler, may ask. */
-const char *mcr_symbolize_known(uintptr_t addr, uintptr_t *off);
-/* Read the symbols of every object loaded now (not from a callback). */
-void mcr_symbolize_all(void);
-
-/* Each record of every registered image whose function's name is known:
- * its site's address (what a callback's IP is), the name, and the
- * record's state (REC_*), under mcr_lock. */
-void mcr_each_site_name(void (*fn)(uintptr_t site, const char *name, uint32_t state, void *arg),
-			void *arg);
-
-/* tracer.c: the built-in tracer running now ("function", "profile"), or
- * "nop". */
-const char *mcr_tracer_name(void);
-
-/* ---- trace.c: tracing into shared rings, for a controller ---- */
-struct mcloc_req_trace;
-/* Start the tracer Q asks for, with the filter, notrace and
- * set_graph_function globs given ("" for none): the rings' memfd in
- * *FD (the caller passes it on and closes it) and its size in *SIZE.
- * -errno with ERR saying why. */
-int mcr_trace_start(const struct mcloc_req_trace *q, const char *filter, const char *notrace,
-		    const char *graph, int *fd, uint64_t *size, char *err, size_t errlen);
-/* Refresh the rings' clock pair (the control thread, while tracing). */
-void mcr_trace_tick(void);
-/* Stop: every site the trace enabled is a NOP again, no callback of it
- * runs, and the rings say done. */
-void mcr_trace_stop(void);
-bool mcr_trace_active(void);
 
 /* ---- fork.c: the runtime's fork handlers ---- */
 /* Each module's part: PREPARE takes its locks, PARENT releases them, CHILD
@@ -320,11 +228,6 @@ static inline void mcr_fork_lock(pthread_mutex_t *lock, enum mcr_fork stage)
 		pthread_mutex_unlock(lock);
 }
 void mcr_control_fork(enum mcr_fork stage);
-void mcr_tracer_fork(enum mcr_fork stage);
-void mcr_trace_fork(enum mcr_fork stage);
 void mcr_redirect_fork(enum mcr_fork stage);
-void mcr_core_fork(enum mcr_fork stage);
-void mcr_symbolize_fork(enum mcr_fork stage);
-void mcr_tracer_bufs_fork(enum mcr_fork stage);
 
 #endif

@@ -3,7 +3,7 @@
  * Changing code other threads may be executing, the way the kernel's
  * text_poke_bp_batch() does it, in batches:
  *   1. a breakpoint over the first byte of every site, each checked to hold
- *      what the core believes it does as it goes in, then sync all cores;
+ *      what the planner believes it does as it goes in, then sync all cores;
  *   2. every site's remaining bytes, then sync;
  *   3. every site's new first byte, then sync.
  * Step 2 writes only the tails that change, and is skipped with its sync
@@ -11,7 +11,7 @@
  * (arch/runtime.h) goes back to the same call by its first byte alone,
  * and so does a site being parked, so a batch that toggles sites between
  * the same targets writes each site twice and syncs twice.  Such a site
- * (a flip, patch.h) is armed while the core decides it, not listed for a
+ * (a flip, patch.h) is armed while the planner decides it, not listed for a
  * pass of its own: a batch then reads each site's text once to decide and
  * arm it, and once more for its new first byte.  At most three
  * syncs per batch, whatever its size.  The sync is
@@ -208,7 +208,7 @@ void mcr_wait_handlers(void)
 
 /* A fork()ed child has one thread, in no SIGTRAP handler whatever the
  * parent's others were doing (one counted in in_handlers would make the
- * child's next unload wait forever).  Registering for the core syncs
+ * child's next unload wait forever).  Registering for the core-serialising syncs
  * again costs a system call, and holds whatever the kernel carries over. */
 void mcr_patch_after_fork_child(void)
 {
@@ -853,7 +853,7 @@ int mcr_patch_batch(struct mcr_batch *b, struct mcr_poke *v, size_t n,
 		mcr_batch_abort(b);	/* (nothing armed: only withdrawn) */
 		return 0;
 	}
-	/* The core hands sites over in address order, image by image. */
+	/* plan.c hands sites over in address order, image by image. */
 	for (size_t i = 1; i < n; i++)
 		if (v[i - 1].addr > v[i].addr) {
 			qsort(v, n, sizeof(*v), cmp_poke);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The batch patching engine (patch.c) and what it asks of the core. */
+/* The batch patching engine (patch.c) and what it asks of its caller, plan.c. */
 #ifndef MCLOC_PATCH_H
 #define MCLOC_PATCH_H
 
@@ -145,7 +145,7 @@ int mcr_patch(struct mcr_poke *v, size_t n, const struct mcr_slot_write *s, size
 int mcr_patch_batch(struct mcr_batch *b, struct mcr_poke *v, size_t n,
 		    const struct mcr_slot_write *s, size_t ns, char *err, size_t errlen);
 
-/* In a fork()ed child, before anything else patches (core's fork
+/* In a fork()ed child, before anything else patches (plan.c's fork
  * handler). */
 void mcr_patch_after_fork_child(void);
 

@@ -104,7 +104,7 @@ int mcr_defer(void (*fn)(void *), void *p);
  * it for the next grace period. */
 void mcr_rcu_try_reclaim(void);
 
-/* fork(): core's part of the fork handlers (fork.c), inside mcr_lock. */
+/* fork(): plan.c's part of the fork handlers (fork.c), inside mcr_lock. */
 void mcr_rcu_before_fork(void);
 void mcr_rcu_after_fork_parent(void);
 void mcr_rcu_after_fork_child(void);

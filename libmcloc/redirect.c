@@ -12,6 +12,7 @@
 #include <mcloc/mcloc.h>
 #include <mcloc/abi.h>
 #include "mcr.h"
+#include "images.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -30,6 +30,7 @@
  * dynamic linker would not let them stand in.
  */
 #include "mcr.h"
+#include "images.h"
 #include "timing.h"
 #include "../arch/runtime.h"
 

@@ -19,8 +19,10 @@
 #include <mcloc/mcloc.h>
 #include <mcloc/control.h>
 #include "mcr.h"
+#include "images.h"
 #include "timing.h"
 #include "rcu.h"
+#include "trace.h"
 
 #include <errno.h>
 #include <fcntl.h>

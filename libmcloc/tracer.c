@@ -43,9 +43,11 @@
 #include <mcloc/mcloc.h>
 #include <mcloc/abi.h>
 #include "mcr.h"
+#include "images.h"
 #include "timing.h"
 #include "rcu.h"
 #include "../arch/runtime.h"
+#include "tracer.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -884,7 +886,7 @@ static int arm(void)
 }
 
 /*
- * A new image was published, its sites not yet covered (core.c covers
+ * A new image was published, its sites not yet covered (ops.c covers
  * them after this, for every registered ops): the running tracer's
  * patterns are applied to its functions too, and the profile gets their
  * counters.  This runs under the dynamic loader's lock, while callbacks
@@ -1145,7 +1147,7 @@ void mcr_tracer_bufs_fork(enum mcr_fork stage)
 }
 
 /* Start (or extend to a newly loaded image) the tracer MCLOC_TRACER asks
- * for: core calls it after every image registration. */
+ * for: registry.c calls it after every image registration. */
 static void env_tracer_kick(void)
 {
 	static bool read_env;

@@ -59,6 +59,70 @@ load helpers
 	refute_output --partial "loop"
 }
 
+# The runtime's modules, bottom up: each calls only those before it (and
+# itself).  "runtime" is arch/<arch>/runtime.c.  README.md's libmcloc/ row
+# names them in this order.
+RUNTIME_ORDER="runtime patch state rcu images dispatch plan direct ops registry discover timing tracer trace control redirect fork"
+
+@test "layers: each runtime object calls no mcr_ function of a module above it (nm -u)" {
+	[ -n "${MCLOC_BUILD:-}" ] || skip "run from meson test (MCLOC_BUILD names the build)"
+	command -v nm >/dev/null || skip "no nm"
+	dir=$(echo "$MCLOC_BUILD"/libmcloc/libmcloc.so*.p)
+	[ -d "$dir" ] || skip "libmcloc is not built for this machine"
+	level=0
+	for m in $RUNTIME_ORDER; do
+		echo "$m $level"
+		level=$((level + 1))
+	done > "$T/levels"
+	# Each object as "module file"; one the order does not name fails.
+	for o in "$dir"/*.o "$dir"/.._arch_*.o; do
+		m=$(basename "$o" .c.o)
+		case $m in
+		.._arch_*_runtime) m=runtime ;;
+		*mcloc-tramp.S.o) m=tramp ;;	# the generated trampolines: they call nothing
+		esac
+		echo "$m $o"
+	done > "$T/objects"
+	while read -r m o; do
+		[ "$m" = tramp ] || grep -q "^$m " "$T/levels" || { echo "not in RUNTIME_ORDER: $o"; false; }
+		nm --defined-only "$o" | awk -v m="$m" '$2 ~ /^[A-TV-Z]$/ && $3 ~ /^mcr_/ { print $3, m }'
+	done < "$T/objects" > "$T/defs"
+	# arch/<arch>/runtime.c defines its trampolines in top-level asm,
+	# which nm does not see in an LTO object.
+	sed -n 's/^"[[:space:]]*\.globl[[:space:]]*\(mcr_[a-z0-9_]*\).*/\1 runtime/p' "$SRC"/arch/*/runtime.c >> "$T/defs"
+	while read -r m o; do
+		nm -u "$o" | awk -v m="$m" '$2 ~ /^mcr_/ { print m, $2 }'
+	done < "$T/objects" > "$T/calls"
+	# Every call "module symbol" whose definer lies above the caller.
+	run awk 'FILENAME ~ /levels$/ { lv[$1] = $2; next }
+		FILENAME ~ /defs$/ { def[$1] = $2; next }
+		!($2 in def) { print $1 ": " $2 " is defined by no object"; next }
+		$1 == "tramp" || lv[def[$2]] > lv[$1] { print $1 " calls " def[$2] ": " $2 }' \
+		"$T/levels" "$T/defs" "$T/calls"
+	assert_output ""
+	# README.md's layout row names the same modules in the same order.
+	row=$(grep '^| `libmcloc/`' "$SRC/README.md")
+	named=$(echo "$row" | grep -o '`[a-z]*\.c`' | tr -d '`' | sed 's/\.c$//' | awk '!seen[$0]++' | tr '\n' ' ')
+	[ "runtime $named" = "$RUNTIME_ORDER " ] || { echo "README: runtime $named"; false; }
+}
+
+@test "layers: each runtime file includes only the headers of its own module and those below it" {
+	cd "$SRC/libmcloc"
+	level=0
+	for m in $RUNTIME_ORDER; do
+		echo "$m $level"
+		level=$((level + 1))
+	done > "$T/levels"
+	# "file header" for every local include; mcr.h is state.c's.
+	for f in *.c; do
+		sed -n 's/^#include "\([a-z]*\)\.h"/\1/p' "$f" | sed "s/^mcr\$/state/; s/^/${f%.c} /"
+	done > "$T/includes"
+	run awk 'FILENAME ~ /levels$/ { lv[$1] = $2; next }
+		($1 in lv) && lv[$2] > lv[$1] { print $1 ".c includes " $2 "'"'"'s header" }' \
+		"$T/levels" "$T/includes"
+	assert_output ""
+}
+
 @test "the image descriptor's layout is spelled only in <mcloc/abi.h>" {
 	cd "$SRC"
 	# The trampolines reach the handlers through the header's offsets...

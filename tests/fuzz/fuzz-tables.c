@@ -14,6 +14,7 @@
 #include <mcloc/abi.h>
 #include <mcloc/mcloc.h>
 #include "../../libmcloc/mcr.h"
+#include "../../libmcloc/images.h"
 
 #include <stdlib.h>
 #include <string.h>

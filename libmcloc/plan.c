@@ -1,0 +1,562 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * libmcloc's planner: what every site should be, and the one batch that
+ * makes it so (patch.c writes it).  ops.c, direct.c and registry.c change
+ * the counts; this file turns them into code.
+ *
+ * Records.  Each image keeps its sites sorted, one 8-byte record each: the
+ * offset from the image's load address and 32 bits of state, a reference
+ * count of the ops that cover the site, a count of those that need
+ * registers, and the enabled/enabled-with-regs pair that says what the
+ * code holds now (the kernel's dyn_ftrace takes 16 bytes for the same).
+ * Registering or unregistering an ops changes the counts; then every
+ * record whose wanted state differs from its enabled one is patched, in
+ * one batch, and nothing else is touched.
+ *
+ * Site states, as ftrace's: no ops, a NOP; one ops, a call to that ops's
+ * own stub on the image's direct page (arch/runtime.h), which reaches its
+ * callback without looking anything up; several, a call to the image's
+ * args trampoline, whose dispatcher walks the set (ftrace's list
+ * function); any that needs registers, a call to the regs trampoline.
+ */
+#include <mcloc/mcloc.h>
+#include <mcloc/abi.h>
+#include "mcr.h"
+#include "images.h"
+#include "patch.h"
+#include "rcu.h"
+#include "dispatch.h"
+#include "plan.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+static bool inited;
+static int init_status;
+
+int mcloc_init(void)
+{
+	char err[256];
+	bool first = false;
+
+	pthread_mutex_lock(&mcr_lock);
+	if (!inited) {
+		inited = first = true;
+		err[0] = 0;
+		init_status = mcr_init(mcr_is_site, err, sizeof(err));
+		if (init_status)
+			mcr_say(0, "%s", err);
+		else if (err[0])	/* (how it works without something) */
+			mcr_say(1, "%s", err);
+	}
+	pthread_mutex_unlock(&mcr_lock);
+	if (first && !init_status && mcr_hooks.after_init) {
+		err[0] = 0;
+		int r = mcr_hooks.after_init(err, sizeof(err));
+		if (r)
+			mcr_say(1, "the main program's own table: %s", err[0] ? err : strerror(-r));
+	}
+	return init_status;
+}
+
+/* What one ops adds to (DELTA +1) or takes from (-1) the state of a
+ * record it covers: its reference, and its registers count if it needs
+ * them, in one add.  Modulo 2^32 a negative one borrows from neither
+ * neighbour while the counts stay non-negative. */
+uint32_t mcr_count_unit(const struct mcloc_ops *ops, int delta)
+{
+	return (uint32_t)delta * (1u + (ops->flags & MCLOC_OPS_SAVE_REGS ? 1u << REC_REGS_SHIFT : 0));
+}
+
+#define REC_ENABLED_ALL (REC_ENABLED | REC_ENABLED_REGS | REC_ENABLED_DIRECT | REC_ENABLED_USER)
+
+/* The registered ops a site may call alone, for one mcr_update_sites(): those
+ * that own a direct slot (x86_64), or all that need no registers (ops
+ * slots).  An ops that is leaving has given up its counts already.  Past
+ * MCR_DIRECT_SLOTS of them, the others' lone sites go through the list. */
+struct owners {
+	size_t n;
+	struct { const uint64_t *covers; int slot; struct mcloc_ops *ops; } v[MCR_DIRECT_SLOTS];
+};
+
+static void owners_now(struct owners *o)
+{
+	const struct ops_set *set = mcr_cur_set;
+
+	o->n = 0;
+	for (size_t i = 0; set && i < set->n; i++) {
+		const struct mcloc_ops_priv *p = set->v[i].ops->priv;
+
+		if (!p->leaving && (MCR_ONE_STORE ? !set->v[i].regs : p->slot) &&
+		    o->n < MCR_DIRECT_SLOTS) {
+			o->v[o->n].covers = set->v[i].covers;
+			o->v[o->n].ops = set->v[i].ops;
+			o->v[o->n++].slot = p->slot - 1;
+		}
+	}
+}
+
+/* Where, in a stub page, the stubs for sites of each length begin (a site
+ * length has 4 bits in a record's state). */
+struct stub_offs {
+	size_t of_len[16];
+};
+
+static void stub_offs_init(struct stub_offs *so)
+{
+#if MCR_ONE_STORE
+	(void)so;	/* (no stub pages) */
+#else
+	for (unsigned len = 0; len < 16; len++) {
+		size_t v = 0;
+
+		while (v + 1 < MCR_DIRECT_LENS && mcr_direct_len[v] != len)
+			v++;
+		so->of_len[len] = v * MCR_DIRECT_SLOTS * MCR_DIRECT_STUB;
+	}
+#endif
+}
+
+/* What deciding a site needs of its image, copied out of it: the
+ * pokes are written as bytes, which may alias anything, so fields read
+ * through the image were read again for every site. */
+struct site_view {
+	struct mcloc_rec *recs;
+	size_t first, nrecs;
+	uintptr_t base, args, regs;
+	uint8_t *stubs;
+	bool slots;
+};
+
+static struct site_view view_of(const struct image *im)
+{
+	return (struct site_view){ im->recs, im->first, im->nrecs, im->base,
+				   im->desc->tramp_args, im->desc->tramp_regs, im->stubs, im->slots };
+}
+
+/* Which of O's owners alone covers record R of IV (state S) where that
+ * decides its call (one ops on a site with an ops slot or a stub page);
+ * -1 if none does or it does not matter. */
+static inline int owner_of(const struct site_view *iv, size_t r, uint32_t s,
+			   const struct owners *o)
+{
+	if ((s & REC_REF_MASK) != 1 || !(iv->slots || iv->stubs))
+		return -1;
+	for (size_t i = 0; i < o->n; i++)
+		if (mcr_bit_of(o->v[i].covers, iv->first + r))
+			return (int)i;
+	return -1;
+}
+
+/*
+ * Where the site of record R of IV should call, from its state S (0:
+ * nowhere, the NOP) and its owner WHO (owner_of()), and in *FLAGS the
+ * REC_ENABLED* bits that will say so: the regs trampoline if any ops
+ * needs registers; else, where sites have ops slots, the args trampoline
+ * with *SLOT the one ops that covers it or the list ops; else the one
+ * ops's stub if one alone covers it and has a direct slot, else the list
+ * (args trampoline).
+ */
+static inline uintptr_t wanted(const struct site_view *iv, size_t r, uint32_t s,
+			       const struct owners *o, int who, const struct stub_offs *so,
+			       uint32_t *flags, uintptr_t *slot)
+{
+	*flags = 0;
+	if (!(s & REC_REF_MASK))
+		return 0;
+	*flags = REC_ENABLED;
+	/* A direct trampoline alone, within the site's reach: called
+	 * itself, nothing of ours in between. */
+	if ((s & REC_HAS_DIRECT) && (s & REC_REF_MASK) == 1) {
+		uintptr_t t = mcr_direct_of(mcr_directs, iv->first + r);
+		uint8_t b[MCR_MAX_SITE];
+
+		if (t && !mcr_encode(iv->base + iv->recs[r].off, s >> REC_LEN_SHIFT, t, b)) {
+			*flags |= REC_ENABLED_USER;
+			return t;
+		}
+	}
+	if (s & REC_REGS_MASK) {
+		*flags |= REC_ENABLED_REGS;
+		return iv->regs;
+	}
+	if (iv->slots) {
+		*slot = who < 0 ? (uintptr_t)&mcr_list_ops : (uintptr_t)o->v[who].ops;
+		*flags |= who < 0 ? 0 : REC_ENABLED_DIRECT;
+		return iv->args;
+	}
+	if (who >= 0) {
+		*flags |= REC_ENABLED_DIRECT;
+		return (uintptr_t)iv->stubs + so->of_len[s >> REC_LEN_SHIFT] +
+		       (size_t)o->v[who].slot * MCR_DIRECT_STUB;
+	}
+	return iv->args;
+}
+
+/* What a batch may change in a record's state (and a poke's tag
+ * carries back, should the batch be refused). */
+#define REC_SITE_SHIFT 22
+#define REC_SITE_BITS (REC_PARKED | REC_ENABLED_ALL | (7u << REC_LEN_SHIFT))
+#define REC_KIND (REC_ENABLED_REGS | REC_ENABLED_DIRECT | REC_ENABLED_USER)
+
+/* Where record R of IM calls now (S enabled), or would call if enabled
+ * again (S parked), when the state says so: 0 for a call the site alone
+ * knows (x86_64: which stub; a parked direct trampoline, which may be
+ * gone from the set), whose tail the patcher then reads back. */
+static inline uintptr_t current(const struct site_view *iv, size_t r, uint32_t s)
+{
+	if (s & REC_ENABLED_USER)
+		return s & REC_ENABLED ? mcr_direct_of(mcr_directs, iv->first + r) : 0;
+	if (s & REC_ENABLED_REGS)
+		return iv->regs;
+	if ((s & REC_ENABLED_DIRECT) && !MCR_ONE_STORE)
+		return 0;
+	return iv->args;
+}
+
+/* Encode a call from SITE (LEN bytes) to TO, a direct trampoline of the
+ * user's (USER) or an image's trampoline or stub, parked (PARK) or not:
+ * TO 0 gives a call whose tail (*FLAGS |= TAIL) the patcher reads back. */
+static inline __attribute__((always_inline)) int
+encode_call(uintptr_t site, unsigned len, uintptr_t to, bool user, bool park,
+	    uint8_t *out, uint8_t *flags, uint8_t tail)
+{
+	if (!to) {
+		*flags |= tail;
+		to = site;	/* (any target in reach: only the first byte counts) */
+		user = true;
+	}
+#ifdef MCR_PARK
+	if (park)
+		return mcr_encode_parked(site, len, to, out);
+#else
+	(void)park;
+#endif
+	return user ? mcr_encode(site, len, to, out) : mcr_encode_tramp(site, len, to, out);
+}
+
+/* Add UNIT (mcr_count_unit()) to the state of global record G. */
+void mcr_rec_add(size_t g, uint32_t unit)
+{
+	for (size_t i = 0; i < mcr_nimages; i++) {
+		struct image *im = mcr_images[i];
+
+		if (!im || g < im->first || g >= im->first + im->nrecs)
+			continue;
+		im->recs[g - im->first].state += unit;
+		return;
+	}
+}
+
+/* Add DELTA to the counts of every record OPS covers: its bitmap's set
+ * bits, word by word (an image loaded after it registered has records
+ * past its ncovered, which it does not cover). */
+static void count(const struct mcloc_ops *ops, int delta)
+{
+	const uint64_t *covers = ops->priv->covers;
+	size_t ncovered = ops->priv->ncovered;
+	uint32_t d = mcr_count_unit(ops, delta);
+
+	for (size_t i = 0; i < mcr_nimages; i++) {
+		struct image *im = mcr_images[i];
+		if (!im)
+			continue;
+		size_t lo = im->first, hi = im->first + im->nrecs;
+
+		if (hi > ncovered)
+			hi = ncovered;
+		for (size_t g = lo; g < hi;) {
+			size_t end = (g / 64 + 1) * 64 < hi ? (g / 64 + 1) * 64 : hi;
+			uint64_t bits = covers[g / 64] >> (g % 64);
+
+			if (end - g < 64)
+				bits &= (1ull << (end - g)) - 1;
+			for (; bits; bits &= bits - 1)
+				im->recs[g - lo + (size_t)__builtin_ctzll(bits)].state += d;
+			g = end;
+		}
+	}
+}
+
+#ifdef MCR_FLIP_LEN
+/* The last flip mcr_update_sites() decided, for the next records like it:
+ * their state and owner, the target their call must have (0: any), the
+ * first bytes, and the state after. */
+struct flip_memo {
+	uint32_t s;
+	int who;
+	uintptr_t expect;
+	uint8_t old, new_byte;
+	uint32_t now;
+};
+#endif
+
+/* Images in address order: the patcher's flips and pokes must be. */
+static size_t images_by_address(const struct image **out)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < mcr_nimages; i++) {
+		const struct image *im = mcr_images[i];
+		size_t j = k++;
+
+		if (!im) {
+			k--;
+			continue;
+		}
+		for (; j > 0 && out[j - 1]->lo > im->lo; j--)
+			out[j] = out[j - 1];
+		out[j] = im;
+	}
+	return k;
+}
+
+/* Give back the states of a batch that was refused: the pokes' from
+ * their tags; a flip's by its old first byte (MCR_PARK: it was parked,
+ * else enabled), the kind of call being the same on both sides. */
+static void restore_states(const struct mcr_poke *v, size_t n, const uint64_t *flips, size_t nf)
+{
+	for (size_t k = 0; k < n + nf; k++) {
+		uintptr_t a = k < n ? v[k].addr : MCR_FLIP_ADDR(flips[k - n]);
+		struct image *im = (struct image *)mcr_image_of(a);
+		long r = im ? mcr_rec_at(im, a) : -1;
+
+		if (r < 0)
+			continue;
+		uint32_t *st = &im->recs[r].state;
+		if (k < n) {
+			*st = (*st & ~REC_SITE_BITS) | (uint32_t)v[k].tag << REC_SITE_SHIFT;
+			continue;
+		}
+#ifdef MCR_PARK
+		bool parked = MCR_FLIP_OLD(flips[k - n]) == MCR_PARK;
+		*st = (*st & ~(REC_ENABLED | REC_PARKED)) | (parked ? REC_PARKED : REC_ENABLED);
+#endif
+	}
+}
+
+/*
+ * Patch every record whose wanted state differs from its enabled one:
+ * one pass over the records, one batch.  A site that changes by its first
+ * byte alone (x86_64: parked, and enabled again to the same target, or
+ * the reverse) is armed as it is decided (patch.h: mcr_flip()); the
+ * others become pokes, armed by mcr_patch_batch().
+ */
+int mcr_update_sites_with(const struct mcloc_ops *cops, int delta)
+{
+	/* Kept from batch to batch (under the lock): a fresh 100,000-site
+	 * buffer costs more in page faults than the batch's own writes. */
+	static struct mcr_poke *v;
+	static struct mcr_slot_write *sv;
+	static uint64_t *fl;
+	static size_t vcap;
+	const struct image *order[MCR_MAX_IMAGES];
+	struct owners own;
+	struct stub_offs so;
+	struct mcr_batch b;
+	size_t cap = 1, n = 0, ns = 0;
+	char err[256];
+	int ret = 0;
+
+	for (size_t i = 0; i < mcr_nimages; i++)
+		cap += mcr_images[i] ? mcr_images[i]->nrecs : 0;
+	if (cap > vcap) {
+		struct mcr_poke *nv = realloc(v, cap * sizeof(*v));
+		struct mcr_slot_write *nsv = nv && MCR_ONE_STORE ?
+					     realloc(sv, cap * sizeof(*sv)) : sv;
+		uint64_t *nfl = nv && !MCR_ONE_STORE ? realloc(fl, cap * sizeof(*fl)) : fl;
+
+		if (nv)
+			v = nv;
+		if (nsv)
+			sv = nsv;
+		if (nfl)
+			fl = nfl;
+		if (!nv || (MCR_ONE_STORE ? !nsv : !nfl)) {
+			if (cops)
+				count(cops, delta);
+			return -ENOMEM;
+		}
+		vcap = cap;
+	}
+	owners_now(&own);
+	stub_offs_init(&so);
+	size_t nim = images_by_address(order);
+	/* COPS's counts change as the records go by: a pass of its own over
+	 * a hundred thousand records was a tenth of a batch.  After a
+	 * refusal, the rest of the records are only counted. */
+	const uint64_t *covers = cops ? cops->priv->covers : NULL;
+	size_t ncovered = cops ? cops->priv->ncovered : 0;
+	uint32_t unit = cops ? mcr_count_unit(cops, delta) : 0;
+	mcr_batch_begin(&b, fl);
+	for (size_t i = 0; i < nim; i++) {
+		const struct site_view iv = view_of(order[i]);
+		struct mcloc_rec *recs = iv.recs;
+#ifdef MCR_FLIP_LEN
+		uintptr_t hint = order[i]->hi + MCR_MAX_SITE;
+		struct flip_memo m = { .s = REC_REFUSED };	/* (never one's state) */
+#endif
+
+		for (size_t r = 0; r < iv.nrecs; r++) {
+			uint32_t s = recs[r].state, f;
+			size_t g = iv.first + r;
+
+			if (g < ncovered && (covers[g / 64] >> (g % 64) & 1))
+				recs[r].state = s += unit;
+			if (ret)
+				continue;
+			if (!(s & (REC_REF_MASK | REC_ENABLED)) || (s & REC_REFUSED))
+				continue;
+			int who = owner_of(&iv, r, s, &own);
+			uintptr_t site = iv.base + recs[r].off;
+#ifdef MCR_FLIP_LEN
+			/* Records in a row mostly share their state and owner,
+			 * and then flip as the one before did: only the target
+			 * is checked again. */
+			if (s == m.s && who == m.who &&
+			    (!m.expect || mcr_flip_dest(site) == m.expect)) {
+				int k = mcr_flip(&b, site, m.old, m.new_byte, hint, err, sizeof(err));
+
+				if (k < 0) {
+					ret = k;
+					continue;
+				}
+				if (!k) {
+					recs[r].state = m.now;
+					continue;
+				}
+			}
+#endif
+			uintptr_t slot = 0;
+			uintptr_t to = wanted(&iv, r, s, &own, who, &so, &f, &slot);
+			bool was = s & (REC_ENABLED | REC_PARKED);
+			uintptr_t from = was ? current(&iv, r, s) : 0;
+#if MCR_ONE_STORE
+			/* The slot before the call that reads it; a site that
+			 * stops calling keeps its stale slot, which the
+			 * dispatcher reads only behind the call. */
+			if (slot && *(const uintptr_t *)(site - MCR_SLOT_BACK) != slot)
+				sv[ns++] = (struct mcr_slot_write){ site - MCR_SLOT_BACK, slot };
+#endif
+			/* (f is 0 only for an enabled site: its count is 0.) */
+			if ((s & REC_ENABLED) && f == (s & REC_ENABLED_ALL))
+				continue;
+			unsigned len = s >> REC_LEN_SHIFT;
+			struct mcr_poke *p = &v[n];
+			/* Same target, another meaning (one ops's slot or the
+			 * list, through the same trampoline): no store. */
+			if ((s & REC_ENABLED) && f && from == to) {
+				recs[r].state = (s & ~REC_ENABLED_ALL) | f;
+				continue;
+			}
+#ifdef MCR_FLIP_LEN
+			/* Parked and enabled again, to the same target and as
+			 * the same kind of call, or enabled and parked: the
+			 * first byte alone, whose tail is checked here (a
+			 * disabled stub call goes wherever it went). */
+			if (len == MCR_FLIP_LEN &&
+			    (f ? (s & REC_PARKED) && (f & REC_KIND) == (s & REC_KIND) &&
+				 mcr_flip_dest(site) == to
+			       : (s & REC_ENABLED) && (!from || mcr_flip_dest(site) == from))) {
+				struct flip_memo fm = {
+					s, who, f ? to : from, f ? MCR_PARK : MCR_CALL,
+					f ? MCR_CALL : MCR_PARK,
+					(s & ~(REC_ENABLED | REC_PARKED)) | (f ? REC_ENABLED : REC_PARKED)
+				};
+				int k = mcr_flip(&b, site, fm.old, fm.new_byte, hint, err, sizeof(err));
+
+				if (k < 0) {
+					ret = k;
+					continue;
+				}
+				if (!k) {
+					/* (Not for a trampoline of the site's own.) */
+					if (!(s & (REC_HAS_DIRECT | REC_ENABLED_USER)))
+						m = fm;
+					recs[r].state = fm.now;
+					continue;
+				}
+			}
+#endif
+			/* Disabled, a site parks its call where it can (then
+			 * keeping the bits that say which), else it is the NOP
+			 * again; enabled, a 6-byte x86_64 site is a 5-byte one
+			 * from then on (arch/runtime.h). */
+			uint32_t now = f;
+			bool park = false;
+#ifdef MCR_PARK
+			park = !f && len == 5;
+			if (park)
+				now = REC_PARKED | (s & REC_KIND);
+#endif
+			now |= (f ? MCR_CALL_LEN(len) : len) << REC_LEN_SHIFT;
+			p->addr = site;
+			p->len = (uint8_t)len;
+			p->flags = 0;
+			int bad = was ? encode_call(site, len, from, s & REC_ENABLED_USER,
+						    !(s & REC_ENABLED), p->old_bytes, &p->flags,
+						    MCR_POKE_OLD_TAIL)
+				      : mcr_encode(site, len, 0, p->old_bytes);
+			if (!bad)
+				bad = f ? encode_call(site, len, to, f & REC_ENABLED_USER, false,
+						      p->new_bytes, &p->flags, 0)
+				    : park ? encode_call(site, len, from, s & REC_ENABLED_USER, true,
+							 p->new_bytes, &p->flags, MCR_POKE_SAME_TAIL)
+					   : mcr_encode(site, len, 0, p->new_bytes);
+			if (bad) {
+				recs[r].state |= REC_REFUSED;
+				mcr_nrefused++;
+				mcr_say(1, "site %#lx: no %u-byte call reaches the trampoline; refused",
+				    (unsigned long)site, len);
+				continue;
+			}
+			/* The new state now, the old one in the poke, in case
+			 * the batch is refused: a second walk over a hundred
+			 * thousand records cost more than the batch's
+			 * bookkeeping.  (No dispatcher reads these bits.) */
+			p->tag = (uint16_t)((s & REC_SITE_BITS) >> REC_SITE_SHIFT);
+			recs[r].state = (s & ~REC_SITE_BITS) | now;
+			n++;
+		}
+	}
+	size_t nflips = b.nflips;
+	if (ret)
+		mcr_batch_abort(&b);
+	else
+		ret = mcr_patch_batch(&b, v, n, sv, ns, err, sizeof(err));
+	if (ret) {
+		mcr_say(0, "%s", err);
+		restore_states(v, n, fl, nflips);
+	}
+	return ret;
+}
+
+int mcr_update_sites(void)
+{
+	return mcr_update_sites_with(NULL, 0);
+}
+
+/*
+ * fork() (fork.c): no patching across it, so the child gets a consistent
+ * text; and an RCU and a patcher that know only the thread it has.
+ */
+void mcr_plan_fork(enum mcr_fork stage)
+{
+	switch (stage) {
+	case MCR_FORK_PREPARE:
+		pthread_mutex_lock(&mcr_lock);
+		mcr_rcu_before_fork();
+		break;
+	case MCR_FORK_PARENT:
+		mcr_rcu_after_fork_parent();
+		pthread_mutex_unlock(&mcr_lock);
+		break;
+	case MCR_FORK_CHILD:
+		mcr_rcu_after_fork_child();
+		mcr_patch_after_fork_child();
+		pthread_mutex_unlock(&mcr_lock);
+		break;
+	}
+}

@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* trace.c: tracing into shared rings, for a controller (control.c). */
+#ifndef MCLOC_TRACE_H
+#define MCLOC_TRACE_H
+
+#include "mcr.h"
+
+struct mcloc_req_trace;
+/* Start the tracer Q asks for, with the filter, notrace and
+ * set_graph_function globs given ("" for none): the rings' memfd in
+ * *FD (the caller passes it on and closes it) and its size in *SIZE.
+ * -errno with ERR saying why. */
+int mcr_trace_start(const struct mcloc_req_trace *q, const char *filter, const char *notrace,
+		    const char *graph, int *fd, uint64_t *size, char *err, size_t errlen);
+/* Refresh the rings' clock pair (the control thread, while tracing). */
+void mcr_trace_tick(void);
+/* Stop: every site the trace enabled is a NOP again, no callback of it
+ * runs, and the rings say done. */
+void mcr_trace_stop(void);
+bool mcr_trace_active(void);
+
+/* fork.c's: the session's lock, and a child that is no session's. */
+void mcr_trace_fork(enum mcr_fork stage);
+
+#endif
