@@ -30,6 +30,15 @@ import tempfile
 # ---------------------------------------------------------------- ELF
 
 
+
+def packed(fields):
+    """[(name, offset, format)] of FIELDS laid end to end, and their size."""
+    out, o = [], 0
+    for name, f in fields:
+        out.append((name, o, f))
+        o += struct.calcsize("<" + f)
+    return out, o
+
 class Elf:
     """The parts of an ELF file a mutation aims at, as file offsets."""
 
@@ -52,26 +61,25 @@ class Elf:
             self.ehdr.append((n, o, f))
             o += struct.calcsize(f)
         self.machine = self.get(18, "H")
+        # (The classes' layouts: the same fields, addresses and sizes
+        # 8 or 4 bytes wide; program headers and symbols order them
+        # differently.)
+        a = "Q" if w else "I"
+        self.shf, self.shsize = packed([("name", "I"), ("type", "I"), ("flags", a), ("addr", a),
+                                        ("offset", a), ("size", a), ("link", "I"), ("info", "I"),
+                                        ("addralign", a), ("entsize", a)])
         if w:
-            self.shf = [("name", 0, "I"), ("type", 4, "I"), ("flags", 8, "Q"), ("addr", 16, "Q"),
-                        ("offset", 24, "Q"), ("size", 32, "Q"), ("link", 40, "I"),
-                        ("info", 44, "I"), ("addralign", 48, "Q"), ("entsize", 56, "Q")]
-            self.phf = [("type", 0, "I"), ("flags", 4, "I"), ("offset", 8, "Q"), ("vaddr", 16, "Q"),
-                        ("paddr", 24, "Q"), ("filesz", 32, "Q"), ("memsz", 40, "Q"),
-                        ("align", 48, "Q")]
-            self.symf = [("name", 0, "I"), ("info", 4, "B"), ("other", 5, "B"),
-                         ("shndx", 6, "H"), ("value", 8, "Q"), ("size", 16, "Q")]
-            self.shsize, self.phsize, self.symsize = 64, 56, 24
+            self.phf, self.phsize = packed([("type", "I"), ("flags", "I"), ("offset", a),
+                                            ("vaddr", a), ("paddr", a), ("filesz", a),
+                                            ("memsz", a), ("align", a)])
+            self.symf, self.symsize = packed([("name", "I"), ("info", "B"), ("other", "B"),
+                                              ("shndx", "H"), ("value", a), ("size", a)])
         else:
-            self.shf = [("name", 0, "I"), ("type", 4, "I"), ("flags", 8, "I"), ("addr", 12, "I"),
-                        ("offset", 16, "I"), ("size", 20, "I"), ("link", 24, "I"),
-                        ("info", 28, "I"), ("addralign", 32, "I"), ("entsize", 36, "I")]
-            self.phf = [("type", 0, "I"), ("offset", 4, "I"), ("vaddr", 8, "I"), ("paddr", 12, "I"),
-                        ("filesz", 16, "I"), ("memsz", 20, "I"), ("flags", 24, "I"),
-                        ("align", 28, "I")]
-            self.symf = [("name", 0, "I"), ("value", 4, "I"), ("size", 8, "I"),
-                         ("info", 12, "B"), ("other", 13, "B"), ("shndx", 14, "H")]
-            self.shsize, self.phsize, self.symsize = 40, 32, 16
+            self.phf, self.phsize = packed([("type", "I"), ("offset", a), ("vaddr", a),
+                                            ("paddr", a), ("filesz", a), ("memsz", a),
+                                            ("flags", "I"), ("align", a)])
+            self.symf, self.symsize = packed([("name", "I"), ("value", a), ("size", a),
+                                              ("info", "B"), ("other", "B"), ("shndx", "H")])
         self.secs = []
         shoff, shnum = self.field("e_shoff"), self.field("e_shnum")
         for i in range(shnum):
