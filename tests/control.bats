@@ -857,12 +857,14 @@ other_user() {
 	install -m 644 "$SRC/tests/lib/fake-server.py" "$T/fake-server.py"
 	cat >"$T/inner.sh" <<EOF2
 set -e
-exec 4<"$T/fake-server.py"	# (the tmpfs hides \$T)
+# (The tmpfs hides \$T, and the checkout too where it lies under /tmp:
+# the server and mcloc are run through descriptors opened before.)
+exec 4<"$T/fake-server.py" 5<"$MCLOC"
 mount -t tmpfs tmpfs /tmp
 $other mkdir -m 700 /tmp/mcloc-0
 $other $PY /dev/fd/4 /tmp/mcloc-0 good >/dev/null &
 for i in \$(seq 200); do [ -S /tmp/mcloc-0/\$! ] && break; sleep 0.05; done
-env -u XDG_RUNTIME_DIR "$MCLOC" list || echo "status \$?"
+env -u XDG_RUNTIME_DIR /proc/self/fd/5 list || echo "status \$?"
 kill \$!
 EOF2
 	run unshare -m sh "$T/inner.sh"
