@@ -832,18 +832,19 @@ static char *real_target(const char *path)
 
 /*
  * Remove what a killed or concurrent run of ours left at STAGE: only a
- * regular file of this user's, as this run would have made it.  0 when
- * STAGE is free now; 1 when something else is there (another user's
- * file in a shared directory, a directory, a link), which is never
- * removed: the caller stages under a name of its own instead.
+ * regular file as this run would have made it, this user's or OWNER's
+ * (the owner a rewrite keeps).  0 when STAGE is free now; 1 when
+ * something else is there (a third user's file in a shared directory, a
+ * directory, a link), which is never removed: the caller stages under a
+ * name of its own instead.
  */
-static int clear_stage(const char *stage)
+static int clear_stage(const char *stage, uid_t owner)
 {
 	struct stat st;
 
 	if (lstat(stage, &st) < 0)
 		return errno == ENOENT ? 0 : -1;
-	if (!S_ISREG(st.st_mode) || st.st_uid != geteuid())
+	if (!S_ISREG(st.st_mode) || (st.st_uid != geteuid() && st.st_uid != owner))
 		return 1;
 	return unlink(stage) < 0 && errno != ENOENT ? -1 : 0;
 }
@@ -852,9 +853,11 @@ void mce_unstage(const char *target)
 {
 	char *real = real_target(target), *dup = real ? strdup(real) : NULL, *s;
 
-	if (dup && (s = stage_name(dirname(dup), strrchr(real, '/') ?
-				   strrchr(real, '/') + 1 : real))) {
-		clear_stage(s);
+	struct stat st;
+
+	if (dup && stat(real, &st) == 0 &&
+	    (s = stage_name(dirname(dup), strrchr(real, '/') ? strrchr(real, '/') + 1 : real))) {
+		clear_stage(s, st.st_uid);
 		free(s);
 	}
 	free(dup);
@@ -870,7 +873,7 @@ void mce_unstage(const char *target)
  * errno, and STAGE not left behind; *FD is -1 once closed.  NO_PROC, *FD
  * still open, when /proc is missing (a chroot, a container) or STAGE is
  * not this run's to clear: the caller writes a named file instead. */
-static int publish(int *fd, const char *stage, const char *target)
+static int publish(int *fd, const char *stage, const char *target, uid_t owner)
 {
 	char proc[64];
 	int tries = 0;
@@ -878,7 +881,7 @@ static int publish(int *fd, const char *stage, const char *target)
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", *fd);
 	for (;;) {
 		/* (A staged file a killed run left, or a concurrent run's.) */
-		int c = clear_stage(stage);
+		int c = clear_stage(stage, owner);
 
 		if (c)
 			return c < 0 ? -1 : NO_PROC;
@@ -1007,7 +1010,7 @@ int mce_write(struct mce_file *f, const char *outpath)
 		}
 		if (fill(f, fd, &o, &k, target) < 0)
 			goto out;
-		p = publish(&fd, stage, target);
+		p = publish(&fd, stage, target, k.st.st_uid);
 		if (p < 0) {
 			mce_fail(f, "cannot replace %s: %s", target, strerror(errno));
 			goto out;
