@@ -793,9 +793,9 @@ static int keep_meta(struct mce_file *f, int fd, const struct keep *k)
  * one killed between the link and the rename leaves a complete output
  * under a name that says what it is, which the next run on the same
  * target removes (one unlink, no directory scan) if it is a regular file
- * of the same user's; anything else under that name (in a shared
- * directory, another user's) stays, and the run writes a named temporary
- * file instead.  Runs on the same
+ * of the caller's or of the target's owner (clear_stage()); anything else
+ * under that name (in a shared directory, a third user's) stays, and the
+ * run writes a named temporary file instead.  Runs on the same
  * target at once (make -j with a bad Makefile) may take each other's
  * staged file: every file ever under that name is complete, so whichever
  * is renamed, the target is a whole object.  Returns the descriptor, or
