@@ -112,7 +112,9 @@ ccache_recipe() {
 @test "ccache, hard_link mode: the cache's linked objects stay the compiler's" {
 	export CCACHE_HARDLINK=1 CCACHE_NOCOMPRESS=1
 	ccache_recipe
-	# (hard_link mode really was in use: raw objects, the compiler's.)
+	# hard_link mode really was in use: a hit is the cache's own file,
+	# and the raw objects there are the compiler's.
+	[ "$(stat -c %h "$T/hit/served.o")" -eq 2 ]
 	n=0
 	while read -r f; do
 		cmp "$f" "$T/hit/plain.o" && n=$((n + 1))
