@@ -43,6 +43,28 @@ bool mc_ccargs_is_source(const char *a)
 	return false;
 }
 
+static bool is_launcher(const char *cmd)
+{
+	static const char *const launchers[] = { "ccache", "sccache", "distcc", "icecc" };
+	const char *base = strrchr(cmd, '/') ? strrchr(cmd, '/') + 1 : cmd;
+
+	for (size_t i = 0; i < sizeof(launchers) / sizeof(launchers[0]); i++)
+		if (!strcmp(base, launchers[i]))
+			return true;
+	return false;
+}
+
+const char *mc_ccargs_driver(int argc, char *const *argv)
+{
+	int i = 0;
+
+	/* (A launcher given an option first runs its own default compiler,
+	 * or is not compiling at all: it stays the driver.) */
+	while (i + 1 < argc && argv[i + 1][0] != '-' && is_launcher(argv[i]))
+		i++;
+	return argv[i];
+}
+
 void mc_ccargs_read(int argc, char *const *argv, struct mc_ccargs *c)
 {
 	bool other = false;

@@ -23,6 +23,15 @@ struct mc_ccargs {
 /* Read the command ARGV[0..ARGC) (ARGV[0] is the driver itself). */
 void mc_ccargs_read(int argc, char *const *argv, struct mc_ccargs *c);
 
+/*
+ * The compiler driver of the command ARGV[0..ARGC): ARGV[0], or, when that
+ * is a compiler cache or distribution launcher (ccache, sccache, distcc,
+ * icecc) with the compiler as its next argument, that compiler (through a
+ * chain of them).  What the tools run of their own must go to the driver:
+ * the launcher reads options of its own ("ccache -c" cleans the cache).
+ */
+const char *mc_ccargs_driver(int argc, char *const *argv);
+
 /* Whether ARG is an option whose value is the next argument. */
 bool mc_ccargs_takes_value(const char *arg);
 

@@ -103,7 +103,7 @@ static int copy_command(int argc, char **argv, bool keep, char **cmd)
 {
 	/* The linker itself takes the options bare; a compiler driver
 	 * passes them on through -Wl. */
-	bool ld = mc_linker_prefix(argv[0]) >= 0;
+	bool ld = mc_linker_prefix(mc_ccargs_driver(argc, argv)) >= 0;
 	int n = 0;
 
 	for (int i = 0; i < argc; i++) {
@@ -271,7 +271,7 @@ int cmd_link(int argc, char **argv, const struct op_common *c)
 			return 1;
 		}
 		snprintf(rtobj, sizeof(rtobj), "%s/mcloc-rt.o", rtdir);
-		if (op_tramp_for_link(argv[0], argc, argv, rtobj) < 0) {
+		if (op_tramp_for_link(mc_ccargs_driver(argc, argv), argc, argv, rtobj) < 0) {
 			status = 1;
 			goto out;
 		}
