@@ -5,7 +5,7 @@
  * and, on x86_64, the ORC unwind tables, .orc_unwind_ip and .orc_unwind,
  * whose entries pair up by index.  Found and validated together before
  * anything changes; sorted as the 6.1 kernel's scripts/sorttable sorts
- * them, to the byte; and summarised for inspect and check.
+ * them (6.1's and 6.12's agree here), to the byte; and summarised for inspect and check.
  */
 #ifndef MCLOC_OBJPATCH_KTABLES_H
 #define MCLOC_OBJPATCH_KTABLES_H
@@ -19,6 +19,7 @@ struct kt_tables {
 	unsigned ex_size;		/* bytes per entry */
 	struct mce_sec *orc_ip, *orc;	/* both or neither */
 	size_t orc_n;
+	const struct mc_orc_layout *orc_layout;	/* with them: which */
 	long sort_needed;		/* main_extable_sort_needed, or -1 */
 };
 
