@@ -16,6 +16,7 @@
  * exception table and the ORC tables are well formed, sorted, and point
  * into code.
  */
+#include "kmcount.h"
 #include "ktables.h"
 #include "objpatch.h"
 #include "sites.h"
@@ -42,6 +43,7 @@ struct checker {
 	size_t ntables;
 	bool runtime;		/* the image has libmcloc's descriptor */
 	bool kernel;		/* --kernel: the kernel's conventions */
+	enum km_version kversion;	/* with kernel: whose (KM_DETECT: the image's) */
 	size_t in_no_function;	/* entries --kernel accepted there */
 };
 
@@ -286,7 +288,7 @@ static size_t check_complete(struct checker *k, const struct op_entry *sorted, s
 
 /* Check FILE, named PATH in what is said of it. */
 static int check_one(const char *file, const char *path, const struct op_common *c,
-		     struct json *j, bool kernel, size_t *total)
+		     struct json *j, bool kernel, enum km_version kversion, size_t *total)
 {
 	struct mce_file f;
 	struct op_sites s = { 0 };
@@ -309,10 +311,19 @@ static int check_one(const char *file, const char *path, const struct op_common 
 	}
 	k.ntables = s.ntables;
 	k.runtime = s.image_sym > 0;
+	if (kernel)
+		k.kversion = kversion ? kversion : km_detect(&f);
+	size_t zeros = 0;
 	for (size_t i = 0; i < s.n; i++) {
 		const struct op_entry *e = &s.v[i];
 
 		if (!e->resolved) {
+			/* 6.12's sorttable zeroes the entries of replaced weak
+			 * functions, and its kernel skips zeros at boot. */
+			if (k.kversion == KM_6_12 && mce_linked(&f) && !e->addr) {
+				zeros++;
+				continue;
+			}
 			if (!mce_linked(&f))
 				problem(&k, 0, 0, false, "%s entry %u has no relocation "
 					"(a zero entry)", e->table, e->idx);
@@ -347,6 +358,9 @@ static int check_one(const char *file, const char *path, const struct op_common 
 			problem(&k, e->shndx, e->off, true, "not aligned to %u bytes, which "
 				"atomic patching needs", k.a->site_align);
 	}
+	if (kernel && mce_linked(&f) && s.ntables && zeros == s.n)
+		problem(&k, 0, 0, false, "%s: %s: the kernel would trace nothing",
+			s.tables[0].name, s.n ? "every entry is zero" : "no entries");
 	size_t n;
 
 	sorted = op_sites_by_place(&s, &n);
@@ -387,7 +401,7 @@ out:
 
 /* Check PATHS[0..N), each named NAME if given; 1 if any has a problem. */
 static int check_files(char *const *paths, int n, const char *name,
-		       const struct op_common *c, bool kernel)
+		       const struct op_common *c, bool kernel, enum km_version kversion)
 {
 	struct json j;
 	size_t total = 0;
@@ -397,7 +411,8 @@ static int check_files(char *const *paths, int n, const char *name,
 	if (c->json)
 		json_begin(&j, NULL, '[');
 	for (int i = 0; i < n; i++)
-		if (check_one(paths[i], name ? name : paths[i], c, &j, kernel, &total) != 0)
+		if (check_one(paths[i], name ? name : paths[i], c, &j, kernel, kversion,
+			      &total) != 0)
 			status = 1;
 	if (c->json) {
 		json_end(&j, ']');
@@ -409,16 +424,24 @@ static int check_files(char *const *paths, int n, const char *name,
 int cmd_check(int argc, char **argv, const struct op_common *c)
 {
 	static const struct option longopts[] = {
-		{ "kernel", no_argument, NULL, 'k' },
+		{ "kernel", optional_argument, NULL, 'k' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ 0 }
 	};
 	bool kernel = false;
+	enum km_version kversion = KM_DETECT;
 	int opt;
 
 	while ((opt = getopt_long(argc, argv, "v", longopts, NULL)) != -1) {
 		switch (opt) {
-		case 'k': kernel = true; break;
+		case 'k':
+			kernel = true;
+			if (optarg && km_version_parse(optarg, &kversion) < 0) {
+				fprintf(stderr, "objpatch check: --kernel=%s: not 6.1 or 6.12\n",
+					optarg);
+				return 2;
+			}
+			break;
 		case 'v': mc_verbose++; break;
 		default: return 2;
 		}
@@ -427,12 +450,12 @@ int cmd_check(int argc, char **argv, const struct op_common *c)
 		fprintf(stderr, "objpatch check: no input files\n");
 		return 2;
 	}
-	return check_files(argv + optind, argc - optind, NULL, c, kernel);
+	return check_files(argv + optind, argc - optind, NULL, c, kernel, kversion);
 }
 
 int op_check_as(const char *path, const char *name, const struct op_common *c)
 {
 	char *paths[] = { (char *)path };
 
-	return check_files(paths, 1, name, c, false);
+	return check_files(paths, 1, name, c, false, KM_DETECT);
 }

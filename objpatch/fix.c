@@ -847,7 +847,7 @@ int op_fix_file(const char *path, const struct fix_opts *o, struct fix_stats *st
 		goto out;
 	st->tables = s.ntables != 0;
 	if (o->sort && kt_any(&kt)) {
-		if (kt_sort(&f, a, &kt, o->kernel, &st->kt) < 0) {
+		if (kt_sort(&f, a, &kt, o->kernel, o->kernel && st->kversion == KM_6_12, &st->kt) < 0) {
 			mc_error(name, "%s", f.err);
 			goto out;
 		}

@@ -263,11 +263,13 @@ out:
 	return ret;
 }
 
-/* Zero the relocations --emit-relocs kept for __ex_table, and clear
+/* Zero the relocations --emit-relocs kept for __ex_table (unless
+ * KEEP_RELS: 6.12's sorttable leaves them), and clear
  * main_extable_sort_needed (a 32-bit word in the image's byte order). */
-static int ex_after(struct mce_file *f, const struct kt_tables *t, struct kt_sort_stats *st)
+static int ex_after(struct mce_file *f, const struct kt_tables *t, bool keep_rels,
+		    struct kt_sort_stats *st)
 {
-	for (size_t i = 1; i < f->shnum; i++) {
+	for (size_t i = 1; !keep_rels && i < f->shnum; i++) {
 		struct mce_sec *rs = &f->secs[i];
 
 		if ((rs->sh.sh_type != SHT_REL && rs->sh.sh_type != SHT_RELA) ||
@@ -373,9 +375,9 @@ out:
 }
 
 int kt_sort(struct mce_file *f, const struct mc_arch *a, const struct kt_tables *t,
-	    bool kernel, struct kt_sort_stats *st)
+	    bool kernel, bool keep_rels, struct kt_sort_stats *st)
 {
-	if (t->ex && (ex_sort(f, a, t, st) < 0 || ex_after(f, t, st) < 0))
+	if (t->ex && (ex_sort(f, a, t, st) < 0 || ex_after(f, t, keep_rels, st) < 0))
 		return -1;
 	if (t->orc && orc_sort(f, a, t, kernel, st) < 0)
 		return -1;

@@ -34,8 +34,9 @@ d, arch, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 version = sys.argv[4] if len(sys.argv) > 4 else "6.1"
 new = version != "6.1"
 # Architectures whose call-site entries this image has, and how.
-mcount = "x86_64" if not new else {"x86_64": "x86_64", "aarch64": "aarch64",
-                                     "arm": "arm"}.get(arch)
+mcount = {"x86_64": "x86_64", "aarch64": "aarch64", "arm": "arm"}.get(arch)
+if not new and arch != "x86_64":
+    mcount = None
 os.makedirs(d, exist_ok=True)
 wide = arch in ("x86_64", "aarch64", "riscv64", "s390x", "ppc64le", "mips64el")
 layout = {"ppc64le": "rel"}.get(arch, "abs" if arch in ("arm", "mips", "mips64el") else
@@ -79,6 +80,7 @@ with open(os.path.join(d, "k.c"), "w") as f:
     if new:
         w("const char linux_banner[] = \"Linux version %s.0 (mcloc@tests) (gcc) #1\\n\";\n"
           % version)
+    w("int sink;\n")
     # Strong definitions of what w.c defines weak (the link keeps both
     # codes; the symbol names this one).
     for i in range(NWEAK):
@@ -96,7 +98,6 @@ with open(os.path.join(d, "k.c"), "w") as f:
             w("__asm__(\".section %s,\\\"ax\\\"\\n%s\");\n" %
               (".init.text" if i % 2 else ".text.g%d" % i, entry_fn("g%d" % i, "").replace("\n", "\\n").replace("\t", "\\t")
                .replace('"', '\\"')))
-    w("int sink;\n")
     for i in range(n):
         sec = '__attribute__((section(".init.text"))) ' if i % 3 == 0 else ""
         tab = entry(i)
