@@ -207,11 +207,17 @@ identical_test() {
 		cp "$d/vmlinux" "$T/theirs"
 		$KT shuffle "$T/theirs" $seed
 		cp "$T/theirs" "$T/ours"
+		cp "$T/theirs" "$T/link"
 		# sorttable reads System.map from the current directory.
 		(cd "$d" && "$BATS_FILE_TMPDIR/sorttable/$variant" "$T/theirs")
 		run "$OBJPATCH" sort --kernel "$T/ours"
 		assert_success
 		cmp "$T/theirs" "$T/ours"
+		# 6.1's command line, through objpatch under sorttable's name.
+		mkdir -p "$T/bin"
+		ln -sf "$OBJPATCH" "$T/bin/sorttable"
+		"$T/bin/sorttable" "$T/link"
+		cmp "$T/theirs" "$T/link"
 	done
 }
 
