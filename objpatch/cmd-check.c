@@ -101,6 +101,25 @@ static void check_runtime_entry(struct checker *k, const struct op_entry *e,
 			"compile with -falign-functions=8", (unsigned long long)addr);
 }
 
+/*
+ * Under --kernel, E, which lies in no function of a linked image (the
+ * code of a replaced weak definition), is accepted: the kernel keeps it
+ * (6.1's sorttable does not drop it) and marks it invalid at boot.
+ */
+static bool kernel_keeps(struct checker *k, const struct op_entry *e)
+{
+	if (!k->kernel || !mce_linked(k->f))
+		return false;
+	k->in_no_function++;
+	if (mc_noting()) {
+		char w[256];
+
+		mce_where(k->f, e->shndx, e->off, w, sizeof(w));
+		mc_note(k->path, "%s: lies in no function; kept, as the kernel keeps it", w);
+	}
+	return true;
+}
+
 static void check_placement(struct checker *k, const struct op_entry *e)
 {
 	struct mc_text t = mc_text_of(k->f, &k->f->secs[e->shndx], 0);
@@ -122,6 +141,9 @@ static void check_placement(struct checker *k, const struct op_entry *e)
 		if (fn >= 0 && k->a->landing_pad &&
 		    start + k->a->landing_pad(&t, start) == e->off)
 			return;
+		if (fn >= 0 && k->f->syms[fn].size && e->off >= start + k->f->syms[fn].size &&
+		    kernel_keeps(k, e))
+			return;
 		problem(k, e->shndx, e->off, true, "patchable NOPs not at a function entry");
 		return;
 	}
@@ -136,19 +158,8 @@ static void check_placement(struct checker *k, const struct op_entry *e)
 		 * symbol covers is a weak definition another replaced. */
 		if (!mce_linked(k->f))
 			return;
-		/* The kernel keeps them (6.1's sorttable does not drop them)
-		 * and marks them invalid at boot. */
-		if (k->kernel) {
-			k->in_no_function++;
-			if (mc_noting()) {
-				char w[256];
-
-				mce_where(k->f, e->shndx, e->off, w, sizeof(w));
-				mc_note(k->path, "%s: lies in no function; kept, as the kernel "
-					"keeps it", w);
-			}
+		if (kernel_keeps(k, e))
 			return;
-		}
 		problem(k, e->shndx, e->off, true, "lies in no function (the code of "
 			"a weak definition the link replaced?); objpatch sort drops it");
 		return;

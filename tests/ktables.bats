@@ -531,3 +531,29 @@ PYEOF
 	$KT order "$T/a"
 	$KT order "$T/b"
 }
+
+@test "riscv64 -fpatchable-function-entry=8,4: entries 8 bytes before their function are kept, a replaced weak one's zeroed" {
+	toolchain riscv64
+	printf '%s\n' 'int sink;' 'void f1(void) { sink += 1; }' 'void f2(void) { sink += 2; }' \
+		'__attribute__((weak)) void f3(void) { sink += 3; }' \
+		'void _start(void) { f1(); f2(); f3(); }' > "$T/a.c"
+	printf '%s\n' 'extern int sink;' 'void f3(void) { sink += 33; }' > "$T/b.c"
+	printf '%s\n' 'ENTRY(_start)' 'SECTIONS {' '. = 0xffffffff80000000 + SIZEOF_HEADERS;' \
+		'.text : { *(.text .text.*) }' '. = ALIGN(4096);' \
+		'.init.data : { . = ALIGN(8); __start_mcount_loc = .; KEEP(*(__patchable_function_entries)) __stop_mcount_loc = .; }' \
+		'.data : { *(.data .sdata .bss .sbss) }' '}' > "$T/k.lds"
+	for o in a b; do
+		$CC -O2 -fno-pie -mcmodel=medany -march=rv64gc -fpatchable-function-entry=8,4 \
+			-falign-functions=8 -c "$T/$o.c" -o "$T/$o.o"
+	done
+	$LD -T "$T/k.lds" "$T/a.o" "$T/b.o" -o "$T/v"
+	run "$OBJPATCH" check --kernel "$T/v"
+	assert_success
+	run "$OBJPATCH" sort --kernel=6.12 -v "$T/v"
+	assert_success
+	assert_output --partial "1 __mcount_loc entry in no function zeroed"
+	run "$OBJPATCH" check --kernel=6.12 "$T/v"
+	assert_success
+	run "$OBJPATCH" -j inspect "$T/v"
+	[ "$(grep -o '"state":"patchable"' <<< "$output" | wc -l)" -eq 4 ]
+}
