@@ -5,14 +5,16 @@
 # order, as a kernel is, then shuffled at random; objpatch sort must
 # restore the order that an independent reader (tests/lib/ktables.py)
 # checks, keep every entry, and clear main_extable_sort_needed.  Where
-# linux-source-6.1 is installed, the kernel's own scripts/sorttable is
-# built from it and objpatch sort --kernel must give its bytes exactly.
+# linux-source-6.1 and linux-source-6.12 are installed, each kernel's own
+# scripts/sorttable is built from it and objpatch sort --kernel (and
+# objpatch as sorttable) must give its bytes exactly, on images built as
+# that kernel builds them (gen-ktables.py VERSION: 6.12's ORC layout with
+# its .orc_header, replaced weak functions, arm64's relocation addends).
 
 load helpers
 
 KT="$PY $SRC/tests/lib/ktables.py"
 OBJTOOL=$(ls /usr/lib/linux-kbuild-*/tools/objtool/objtool 2>/dev/null | sort -V | tail -1)
-LINUX_SOURCE=$(ls /usr/src/linux-source-6.1.tar.* 2>/dev/null | head -1)
 
 # toolchain ARCH: sets CC, LD, CFLAGS and LDFLAGS for ARCH, or skips.
 toolchain() {
@@ -179,28 +181,35 @@ sort_test() {
 
 # ---- against the kernel's own sorttable --------------------------------
 
-# sorttable VARIANT: the 6.1 kernel's scripts/sorttable, built from
-# linux-source-6.1 as its Makefile builds it: "orc" with ORC and mcount
-# sorting (an x86_64 kernel with both), "plain" with neither.
+# sorttable VERSION VARIANT: the kernel's scripts/sorttable of Linux
+# VERSION (6.1 or 6.12), built from linux-source-VERSION as its Makefile
+# builds it, into $BATS_FILE_TMPDIR/sorttable-VERSION/VARIANT: "orc" with
+# ORC and mcount sorting (x86_64), "mcount" with mcount sorting alone (6.12:
+# the other architectures that select HAVE_BUILDTIME_MCOUNT_SORT, i386,
+# arm64 and arm), "plain" with neither.
 sorttable() {
-	[ -n "$LINUX_SOURCE" ] || skip "linux-source-6.1 is not installed (/usr/src/linux-source-6.1.tar.xz)"
-	local k=$BATS_FILE_TMPDIR/sorttable
+	local src k=$BATS_FILE_TMPDIR/sorttable-$1
+	src=$(ls /usr/src/linux-source-$1.tar.* 2>/dev/null | head -1)
+	[ -n "$src" ] || skip "linux-source-$1 is not installed (/usr/src/linux-source-$1.tar.xz)"
 	if [ ! -d "$k" ]; then
 		mkdir -p "$k.tmp"
-		tar -xf "$LINUX_SOURCE" -C "$k.tmp" --strip-components=1 --wildcards \
+		tar -xf "$src" -C "$k.tmp" --strip-components=1 --wildcards \
 			'*/scripts/sorttable.[ch]' '*/tools/include/*' '*/tools/arch/x86/include/*'
 		mv "$k.tmp" "$k"
 	fi
-	[ -x "$k/$1" ] && return 0
+	[ -x "$k/$2" ] && return 0
 	local flags="-I$k/tools/include"
-	[ "$1" = plain ] || flags="$flags -I$k/tools/arch/x86/include -DUNWINDER_ORC_ENABLED -DMCOUNT_SORT_ENABLED"
-	cc -O2 $flags "$k/scripts/sorttable.c" -o "$k/$1" -lpthread
+	case $2 in
+	orc) flags="$flags -I$k/tools/arch/x86/include -DUNWINDER_ORC_ENABLED -DMCOUNT_SORT_ENABLED" ;;
+	mcount) flags="$flags -DMCOUNT_SORT_ENABLED" ;;
+	esac
+	cc -O2 $flags "$k/scripts/sorttable.c" -o "$k/$2" -lpthread
 }
 
 identical_test() {
 	local variant=plain
 	[ "$1" != x86_64 ] || variant=orc
-	sorttable $variant
+	sorttable 6.1 $variant
 	image "$1"
 	local d=$BATS_FILE_TMPDIR/$1
 	for seed in 1 2; do
@@ -209,7 +218,7 @@ identical_test() {
 		cp "$T/theirs" "$T/ours"
 		cp "$T/theirs" "$T/link"
 		# sorttable reads System.map from the current directory.
-		(cd "$d" && "$BATS_FILE_TMPDIR/sorttable/$variant" "$T/theirs")
+		(cd "$d" && "$BATS_FILE_TMPDIR/sorttable-6.1/$variant" "$T/theirs")
 		run "$OBJPATCH" sort --kernel "$T/ours"
 		assert_success
 		cmp "$T/theirs" "$T/ours"
@@ -315,30 +324,6 @@ EOF
 
 # ---- Linux 6.12 -------------------------------------------------------------
 
-LINUX_SOURCE_612=$(ls /usr/src/linux-source-6.12.tar.* 2>/dev/null | head -1)
-
-# sorttable612 VARIANT: 6.12's scripts/sorttable, built from
-# linux-source-6.12 as its Makefile builds it: "orc" with ORC and mcount
-# sorting (x86_64), "mcount" with mcount sorting (the other architectures
-# that select HAVE_BUILDTIME_MCOUNT_SORT: i386, arm64, arm), "plain".
-sorttable612() {
-	[ -n "$LINUX_SOURCE_612" ] || skip "linux-source-6.12 is not installed (/usr/src/linux-source-6.12.tar.xz)"
-	local k=$BATS_FILE_TMPDIR/sorttable-6.12
-	if [ ! -d "$k" ]; then
-		mkdir -p "$k.tmp"
-		tar -xf "$LINUX_SOURCE_612" -C "$k.tmp" --strip-components=1 --wildcards \
-			'*/scripts/sorttable.c' '*/tools/include/*' '*/tools/arch/x86/include/*'
-		mv "$k.tmp" "$k"
-	fi
-	[ -x "$k/$1" ] && return 0
-	local flags="-I$k/tools/include"
-	case $1 in
-	orc) flags="$flags -I$k/tools/arch/x86/include -DUNWINDER_ORC_ENABLED -DMCOUNT_SORT_ENABLED" ;;
-	mcount) flags="$flags -DMCOUNT_SORT_ENABLED" ;;
-	esac
-	cc -O2 $flags "$k/scripts/sorttable.c" -o "$k/$1" -lpthread
-}
-
 variant612() {
 	case $1 in
 	x86_64) echo orc ;;
@@ -353,7 +338,7 @@ variant612() {
 identical612_test() {
 	local variant
 	variant=$(variant612 "$1")
-	sorttable612 "$variant"
+	sorttable 6.12 "$variant"
 	image "$1" 6.12
 	local d=$BATS_FILE_TMPDIR/$1-6.12
 	mkdir -p "$T/bin"
@@ -430,6 +415,8 @@ identical612_test() {
 	run "$OBJPATCH" inspect "$T/v"
 	assert_success
 	assert_line --regexp '^\.orc_unwind_ip: [0-9]+ entries \(with \.orc_unwind\), sorted, 0 outside code$'
+	# (The replaced weak functions' entries, zeroed, counted apart.)
+	assert_line --regexp '^summary: 0 call, [0-9]+ nop, 0 patchable, 0 other, 5 zero; sorted; 0 duplicates$'
 	# The entries that 6.1's rule would take for weak terminators (and the
 	# reverse) are where 6.4's rule puts them: in orc_dup's group, the weak
 	# ones (type 0) first, then the real ones.
@@ -506,7 +493,7 @@ PYEOF
 	assert_output --partial "__mcount_loc: all 410 entries would come out zero: the kernel would trace nothing"
 	cmp "$T/v" "$T/v.orig"
 	# 6.12's own sorttable writes that table; check --kernel refuses it.
-	sorttable612 mcount
+	sorttable 6.12 mcount
 	"$BATS_FILE_TMPDIR/sorttable-6.12/mcount" -s "$T/nm" "$T/v"
 	run "$OBJPATCH" check --kernel "$T/v"
 	assert_failure 1
