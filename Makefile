@@ -15,12 +15,13 @@ MESON_OPTS ?=
 
 # Build and test dependencies.  gcc-multilib is deliberately absent: it
 # conflicts with Debian's cross compilers, so i386 uses gcc-i686-linux-gnu.
-# linux-source-6.1 is the kernel's own scripts/sorttable, which
+# linux-source-6.1 and -6.12 are the kernels' own scripts/sorttable, which
 # tests/ktables.bats builds and compares objpatch sort --kernel with.
 DEBS := gcc make meson ninja-build pkg-config cmake autoconf automake libtool ccache acl attr \
 	libelf-dev libdw-dev libbz2-dev liblzma-dev libzydis-dev libcapstone-dev \
 	bats bats-assert bats-support python3 python3-pyelftools python3-capstone \
 	binutils-multiarch qemu-user linux-kbuild-6.1 linux-source-6.1 clang strace \
+	linux-source-6.12 \
 	gcc-aarch64-linux-gnu gcc-riscv64-linux-gnu gcc-arm-linux-gnueabihf \
 	gcc-powerpc64le-linux-gnu gcc-s390x-linux-gnu \
 	gcc-mips64el-linux-gnuabi64 gcc-i686-linux-gnu \

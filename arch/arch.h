@@ -84,6 +84,21 @@ enum mc_extable {
 	MC_EXTABLE_ABS,		/* two address-sized words: insn, fixup */
 };
 
+/*
+ * One layout of ORC's struct orc_entry.  Since Linux 6.4 an image names
+ * its layout in .orc_header: a hash of the entry's definition (HEADER,
+ * HEADER_SIZE bytes); before, there was one layout and no header (HEADER
+ * NULL).  WEAK: whether entry E is a weak terminator, which objtool puts
+ * at the end of a section and which goes before a real entry for the same
+ * address.
+ */
+struct mc_orc_layout {
+	const char *name;
+	const uint8_t *header;
+	uint8_t header_size;
+	bool (*weak)(const uint8_t *e);
+};
+
 struct mc_arch {
 	const char *name;		/* "x86_64", "aarch64", ... */
 	uint16_t machine;		/* EM_* */
@@ -153,12 +168,21 @@ struct mc_arch {
 	uint8_t extable;		/* enum mc_extable */
 	/*
 	 * ORC unwind tables (.orc_unwind_ip, .orc_unwind): the bytes of one
-	 * .orc_unwind entry, 0 where the kernel has none; and whether entry
-	 * E is a weak terminator, which objtool puts at the end of a section
-	 * and which goes before a real entry for the same address.
+	 * .orc_unwind entry, 0 where the kernel has none; and the entry
+	 * layouts objpatch knows (struct mc_orc_layout), ended by one with
+	 * no name.
 	 */
 	uint8_t orc_entry_size;
-	bool (*orc_weak)(const uint8_t *e);
+	const struct mc_orc_layout *orc_layouts;
+	/*
+	 * __mcount_loc as 6.12's sorttable reads it here: through the addends
+	 * of R_*_RELATIVE relocations when there are any (arm64's gcc leaves
+	 * zeros in place); and how many bytes before a function's symbol an
+	 * entry may lie and still count as the function's (arm64's CALL_OPS
+	 * slot, -fpatchable-function-entry=4,2).
+	 */
+	bool kernel_mcount_addends;
+	uint8_t kernel_mcount_before;
 
 	/* --- the runtime's one-store sites (objpatch link --runtime) --- */
 	/*

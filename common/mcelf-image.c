@@ -263,6 +263,18 @@ int mce_word_write(struct mce_file *f, uint64_t va, uint64_t value)
 	return 0;
 }
 
+int mce_dynrel_set_addend(struct mce_file *f, const struct mce_dynrel *d, int64_t addend)
+{
+	struct mce_dynrel *m = (struct mce_dynrel *)d;
+
+	if (!m->rs || !m->rs->is_rela)
+		return mce_fail(f, "the relocation at 0x%llx has no addend to set",
+				(unsigned long long)m->where);
+	m->addend = addend;
+	m->rs->rels[m->i].addend = addend;
+	return mce_store_rel(f, m->rs, m->i);
+}
+
 /* N words at VA inside one section's loaded data, or NULL. */
 static uint8_t *place_words(struct mce_file *f, uint64_t va, size_t n, struct mce_sec **sp)
 {

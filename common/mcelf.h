@@ -369,6 +369,10 @@ const struct mce_dynrel *mce_dynrel_at(struct mce_file *f, uint64_t va);
 /* The dynamic symbol a relocation names ("" if none). */
 const char *mce_dynrel_name(struct mce_file *f, const struct mce_dynrel *d);
 
+/* Set the addend of D, a RELA relocation, and nothing at its place
+ * (what the kernel's sorttable does on arm64, whose places hold 0). */
+int mce_dynrel_set_addend(struct mce_file *f, const struct mce_dynrel *d, int64_t addend);
+
 /*
  * The address-sized word at VA as the loaded image sees it relative to its
  * load address: the addend of a RELA R_*_RELATIVE relocation there (the

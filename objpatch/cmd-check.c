@@ -16,6 +16,7 @@
  * exception table and the ORC tables are well formed, sorted, and point
  * into code.
  */
+#include "kmcount.h"
 #include "ktables.h"
 #include "objpatch.h"
 #include "sites.h"
@@ -42,6 +43,7 @@ struct checker {
 	size_t ntables;
 	bool runtime;		/* the image has libmcloc's descriptor */
 	bool kernel;		/* --kernel: the kernel's conventions */
+	enum km_version kversion;	/* with kernel: whose (KM_DETECT: the image's) */
 	size_t in_no_function;	/* entries --kernel accepted there */
 };
 
@@ -99,6 +101,25 @@ static void check_runtime_entry(struct checker *k, const struct op_entry *e,
 			"compile with -falign-functions=8", (unsigned long long)addr);
 }
 
+/*
+ * Under --kernel, E, which lies in no function of a linked image (the
+ * code of a replaced weak definition), is accepted: the kernel keeps it
+ * (6.1's sorttable does not drop it) and marks it invalid at boot.
+ */
+static bool kernel_keeps(struct checker *k, const struct op_entry *e)
+{
+	if (!k->kernel || !mce_linked(k->f))
+		return false;
+	k->in_no_function++;
+	if (mc_noting()) {
+		char w[256];
+
+		mce_where(k->f, e->shndx, e->off, w, sizeof(w));
+		mc_note(k->path, "%s: lies in no function; kept, as the kernel keeps it", w);
+	}
+	return true;
+}
+
 static void check_placement(struct checker *k, const struct op_entry *e)
 {
 	struct mc_text t = mc_text_of(k->f, &k->f->secs[e->shndx], 0);
@@ -120,6 +141,9 @@ static void check_placement(struct checker *k, const struct op_entry *e)
 		if (fn >= 0 && k->a->landing_pad &&
 		    start + k->a->landing_pad(&t, start) == e->off)
 			return;
+		if (fn >= 0 && k->f->syms[fn].size && e->off >= start + k->f->syms[fn].size &&
+		    kernel_keeps(k, e))
+			return;
 		problem(k, e->shndx, e->off, true, "patchable NOPs not at a function entry");
 		return;
 	}
@@ -134,19 +158,8 @@ static void check_placement(struct checker *k, const struct op_entry *e)
 		 * symbol covers is a weak definition another replaced. */
 		if (!mce_linked(k->f))
 			return;
-		/* The kernel keeps them (6.1's sorttable does not drop them)
-		 * and marks them invalid at boot. */
-		if (k->kernel) {
-			k->in_no_function++;
-			if (mc_noting()) {
-				char w[256];
-
-				mce_where(k->f, e->shndx, e->off, w, sizeof(w));
-				mc_note(k->path, "%s: lies in no function; kept, as the kernel "
-					"keeps it", w);
-			}
+		if (kernel_keeps(k, e))
 			return;
-		}
 		problem(k, e->shndx, e->off, true, "lies in no function (the code of "
 			"a weak definition the link replaced?); objpatch sort drops it");
 		return;
@@ -286,7 +299,7 @@ static size_t check_complete(struct checker *k, const struct op_entry *sorted, s
 
 /* Check FILE, named PATH in what is said of it. */
 static int check_one(const char *file, const char *path, const struct op_common *c,
-		     struct json *j, bool kernel, size_t *total)
+		     struct json *j, bool kernel, enum km_version kversion, size_t *total)
 {
 	struct mce_file f;
 	struct op_sites s = { 0 };
@@ -309,10 +322,19 @@ static int check_one(const char *file, const char *path, const struct op_common 
 	}
 	k.ntables = s.ntables;
 	k.runtime = s.image_sym > 0;
+	if (kernel)
+		k.kversion = kversion ? kversion : km_detect(&f);
+	size_t zeros = 0;
 	for (size_t i = 0; i < s.n; i++) {
 		const struct op_entry *e = &s.v[i];
 
 		if (!e->resolved) {
+			/* 6.12's sorttable zeroes the entries of replaced weak
+			 * functions, and its kernel skips zeros at boot. */
+			if (k.kversion == KM_6_12 && mce_linked(&f) && !e->addr) {
+				zeros++;
+				continue;
+			}
 			if (!mce_linked(&f))
 				problem(&k, 0, 0, false, "%s entry %u has no relocation "
 					"(a zero entry)", e->table, e->idx);
@@ -347,6 +369,11 @@ static int check_one(const char *file, const char *path, const struct op_common 
 			problem(&k, e->shndx, e->off, true, "not aligned to %u bytes, which "
 				"atomic patching needs", k.a->site_align);
 	}
+	/* (An empty table is no defect by itself: a kernel built without
+	 * tracing has one; calls it lacks are reported below.) */
+	if (kernel && mce_linked(&f) && s.n && zeros == s.n)
+		problem(&k, 0, 0, false, "%s: every entry is zero: the kernel would trace "
+			"nothing", s.tables[0].name);
 	size_t n;
 
 	sorted = op_sites_by_place(&s, &n);
@@ -387,7 +414,7 @@ out:
 
 /* Check PATHS[0..N), each named NAME if given; 1 if any has a problem. */
 static int check_files(char *const *paths, int n, const char *name,
-		       const struct op_common *c, bool kernel)
+		       const struct op_common *c, bool kernel, enum km_version kversion)
 {
 	struct json j;
 	size_t total = 0;
@@ -397,7 +424,8 @@ static int check_files(char *const *paths, int n, const char *name,
 	if (c->json)
 		json_begin(&j, NULL, '[');
 	for (int i = 0; i < n; i++)
-		if (check_one(paths[i], name ? name : paths[i], c, &j, kernel, &total) != 0)
+		if (check_one(paths[i], name ? name : paths[i], c, &j, kernel, kversion,
+			      &total) != 0)
 			status = 1;
 	if (c->json) {
 		json_end(&j, ']');
@@ -409,16 +437,24 @@ static int check_files(char *const *paths, int n, const char *name,
 int cmd_check(int argc, char **argv, const struct op_common *c)
 {
 	static const struct option longopts[] = {
-		{ "kernel", no_argument, NULL, 'k' },
+		{ "kernel", optional_argument, NULL, 'k' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ 0 }
 	};
 	bool kernel = false;
+	enum km_version kversion = KM_DETECT;
 	int opt;
 
 	while ((opt = getopt_long(argc, argv, "v", longopts, NULL)) != -1) {
 		switch (opt) {
-		case 'k': kernel = true; break;
+		case 'k':
+			kernel = true;
+			if (optarg && km_version_parse(optarg, &kversion) < 0) {
+				fprintf(stderr, "objpatch check: --kernel=%s: not 6.1 or 6.12\n",
+					optarg);
+				return 2;
+			}
+			break;
 		case 'v': mc_verbose++; break;
 		default: return 2;
 		}
@@ -427,12 +463,12 @@ int cmd_check(int argc, char **argv, const struct op_common *c)
 		fprintf(stderr, "objpatch check: no input files\n");
 		return 2;
 	}
-	return check_files(argv + optind, argc - optind, NULL, c, kernel);
+	return check_files(argv + optind, argc - optind, NULL, c, kernel, kversion);
 }
 
 int op_check_as(const char *path, const char *name, const struct op_common *c)
 {
 	char *paths[] = { (char *)path };
 
-	return check_files(paths, 1, name, c, false);
+	return check_files(paths, 1, name, c, false, KM_DETECT);
 }

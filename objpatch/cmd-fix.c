@@ -34,27 +34,38 @@ static void report(const char *path, const struct fix_opts *o, const struct fix_
 			st->kt.flag_cleared ? "cleared" : "left as it was");
 	if (o->sort && st->kt.orc)
 		mc_note(path, "ORC: %zu entries, %zu moved", st->kt.orc, st->kt.orc_moved);
+	if (o->sort && o->kernel)
+		mc_note(path, "sorted as Linux %s's sorttable does%s; %zu __mcount_loc entr%s "
+			"in no function zeroed", km_version_name(st->kversion),
+			st->addends ? " (through relocation addends)" : "", st->weak_zeroed,
+			st->weak_zeroed == 1 ? "y" : "ies");
 	if (o->nop)
 		mc_note(path, "%zu call site%s NOPed", st->nopped, st->nopped == 1 ? "" : "s");
 }
 
-/* -v, and (where KERNEL is given) --kernel. */
-static int parse_verbose(int argc, char **argv, const char *cmd, bool *kernel)
+/* -v, and (where O is given) --kernel[=VERSION]. */
+static int parse_verbose(int argc, char **argv, const char *cmd, struct fix_opts *o)
 {
 	static const struct option longopts[] = {
 		{ "verbose", no_argument, NULL, 'v' },
-		{ "kernel", no_argument, NULL, 'k' },
+		{ "kernel", optional_argument, NULL, 'k' },
 		{ 0 }
 	};
 	int opt;
 
 	while ((opt = getopt_long(argc, argv, "+v", longopts, NULL)) != -1) {
-		if (opt == 'k' && kernel)
-			*kernel = true;
-		else if (opt == 'v')
+		if (opt == 'k' && o) {
+			o->kernel = true;
+			if (optarg && km_version_parse(optarg, &o->kversion) < 0) {
+				fprintf(stderr, "objpatch %s: --kernel=%s: not 6.1 or 6.12\n",
+					cmd, optarg);
+				return -1;
+			}
+		} else if (opt == 'v') {
 			mc_verbose++;
-		else
+		} else {
 			return -1;
+		}
 	}
 	if (optind >= argc) {
 		fprintf(stderr, "objpatch %s: no input files\n", cmd);
@@ -63,13 +74,12 @@ static int parse_verbose(int argc, char **argv, const char *cmd, bool *kernel)
 	return 0;
 }
 
-static int run_fix(int argc, char **argv, const char *cmd, struct fix_opts *o)
+/* objpatch sort (O) of the images ARGV[optind..ARGC). */
+static int fix_files(int argc, char **argv, struct fix_opts *o)
 {
 	struct fix_stats st;
 	int status = 0;
 
-	if (parse_verbose(argc, argv, cmd, o->sort ? &o->kernel : NULL) < 0)
-		return 2;
 	for (int i = optind; i < argc; i++) {
 		if (op_fix_file(argv[i], o, &st) < 0)
 			status = 1;
@@ -79,10 +89,48 @@ static int run_fix(int argc, char **argv, const char *cmd, struct fix_opts *o)
 	return status;
 }
 
+static int run_fix(int argc, char **argv, const char *cmd, struct fix_opts *o)
+{
+	if (parse_verbose(argc, argv, cmd, o->sort ? o : NULL) < 0)
+		return 2;
+	return fix_files(argc, argv, o);
+}
+
 int cmd_sort(int argc, char **argv, const struct op_common *c)
 {
 	(void)c;
 	return run_fix(argc, argv, "sort", &(struct fix_opts){ .sort = true });
+}
+
+/*
+ * The kernel's scripts/sorttable, command line and all: "sorttable [-s
+ * NMFILE] vmlinux...", each image sorted as sort --kernel sorts it, with
+ * the functions of NMFILE (nm -S) where 6.12's would zero entries, and
+ * none without it, as sorttable zeroes none then.
+ */
+int cmd_sorttable(int argc, char **argv, const struct op_common *c)
+{
+	struct fix_opts o = { .sort = true, .kernel = true, .km.from = KM_FUNCS_NONE };
+	int opt;
+
+	(void)c;
+	while ((opt = getopt(argc, argv, "+s:v")) != -1) {
+		if (opt == 's') {
+			o.km.from = KM_FUNCS_FILE;
+			o.km.nm_file = optarg;
+			o.kversion = KM_6_12;	/* (only 6.12 on takes -s) */
+		} else if (opt == 'v') {
+			mc_verbose++;
+		} else {
+			fprintf(stderr, "usage: sorttable [-s NMFILE] vmlinux...\n");
+			return 2;
+		}
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "usage: sorttable [-s NMFILE] vmlinux...\n");
+		return 2;
+	}
+	return fix_files(argc, argv, &o);
 }
 
 int cmd_nop(int argc, char **argv, const struct op_common *c)

@@ -20,6 +20,7 @@
 
 struct summary {
 	size_t states[4];
+	size_t zero;		/* entries that are 0 (6.12's sorttable makes them) */
 	bool sorted;
 	size_t duplicates;
 };
@@ -32,7 +33,10 @@ static void summarize(const struct op_sites *s, struct summary *sum)
 	memset(sum, 0, sizeof(*sum));
 	sum->sorted = true;
 	for (size_t i = 0; i < s->n; i++) {
-		sum->states[s->v[i].state]++;
+		if (!s->v[i].resolved && !s->v[i].addr)
+			sum->zero++;
+		else
+			sum->states[s->v[i].state]++;
 		if (op_out_of_order(s, i))
 			sum->sorted = false;
 	}
@@ -83,7 +87,7 @@ static const char *where(struct mce_file *f, const struct op_entry *e, char *buf
 static void state_text(const struct op_entry *e, char *buf, size_t n)
 {
 	if (!e->classified) {
-		snprintf(buf, n, "not decoded");
+		snprintf(buf, n, !e->resolved && !e->addr ? "zero" : "not decoded");
 		return;
 	}
 	switch (e->state) {
@@ -183,6 +187,8 @@ static int inspect_one(const char *path, const struct op_common *c, bool functio
 		json_u64(j, "entries", s.n);
 		for (int k = 0; k < 4; k++)
 			json_u64(j, op_state_name[k], sum.states[k]);
+		if (sum.zero)
+			json_u64(j, "zero", sum.zero);
 		json_bool(j, "sorted", sum.sorted);
 		json_u64(j, "duplicates", sum.duplicates);
 		json_end(j, '}');
@@ -225,9 +231,14 @@ static int inspect_one(const char *path, const struct op_common *c, bool functio
 				printf("  %-24s %-36s %s\n", place, where(&f, e, buf, sizeof(buf)), st);
 			}
 		}
-		printf("summary: %zu call, %zu nop, %zu patchable, %zu other; %s; %zu duplicate%s\n",
-		       sum.states[OP_CALL], sum.states[OP_NOP], sum.states[OP_PATCHABLE],
-		       sum.states[OP_OTHER], sum.sorted ? "sorted" : "not sorted",
+		char zero[32] = "";
+
+		if (sum.zero)
+			snprintf(zero, sizeof(zero), ", %zu zero", sum.zero);
+		printf("summary: %zu call, %zu nop, %zu patchable, %zu other%s; %s; "
+		       "%zu duplicate%s\n", sum.states[OP_CALL], sum.states[OP_NOP],
+		       sum.states[OP_PATCHABLE], sum.states[OP_OTHER], zero,
+		       sum.sorted ? "sorted" : "not sorted",
 		       sum.duplicates, sum.duplicates == 1 ? "" : "s");
 		for (int i = 0; i < nk; i++) {
 			printf("%s: %zu entr%s%s, %s, %zu outside code", ks[i].name, ks[i].entries,

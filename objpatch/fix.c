@@ -746,11 +746,35 @@ static int prep_runtime_sites(struct mce_file *f, const struct mc_arch *a,
 	return 0;
 }
 
+/*
+ * Sort table T as O asks.  Under 6.12's kernel conventions the table the
+ * kernel's names bound is 6.12's sorttable's (kmcount.h); any other, and
+ * every table under 6.1's, keeps its entries as 6.1's sorttable does.
+ */
+static int sort_one(struct mce_file *f, const struct mc_arch *a, struct op_table *t,
+		    bool first, const struct fix_opts *o, struct fix_stats *st)
+{
+	struct km_stats ks;
+
+	if (!o->kernel || st->kversion != KM_6_12 || t->bound[2] <= 0)
+		return fix_table(f, a, t, first, o->kernel, st);
+	if (km_sort(f, a, t->start, t->end, &o->km, &ks) < 0)
+		return -1;
+	st->entries += ks.entries;
+	st->kept += ks.entries;
+	st->weak_zeroed += ks.zeroed;
+	st->addends |= ks.addends;
+	st->changed |= ks.changed;
+	return 0;
+}
+
 int op_fix(struct mce_file *f, const struct mc_arch *a, struct op_sites *s,
 	   const struct fix_opts *o, struct fix_stats *st)
 {
 	/* (NOPs first: the sort below moves entries, not code.) */
 	memset(st, 0, sizeof(*st));
+	if (o->kernel)
+		st->kversion = o->kversion ? o->kversion : km_detect(f);
 	if (o->nop && nop_sites(f, a, s, st) < 0)
 		return -1;
 	if (!mce_linked(f))
@@ -758,7 +782,7 @@ int op_fix(struct mce_file *f, const struct mc_arch *a, struct op_sites *s,
 	if (o->nop && o->no_call_left && no_call_left(f, a) < 0)
 		goto fail;
 	for (size_t k = 0; o->sort && k < s->ntables; k++)
-		if (fix_table(f, a, &s->tables[k], k == 0, o->kernel, st) < 0)
+		if (sort_one(f, a, &s->tables[k], k == 0, o, st) < 0)
 			goto fail;
 	if (set_image_bounds(f, s, o->runtime, st) < 0)
 		goto fail;
@@ -823,7 +847,7 @@ int op_fix_file(const char *path, const struct fix_opts *o, struct fix_stats *st
 		goto out;
 	st->tables = s.ntables != 0;
 	if (o->sort && kt_any(&kt)) {
-		if (kt_sort(&f, a, &kt, o->kernel, &st->kt) < 0) {
+		if (kt_sort(&f, a, &kt, o->kernel, o->kernel && st->kversion == KM_6_12, &st->kt) < 0) {
 			mc_error(name, "%s", f.err);
 			goto out;
 		}

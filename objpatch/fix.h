@@ -6,13 +6,16 @@
 #ifndef MCLOC_OBJPATCH_FIX_H
 #define MCLOC_OBJPATCH_FIX_H
 
+#include "kmcount.h"
 #include "ktables.h"
 #include "sites.h"
 
 struct fix_opts {
 	bool sort;		/* clean and sort (linked images) */
-	bool kernel;		/* with sort: as the kernel's 6.1 sorttable, which
+	bool kernel;		/* with sort: as the kernel's sorttable, which
 				 * keeps every entry and adds no symbol */
+	enum km_version kversion;	/* with kernel: whose conventions */
+	struct km_opts km;	/* with kernel under 6.12's: the functions */
 	bool nop;		/* NOP every call site */
 	bool missing_ok;	/* a file without a table is left alone (link) */
 	bool no_call_left;	/* with nop: a call in no table fails (link) */
@@ -31,6 +34,9 @@ struct fix_stats {
 	size_t names;		/* functions in .mcloc_names */
 	bool tables;		/* there were call-site tables */
 	struct kt_sort_stats kt;	/* with sort: __ex_table and ORC */
+	enum km_version kversion;	/* with kernel: the conventions followed */
+	size_t weak_zeroed;	/* with kernel under 6.12's: entries zeroed */
+	bool addends;		/* the same: sorted through relocation addends */
 	bool changed;
 };
 

@@ -12,7 +12,9 @@
  * main_extable_sort_needed says so, and one whose ORC table is not sorted
  * unwinds wrongly.
  *
- * Byte identity with 6.1's sorttable comes from three facts about it:
+ * Byte identity with 6.1's and 6.12's sorttable comes from three facts
+ * about them (6.12 tells a weak terminator by its type, the layout of
+ * 6.4 on, but orders the entries the same way):
  *   - It sorts with glibc's qsort, a top-down merge sort (n/2 on the left,
  *     the left element taken while the comparator says <= 0), so any
  *     stable sort under the same comparator gives the same bytes.
@@ -33,12 +35,14 @@
 
 #include "../common/mcsort.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define EX_TABLE "__ex_table"
 #define ORC_IP ".orc_unwind_ip"
 #define ORC ".orc_unwind"
+#define ORC_HEADER ".orc_header"
 #define SORT_NEEDED "main_extable_sort_needed"
 
 static unsigned ex_entry_size(const struct mce_file *f, const struct mc_arch *a)
@@ -83,6 +87,48 @@ static uint8_t *table_bytes(struct mce_file *f, struct mce_sec *s, unsigned size
 	return d->d_buf ? d->d_buf : (uint8_t *)"";
 }
 
+/*
+ * The ORC entry layout F names: none named (no .orc_header) is the one
+ * before 6.4; a header must match a known layout's hash exactly, since
+ * a misread terminator would sort the tables wrong without a word.
+ */
+static const struct mc_orc_layout *orc_layout(struct mce_file *f, const struct mc_arch *a)
+{
+	struct mce_sec *h = mce_sec_by_name(f, ORC_HEADER);
+	const uint8_t *b = NULL;
+	Elf_Data *d;
+
+	if (h) {
+		d = mce_sec_data(f, h);
+		if (!d)
+			return NULL;
+		if (d->d_type != ELF_T_BYTE || d->d_size != h->sh.sh_size ||
+		    h->sh.sh_type != SHT_PROGBITS || !d->d_buf) {
+			mce_fail(f, "%s: contents not readable", ORC_HEADER);
+			return NULL;
+		}
+		b = d->d_buf;
+	}
+	for (const struct mc_orc_layout *l = a->orc_layouts; l && l->name; l++)
+		if (!h ? !l->header : l->header && l->header_size == h->sh.sh_size &&
+		    !memcmp(l->header, b, l->header_size))
+			return l;
+	if (!h) {
+		mce_fail(f, "ORC unwind tables without an %s: the layout before Linux 6.4, "
+			 "which objpatch does not know on %s", ORC_HEADER, a->name);
+		return NULL;
+	}
+	char hex[2 * 32 + 4] = "";
+
+	for (size_t i = 0; i < h->sh.sh_size && i < 32; i++)
+		snprintf(hex + 2 * i, 3, "%02x", b[i]);
+	if (h->sh.sh_size > 32)
+		strcat(hex, "...");
+	mce_fail(f, "ORC unwind tables whose %s (%llu bytes: %s) names an entry layout "
+		 "objpatch does not know", ORC_HEADER, (unsigned long long)h->sh.sh_size, hex);
+	return NULL;
+}
+
 int kt_find(struct mce_file *f, const struct mc_arch *a, struct kt_tables *t)
 {
 	static const char *const names[] = { SORT_NEEDED };
@@ -104,9 +150,8 @@ int kt_find(struct mce_file *f, const struct mc_arch *a, struct kt_tables *t)
 		if (!a->orc_entry_size)
 			return mce_fail(f, "ORC unwind tables on %s: not an ORC architecture",
 					a->name);
-		if (mce_sec_by_name(f, ".orc_header"))
-			return mce_fail(f, "ORC unwind tables with an .orc_header (Linux 6.4 or "
-					"later): their entry layout is not the one objpatch knows");
+		if (!(t->orc_layout = orc_layout(f, a)))
+			return -1;
 		if (!t->orc_ip || !t->orc)
 			return mce_fail(f, "incomplete ORC unwind tables: %s without %s",
 					t->orc ? ORC : ORC_IP, t->orc ? ORC_IP : ORC);
@@ -218,11 +263,13 @@ out:
 	return ret;
 }
 
-/* Zero the relocations --emit-relocs kept for __ex_table, and clear
+/* Zero the relocations --emit-relocs kept for __ex_table (unless
+ * KEEP_RELS: 6.12's sorttable leaves them), and clear
  * main_extable_sort_needed (a 32-bit word in the image's byte order). */
-static int ex_after(struct mce_file *f, const struct kt_tables *t, struct kt_sort_stats *st)
+static int ex_after(struct mce_file *f, const struct kt_tables *t, bool keep_rels,
+		    struct kt_sort_stats *st)
 {
-	for (size_t i = 1; i < f->shnum; i++) {
+	for (size_t i = 1; !keep_rels && i < f->shnum; i++) {
 		struct mce_sec *rs = &f->secs[i];
 
 		if ((rs->sh.sh_type != SHT_REL && rs->sh.sh_type != SHT_RELA) ||
@@ -285,7 +332,7 @@ static int orc_sort(struct mce_file *f, const struct mc_arch *a, const struct kt
 	 * 1 for a real entry. */
 	for (size_t i = 0; i < n; i++)
 		v[i] = (struct mc_kv){ (uint64_t)(orc_rel(f, ip, i) + (1ll << 40)) << 1 |
-				       !a->orc_weak(orc + i * es), i };
+				       !t->orc_layout->weak(orc + i * es), i };
 	if (mc_sort_kv(v, n) < 0) {
 		mce_fail(f, "out of memory");
 		goto out;
@@ -328,9 +375,9 @@ out:
 }
 
 int kt_sort(struct mce_file *f, const struct mc_arch *a, const struct kt_tables *t,
-	    bool kernel, struct kt_sort_stats *st)
+	    bool kernel, bool keep_rels, struct kt_sort_stats *st)
 {
-	if (t->ex && (ex_sort(f, a, t, st) < 0 || ex_after(f, t, st) < 0))
+	if (t->ex && (ex_sort(f, a, t, st) < 0 || ex_after(f, t, keep_rels, st) < 0))
 		return -1;
 	if (t->orc && orc_sort(f, a, t, kernel, st) < 0)
 		return -1;
@@ -414,7 +461,7 @@ int kt_summarize(struct mce_file *f, const struct mc_arch *a, const struct kt_ta
 		*s = (struct kt_summary){ .name = ORC_IP, .entries = t->orc_n };
 		for (size_t i = 0; i < t->orc_n; i++) {
 			uint64_t at = t->orc_ip->sh.sh_addr + (uint64_t)orc_rel(f, ip, i);
-			bool weak = a->orc_weak(orc + i * a->orc_entry_size);
+			bool weak = t->orc_layout->weak(orc + i * a->orc_entry_size);
 
 			/* A weak terminator after a real entry for the same
 			 * address would hide it from the kernel's search. */

@@ -5,7 +5,7 @@
  * and, on x86_64, the ORC unwind tables, .orc_unwind_ip and .orc_unwind,
  * whose entries pair up by index.  Found and validated together before
  * anything changes; sorted as the 6.1 kernel's scripts/sorttable sorts
- * them, to the byte; and summarised for inspect and check.
+ * them (6.1's and 6.12's agree here), to the byte; and summarised for inspect and check.
  */
 #ifndef MCLOC_OBJPATCH_KTABLES_H
 #define MCLOC_OBJPATCH_KTABLES_H
@@ -19,6 +19,7 @@ struct kt_tables {
 	unsigned ex_size;		/* bytes per entry */
 	struct mce_sec *orc_ip, *orc;	/* both or neither */
 	size_t orc_n;
+	const struct mc_orc_layout *orc_layout;	/* with them: which */
 	long sort_needed;		/* main_extable_sort_needed, or -1 */
 };
 
@@ -46,14 +47,16 @@ struct kt_sort_stats {
  * faulting instruction's address, its offsets rebased to the new places;
  * the ORC tables by address together, a weak terminator before a real
  * entry for the same address; the relocations of __ex_table (kept by
- * --emit-relocs) zeroed, since they no longer say where anything is; and
+ * --emit-relocs) zeroed, since they no longer say where anything is (by
+ * 6.1's sorttable, not 6.12's); and
  * main_extable_sort_needed cleared, so that the kernel does not sort the
  * table again at boot.  KERNEL: two real ORC entries for one address end
- * up as sorttable leaves them (swapped), else in table order.  -1 with
- * f->err set.
+ * up as sorttable leaves them (swapped), else in table order.  KEEP_RELS:
+ * leave __ex_table's relocations as they are, as 6.12's sorttable does.
+ * -1 with f->err set.
  */
 int kt_sort(struct mce_file *f, const struct mc_arch *a, const struct kt_tables *t,
-	    bool kernel, struct kt_sort_stats *st);
+	    bool kernel, bool keep_rels, struct kt_sort_stats *st);
 
 /* What inspect and check report of one table. */
 struct kt_summary {

@@ -23,8 +23,9 @@ static const struct {
 	const char *usage;
 } cmds[] = {
 	{ "inspect", cmd_inspect, "inspect [-j|-p] [--functions] [--lines] FILE..." },
-	{ "check", cmd_check, "check [--kernel] [-v] FILE..." },
-	{ "sort", cmd_sort, "sort [--kernel] [-v] IMAGE..." },
+	{ "check", cmd_check, "check [--kernel[=6.1|6.12]] [-v] FILE..." },
+	{ "sort", cmd_sort, "sort [--kernel[=6.1|6.12]] [-v] IMAGE..." },
+	{ "sorttable", cmd_sorttable, "sorttable [-s NMFILE] VMLINUX..." },
 	{ "nop", cmd_nop, "nop [-v] FILE..." },
 	{ "link", cmd_link, "link [--nop] [--no-sort] [--check] [--runtime] [-v] -- LINK-COMMAND..." },
 	{ "tramp", cmd_tramp, "tramp --arch ARCH -o FILE.o|FILE.S" },
@@ -74,6 +75,14 @@ int main(int argc, char **argv)
 	size_t hit = 0, nhits = 0;
 
 	mc_tool = "objpatch";
+	/* Installed as the kernel's scripts/sorttable (a link named so), it
+	 * is that program, command line and all. */
+	const char *base = strrchr(argv[0], '/');
+
+	if (!strcmp(base ? base + 1 : argv[0], "sorttable")) {
+		optind = 1;
+		return cmd_sorttable(argc, argv, &c);
+	}
 	argc = take_common(argc, argv, &c);
 	if (argc < 2) {
 		usage(stderr);

@@ -17,6 +17,8 @@ int cmd_check(int argc, char **argv, const struct op_common *c);
 /* objpatch check of PATH alone, said of NAME (link --check). */
 int op_check_as(const char *path, const char *name, const struct op_common *c);
 int cmd_sort(int argc, char **argv, const struct op_common *c);
+/* The kernel's scripts/sorttable's command line (sort --kernel). */
+int cmd_sorttable(int argc, char **argv, const struct op_common *c);
 int cmd_nop(int argc, char **argv, const struct op_common *c);
 int cmd_link(int argc, char **argv, const struct op_common *c);
 int cmd_tramp(int argc, char **argv, const struct op_common *c);

@@ -5,14 +5,16 @@
 # order, as a kernel is, then shuffled at random; objpatch sort must
 # restore the order that an independent reader (tests/lib/ktables.py)
 # checks, keep every entry, and clear main_extable_sort_needed.  Where
-# linux-source-6.1 is installed, the kernel's own scripts/sorttable is
-# built from it and objpatch sort --kernel must give its bytes exactly.
+# linux-source-6.1 and linux-source-6.12 are installed, each kernel's own
+# scripts/sorttable is built from it and objpatch sort --kernel (and
+# objpatch as sorttable) must give its bytes exactly, on images built as
+# that kernel builds them (gen-ktables.py VERSION: 6.12's ORC layout with
+# its .orc_header, replaced weak functions, arm64's relocation addends).
 
 load helpers
 
 KT="$PY $SRC/tests/lib/ktables.py"
 OBJTOOL=$(ls /usr/lib/linux-kbuild-*/tools/objtool/objtool 2>/dev/null | sort -V | tail -1)
-LINUX_SOURCE=$(ls /usr/src/linux-source-6.1.tar.* 2>/dev/null | head -1)
 
 # toolchain ARCH: sets CC, LD, CFLAGS and LDFLAGS for ARCH, or skips.
 toolchain() {
@@ -35,23 +37,37 @@ toolchain() {
 	need "$CC"
 }
 
-# image ARCH: $BATS_FILE_TMPDIR/ARCH/vmlinux, built once (and its
-# System.map, which the kernel's sorttable reads for __mcount_loc).
+# image ARCH [VERSION]: $BATS_FILE_TMPDIR/ARCH/vmlinux as Linux VERSION
+# (6.1, the default, or 6.12: in ARCH-6.12/) builds it, built once; and
+# its System.map, which 6.1's sorttable reads for __mcount_loc, and the
+# nm -S listing that 6.12's link-vmlinux.sh gives its sorttable -s.
 image() {
-	local d=$BATS_FILE_TMPDIR/$1
+	local v=${2:-6.1} d=$BATS_FILE_TMPDIR/$1
+	[ "$v" = 6.1 ] || d=$d-$v
 	toolchain "$1"
 	[ -f "$d/vmlinux" ] && return 0
-	$PY "$SRC/tests/lib/gen-ktables.py" "$d" "$1" 400
+	$PY "$SRC/tests/lib/gen-ktables.py" "$d" "$1" 400 "$v"
 	$CC $CFLAGS -c "$d/k.c" -o "$d/k.o"
-	local objs=$d/k.o
+	local objs=$d/k.o ldflags=$LDFLAGS
+	if [ -f "$d/w.c" ]; then
+		$CC $CFLAGS -c "$d/w.c" -o "$d/w.o"
+		objs="$d/w.o $objs"
+	fi
 	if [ "$1" = x86_64 ]; then
-		[ -x "$OBJTOOL" ] || skip "linux-kbuild's objtool is not installed"
-		"$OBJTOOL" --orc "$d/k.o"
+		# (6.12's ORC is in orc.s, in 6.4's layout: no objtool.)
+		if [ "$v" = 6.1 ]; then
+			[ -x "$OBJTOOL" ] || skip "linux-kbuild's objtool is not installed"
+			"$OBJTOOL" --orc "$d/k.o"
+		fi
 		$CC -c "$d/orc.s" -o "$d/orc.o"
 		objs="$objs $d/orc.o"
 	fi
-	$LD $LDFLAGS -T "$d/k.lds" $objs -o "$d/vmlinux"
+	# (arm64 links vmlinux as a PIE whose relocations are not applied in
+	# place: __mcount_loc holds zeros, the addresses are addends.)
+	[ "$1$v" != aarch646.12 ] || ldflags="-pie --no-dynamic-linker --no-apply-dynamic-relocs -z notext"
+	$LD $ldflags -T "$d/k.lds" $objs -o "$d/vmlinux" 2>/dev/null
 	nm -n "$d/vmlinux" > "$d/System.map"
+	"${CC%gcc}nm" -S "$d/vmlinux" > "$d/nm-sort"
 }
 
 # sorted_right ARCH FILE SORTED: SORTED holds FILE's tables in order, every
@@ -165,39 +181,52 @@ sort_test() {
 
 # ---- against the kernel's own sorttable --------------------------------
 
-# sorttable VARIANT: the 6.1 kernel's scripts/sorttable, built from
-# linux-source-6.1 as its Makefile builds it: "orc" with ORC and mcount
-# sorting (an x86_64 kernel with both), "plain" with neither.
+# sorttable VERSION VARIANT: the kernel's scripts/sorttable of Linux
+# VERSION (6.1 or 6.12), built from linux-source-VERSION as its Makefile
+# builds it, into $BATS_FILE_TMPDIR/sorttable-VERSION/VARIANT: "orc" with
+# ORC and mcount sorting (x86_64), "mcount" with mcount sorting alone (6.12:
+# the other architectures that select HAVE_BUILDTIME_MCOUNT_SORT, i386,
+# arm64 and arm), "plain" with neither.
 sorttable() {
-	[ -n "$LINUX_SOURCE" ] || skip "linux-source-6.1 is not installed (/usr/src/linux-source-6.1.tar.xz)"
-	local k=$BATS_FILE_TMPDIR/sorttable
+	local src k=$BATS_FILE_TMPDIR/sorttable-$1
+	src=$(ls /usr/src/linux-source-$1.tar.* 2>/dev/null | head -1)
+	[ -n "$src" ] || skip "linux-source-$1 is not installed (/usr/src/linux-source-$1.tar.xz)"
 	if [ ! -d "$k" ]; then
 		mkdir -p "$k.tmp"
-		tar -xf "$LINUX_SOURCE" -C "$k.tmp" --strip-components=1 --wildcards \
+		tar -xf "$src" -C "$k.tmp" --strip-components=1 --wildcards \
 			'*/scripts/sorttable.[ch]' '*/tools/include/*' '*/tools/arch/x86/include/*'
 		mv "$k.tmp" "$k"
 	fi
-	[ -x "$k/$1" ] && return 0
+	[ -x "$k/$2" ] && return 0
 	local flags="-I$k/tools/include"
-	[ "$1" = plain ] || flags="$flags -I$k/tools/arch/x86/include -DUNWINDER_ORC_ENABLED -DMCOUNT_SORT_ENABLED"
-	cc -O2 $flags "$k/scripts/sorttable.c" -o "$k/$1" -lpthread
+	case $2 in
+	orc) flags="$flags -I$k/tools/arch/x86/include -DUNWINDER_ORC_ENABLED -DMCOUNT_SORT_ENABLED" ;;
+	mcount) flags="$flags -DMCOUNT_SORT_ENABLED" ;;
+	esac
+	cc -O2 $flags "$k/scripts/sorttable.c" -o "$k/$2" -lpthread
 }
 
 identical_test() {
 	local variant=plain
 	[ "$1" != x86_64 ] || variant=orc
-	sorttable $variant
+	sorttable 6.1 $variant
 	image "$1"
 	local d=$BATS_FILE_TMPDIR/$1
 	for seed in 1 2; do
 		cp "$d/vmlinux" "$T/theirs"
 		$KT shuffle "$T/theirs" $seed
 		cp "$T/theirs" "$T/ours"
+		cp "$T/theirs" "$T/link"
 		# sorttable reads System.map from the current directory.
-		(cd "$d" && "$BATS_FILE_TMPDIR/sorttable/$variant" "$T/theirs")
+		(cd "$d" && "$BATS_FILE_TMPDIR/sorttable-6.1/$variant" "$T/theirs")
 		run "$OBJPATCH" sort --kernel "$T/ours"
 		assert_success
 		cmp "$T/theirs" "$T/ours"
+		# 6.1's command line, through objpatch under sorttable's name.
+		mkdir -p "$T/bin"
+		ln -sf "$OBJPATCH" "$T/bin/sorttable"
+		"$T/bin/sorttable" "$T/link"
+		cmp "$T/theirs" "$T/link"
 	done
 }
 
@@ -291,4 +320,227 @@ EOF
 	assert_failure 1
 	assert_output --partial "incomplete ORC unwind tables: .orc_unwind_ip without .orc_unwind"
 	cmp "$T/half" "$T/half.orig"
+}
+
+# ---- Linux 6.12 -------------------------------------------------------------
+
+variant612() {
+	case $1 in
+	x86_64) echo orc ;;
+	i386|aarch64|arm) echo mcount ;;
+	*) echo plain ;;
+	esac
+}
+
+# identical612_test ARCH: sort --kernel, objpatch sorttable -s and objpatch
+# under the name sorttable all give the bytes of 6.12's "sorttable -s
+# NMFILE vmlinux" (link-vmlinux.sh's step) on a shuffled 6.12 image.
+identical612_test() {
+	local variant
+	variant=$(variant612 "$1")
+	sorttable 6.12 "$variant"
+	image "$1" 6.12
+	local d=$BATS_FILE_TMPDIR/$1-6.12
+	mkdir -p "$T/bin"
+	ln -sf "$OBJPATCH" "$T/bin/sorttable"
+	for seed in 1 2; do
+		cp "$d/vmlinux" "$T/theirs"
+		$KT shuffle "$T/theirs" $seed
+		cp "$T/theirs" "$T/before"
+		for w in ours sub link; do cp "$T/theirs" "$T/$w"; done
+		"$BATS_FILE_TMPDIR/sorttable-6.12/$variant" -s "$d/nm-sort" "$T/theirs"
+		! cmp -s "$T/before" "$T/theirs"
+		run "$OBJPATCH" sort --kernel "$T/ours"
+		assert_success
+		cmp "$T/theirs" "$T/ours"
+		"$OBJPATCH" sorttable -s "$d/nm-sort" "$T/sub"
+		cmp "$T/theirs" "$T/sub"
+		"$T/bin/sorttable" -s "$d/nm-sort" "$T/link"
+		cmp "$T/theirs" "$T/link"
+	done
+}
+
+@test "x86_64: sort --kernel gives the 6.12 sorttable's bytes (6.4's ORC layout, weak entries zeroed)" {
+	identical612_test x86_64
+}
+
+@test "i386: sort --kernel gives the 6.12 sorttable's bytes" {
+	identical612_test i386
+}
+
+@test "aarch64: sort --kernel gives the 6.12 sorttable's bytes (R_AARCH64_RELATIVE addends, CALL_OPS entries)" {
+	identical612_test aarch64
+}
+
+@test "riscv64: sort --kernel gives the 6.12 sorttable's bytes" {
+	identical612_test riscv64
+}
+
+@test "s390x: sort --kernel gives the 6.12 sorttable's bytes" {
+	identical612_test s390x
+}
+
+@test "ppc64le: sort --kernel gives the 6.12 sorttable's bytes" {
+	identical612_test ppc64le
+}
+
+@test "arm: sort --kernel gives the 6.12 sorttable's bytes (weak entries zeroed)" {
+	identical612_test arm
+}
+
+@test "mips64el: sort --kernel gives the 6.12 sorttable's bytes" {
+	identical612_test mips64el
+}
+
+@test "mips (o32): sort --kernel gives the 6.12 sorttable's bytes" {
+	identical612_test mips
+}
+
+@test "x86_64 6.12: sort restores shuffled ORC tables in 6.4's layout (.orc_header), and check and inspect are clean" {
+	image x86_64 6.12
+	cp "$BATS_FILE_TMPDIR/x86_64-6.12/vmlinux" "$T/v"
+	$KT shuffle "$T/v" 3
+	run $KT order "$T/v"
+	assert_failure 1
+	run "$OBJPATCH" check --kernel "$T/v"
+	assert_failure 1
+	assert_output --partial ".orc_unwind_ip: "
+	assert_output --partial "entries out of order"
+	run "$OBJPATCH" sort --kernel -v "$T/v"
+	assert_success
+	assert_output --partial "sorted as Linux 6.12's sorttable does; 5 __mcount_loc entries in no function zeroed"
+	$KT order "$T/v"
+	run "$OBJPATCH" check --kernel "$T/v"
+	assert_success
+	run "$OBJPATCH" inspect "$T/v"
+	assert_success
+	assert_line --regexp '^\.orc_unwind_ip: [0-9]+ entries \(with \.orc_unwind\), sorted, 0 outside code$'
+	# (The replaced weak functions' entries, zeroed, counted apart.)
+	assert_line --regexp '^summary: 0 call, [0-9]+ nop, 0 patchable, 0 other, 5 zero; sorted; 0 duplicates$'
+	# The entries that 6.1's rule would take for weak terminators (and the
+	# reverse) are where 6.4's rule puts them: in orc_dup's group, the weak
+	# ones (type 0) first, then the real ones.
+	at=$(nm "$T/v" | awk '$3 == "orc_dup" { print "0x" $1 }' | sed 's/0x0*/0x/')
+	$KT dump "$T/v" | awk -v at="$at" '$1 == "orc" && $2 == at { print $3, substr($4, 1, 4), substr($4, 9, 4) }' > "$T/group"
+	run bash -c "head -2 '$T/group' | sort"
+	assert_output "1 0000 0000
+1 1800 0500"
+	run bash -c "tail -n +3 '$T/group' | sort"
+	assert_output "0 0000 0001
+0 0000 0002
+0 0800 0502
+0 1000 0502"
+}
+
+@test "an .orc_header objpatch has not seen is refused, naming its bytes, and the file stays as it was" {
+	image x86_64 6.12
+	cp "$BATS_FILE_TMPDIR/x86_64-6.12/vmlinux" "$T/v"
+	$PY - "$T/v" <<'PYEOF'
+import sys
+from elftools.elf.elffile import ELFFile
+with open(sys.argv[1], "rb") as f:
+    off = ELFFile(f).get_section_by_name(".orc_header")["sh_offset"]
+with open(sys.argv[1], "r+b") as f:
+    f.seek(off)
+    f.write(b"\x12\x34")
+PYEOF
+	cp "$T/v" "$T/v.orig"
+	for cmd in sort check inspect; do
+		run "$OBJPATCH" $cmd "$T/v"
+		assert_failure 1
+		assert_output --partial "ORC unwind tables whose .orc_header (20 bytes: 123432bf581bd63b2ca9a5c65ba5a625eab3fe24"
+		assert_output --partial "names an entry layout objpatch does not know"
+	done
+	cmp "$T/v" "$T/v.orig"
+}
+
+@test "the kernel's version: from linux_banner or .orc_header, or --kernel=6.1|6.12; check --kernel accepts 6.12's zeros" {
+	image arm 6.12
+	local d=$BATS_FILE_TMPDIR/arm-6.12
+	cp "$d/vmlinux" "$T/new"
+	cp "$d/vmlinux" "$T/old"
+	run "$OBJPATCH" sort --kernel -v "$T/new"
+	assert_success
+	assert_output --partial "sorted as Linux 6.12's sorttable does; 5 __mcount_loc entries in no function zeroed"
+	run "$OBJPATCH" sort --kernel=6.1 -v "$T/old"
+	assert_success
+	assert_output --partial "sorted as Linux 6.1's sorttable does; 0 __mcount_loc entries"
+	! cmp -s "$T/new" "$T/old"
+	# 6.12's kernel skips the zeros at boot; 6.1's sorttable never makes any.
+	run "$OBJPATCH" check --kernel "$T/new"
+	assert_success
+	run "$OBJPATCH" check --kernel=6.1 "$T/new"
+	assert_failure 1
+	assert_output --partial "__mcount_loc entry 0 is zero"
+	run "$OBJPATCH" sort --kernel=6.2 "$T/new"
+	assert_failure 2
+	# x86_64 without a banner: its .orc_header says 6.4 or later.
+	image x86_64 6.12
+	objcopy --strip-symbol=linux_banner "$BATS_FILE_TMPDIR/x86_64-6.12/vmlinux" "$T/x"
+	run "$OBJPATCH" sort --kernel -v "$T/x"
+	assert_success
+	assert_output --partial "Linux 6.12's sorttable"
+}
+
+@test "a call-site table that is or would come out all zeros is an error for sort --kernel and check --kernel" {
+	image arm 6.12
+	cp "$BATS_FILE_TMPDIR/arm-6.12/vmlinux" "$T/v"
+	# An nm listing whose one function holds no entry.
+	echo "00000010 00000004 T nothing" > "$T/nm"
+	cp "$T/v" "$T/v.orig"
+	run "$OBJPATCH" sorttable -s "$T/nm" "$T/v"
+	assert_failure 1
+	assert_output --partial "__mcount_loc: all 410 entries would come out zero: the kernel would trace nothing"
+	cmp "$T/v" "$T/v.orig"
+	# 6.12's own sorttable writes that table; check --kernel refuses it.
+	sorttable 6.12 mcount
+	"$BATS_FILE_TMPDIR/sorttable-6.12/mcount" -s "$T/nm" "$T/v"
+	run "$OBJPATCH" check --kernel "$T/v"
+	assert_failure 1
+	assert_output --partial "__mcount_loc: every entry is zero: the kernel would trace nothing"
+}
+
+@test "sorttable's command line: usage errors exit 2, and every image is sorted" {
+	mkdir -p "$T/bin"
+	ln -s "$OBJPATCH" "$T/bin/sorttable"
+	run "$T/bin/sorttable"
+	assert_failure 2
+	assert_output --partial "usage: sorttable [-s NMFILE] vmlinux..."
+	run "$OBJPATCH" sorttable -x v
+	assert_failure 2
+	image i386
+	cp "$BATS_FILE_TMPDIR/i386/vmlinux" "$T/a"
+	cp "$BATS_FILE_TMPDIR/i386/vmlinux" "$T/b"
+	$KT shuffle "$T/a" 1
+	$KT shuffle "$T/b" 2
+	run "$T/bin/sorttable" "$T/a" "$T/missing" "$T/b"
+	assert_failure 1
+	$KT order "$T/a"
+	$KT order "$T/b"
+}
+
+@test "riscv64 -fpatchable-function-entry=8,4: entries 8 bytes before their function are kept, a replaced weak one's zeroed" {
+	toolchain riscv64
+	printf '%s\n' 'int sink;' 'void f1(void) { sink += 1; }' 'void f2(void) { sink += 2; }' \
+		'__attribute__((weak)) void f3(void) { sink += 3; }' \
+		'void _start(void) { f1(); f2(); f3(); }' > "$T/a.c"
+	printf '%s\n' 'extern int sink;' 'void f3(void) { sink += 33; }' > "$T/b.c"
+	printf '%s\n' 'ENTRY(_start)' 'SECTIONS {' '. = 0xffffffff80000000 + SIZEOF_HEADERS;' \
+		'.text : { *(.text .text.*) }' '. = ALIGN(4096);' \
+		'.init.data : { . = ALIGN(8); __start_mcount_loc = .; KEEP(*(__patchable_function_entries)) __stop_mcount_loc = .; }' \
+		'.data : { *(.data .sdata .bss .sbss) }' '}' > "$T/k.lds"
+	for o in a b; do
+		$CC -O2 -fno-pie -mcmodel=medany -march=rv64gc -fpatchable-function-entry=8,4 \
+			-falign-functions=8 -c "$T/$o.c" -o "$T/$o.o"
+	done
+	$LD -T "$T/k.lds" "$T/a.o" "$T/b.o" -o "$T/v"
+	run "$OBJPATCH" check --kernel "$T/v"
+	assert_success
+	run "$OBJPATCH" sort --kernel=6.12 -v "$T/v"
+	assert_success
+	assert_output --partial "1 __mcount_loc entry in no function zeroed"
+	run "$OBJPATCH" check --kernel=6.12 "$T/v"
+	assert_success
+	run "$OBJPATCH" -j inspect "$T/v"
+	[ "$(grep -o '"state":"patchable"' <<< "$output" | wc -l)" -eq 4 ]
 }

@@ -196,6 +196,10 @@ const struct mc_arch mc_arch_riscv64 = {
 	.relax_reloc = R_RISCV_RELAX,
 	.relative_reloc = R_RISCV_RELATIVE,
 	.extable = MC_EXTABLE_REL_DATA,
+	/* (-fpatchable-function-entry=8,4, where the kernel builds riscv so;
+	 * 6.12 does not, nor sort its table at build time: its sorttable
+	 * would zero every such entry.) */
+	.kernel_mcount_before = 8,
 	.tramp_asm = mc_tramp_riscv64,
 	.cross_prefix = "riscv64-linux-gnu-",
 	.insn = riscv_insn,

@@ -186,16 +186,37 @@ static const struct mc_nop nops32[] = {
 };
 
 /*
- * The 6.1 kernel's struct orc_entry: s16 sp_offset, s16 bp_offset, then
- * the bit-fields sp_reg:4, bp_reg:4 (byte 4) and type:2, end:1 (byte 5),
- * little-endian.  A weak terminator has no sp register (ORC_REG_UNDEFINED,
- * 0) and does not end the stack.  (6.4 changed the layout and added an
- * .orc_header section, which objpatch refuses rather than misreads.)
+ * The kernel's struct orc_entry, 6 bytes in both layouts: s16 sp_offset,
+ * s16 bp_offset, then bit-fields, little-endian.  Up to 6.3: sp_reg:4,
+ * bp_reg:4 (byte 4), type:2, end:1 (byte 5); a weak terminator has no sp
+ * register (ORC_REG_UNDEFINED, 0) and does not end the stack.  From 6.4:
+ * sp_reg:4, bp_reg:4, type:3, signal:1; a weak terminator is of type
+ * ORC_TYPE_UNDEFINED (0), whatever its registers.
  */
-static bool x86_orc_weak(const uint8_t *e)
+static bool x86_orc_weak_6_1(const uint8_t *e)
 {
 	return (e[4] & 0xf) == 0 && !(e[5] & 0x4);
 }
+
+static bool x86_orc_weak_6_4(const uint8_t *e)
+{
+	return (e[5] & 0x7) == 0;
+}
+
+/* What scripts/orc_hash.sh makes of 6.12's orc_types.h (the ORC_REG_ and
+ * ORC_TYPE_ defines and the struct, through sha1sum): an image whose
+ * .orc_header holds anything else has a layout objpatch has not seen. */
+static const uint8_t orc_hash_6_4[] = {
+	0xfe, 0x5d, 0x32, 0xbf, 0x58, 0x1b, 0xd6, 0x3b, 0x2c, 0xa9,
+	0xa5, 0xc6, 0x5b, 0xa5, 0xa6, 0x25, 0xea, 0xb3, 0xfe, 0x24,
+};
+
+static const struct mc_orc_layout x86_orc_layouts[] = {
+	{ "Linux 4.14 to 6.3 (no .orc_header)", NULL, 0, x86_orc_weak_6_1 },
+	{ "Linux 6.4 and later (.orc_header fe5d32bf...)", orc_hash_6_4, sizeof(orc_hash_6_4),
+	  x86_orc_weak_6_4 },
+	{ 0 }
+};
 
 const struct mc_arch mc_arch_x86_64 = {
 	.name = "x86_64",
@@ -212,7 +233,7 @@ const struct mc_arch mc_arch_x86_64 = {
 	.relative_reloc = R_X86_64_RELATIVE,
 	.extable = MC_EXTABLE_REL_DATA,
 	.orc_entry_size = 6,
-	.orc_weak = x86_orc_weak,
+	.orc_layouts = x86_orc_layouts,
 	.tramp_asm = mc_tramp_x86_64,
 	.cross_prefix = "x86_64-linux-gnu-",
 	.insn = x86_insn,

@@ -18,7 +18,8 @@ The layouts, as the 6.1 kernel has them: x86, arm64, riscv and s390 keep
 12-byte entries (insn and fixup as 32-bit offsets from their own place, then
 4 bytes of data); powerpc 8-byte ones (the two offsets); arm and mips two
 absolute addresses.  An ORC entry is 6 bytes, its terminator bit pattern in
-byte 4 (sp_reg, low nibble) and byte 5 (end, bit 2)."""
+byte 4 (sp_reg, low nibble) and byte 5 (end, bit 2); from 6.4 (an image with
+an .orc_header) a terminator is of type 0 (byte 5, bits 0-2)."""
 import random
 import sys
 from elftools.elf.elffile import ELFFile
@@ -75,10 +76,12 @@ class Image:
         if si is None or so is None:
             return []
         di, do, base = si.data(), so.data(), si["sh_addr"]
+        # (From 6.4, with an .orc_header: type:3 in byte 5, weak if 0.)
+        new = self.sec(".orc_header") is not None
         out = []
         for i in range(len(di) // 4):
             e = do[6 * i:6 * i + 6]
-            weak = (e[4] & 0xf) == 0 and not (e[5] & 4)
+            weak = (e[5] & 7) == 0 if new else (e[4] & 0xf) == 0 and not (e[5] & 4)
             out.append((base + 4 * i + self.s32(di, 4 * i), weak, e))
         return out
 

@@ -1,0 +1,457 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * __mcount_loc under 6.12's conventions (kmcount.h).
+ *
+ * Byte identity with 6.12's sorttable -s NMFILE rests on reading NMFILE
+ * as it does and searching it as it does, not as a careful reader would:
+ *   - It reads the file as a stream of whitespace-separated fields, four
+ *     to a record (at most 16 characters of the address, at most 16 of
+ *     the size, one character of type, the name), whatever the lines.  A
+ *     symbol without a size (nm prints none for size 0) or an undefined
+ *     one (no address) shifts the fields of the records after it; the
+ *     records it takes for functions (type t, T or W) are what counts.
+ *   - It sorts them by address, keeping the file's order among equals
+ *     (glibc's qsort, a merge sort), and looks each entry up with glibc's
+ *     bsearch, an entry being the function's when it lies in [address -
+ *     before, address + size).  Overlapping functions make that search
+ *     miss some entries a scan would find; those are zeroed too.
+ * Without NMFILE, the listing is made from the image's symbol table the
+ * way nm -S prints it (sorted by name, its type letters), so that sort
+ * --kernel gives the bytes link-vmlinux.sh's two steps give.
+ */
+#include "kmcount.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int km_version_parse(const char *s, enum km_version *v)
+{
+	if (!strcmp(s, "6.1"))
+		*v = KM_6_1;
+	else if (!strcmp(s, "6.12"))
+		*v = KM_6_12;
+	else
+		return -1;
+	return 0;
+}
+
+const char *km_version_name(enum km_version v)
+{
+	return v == KM_6_12 ? "6.12" : "6.1";
+}
+
+/* The string at address VA of F, if its section has contents: NULL if not. */
+static const char *string_at(struct mce_file *f, uint64_t va, size_t *len)
+{
+	struct mce_sec *s = mce_sec_of_vaddr(f, va);
+	Elf_Data *d = s && s->sh.sh_type == SHT_PROGBITS ? mce_sec_data(f, s) : NULL;
+
+	if (!d || d->d_type != ELF_T_BYTE || !d->d_buf || va - s->sh.sh_addr >= d->d_size)
+		return NULL;
+	*len = d->d_size - (va - s->sh.sh_addr);
+	return (const char *)d->d_buf + (va - s->sh.sh_addr);
+}
+
+enum km_version km_detect(struct mce_file *f)
+{
+	static const char *const names[] = { "linux_banner" };
+	static const char prefix[] = "Linux version ";
+	long banner;
+	struct mce_sym m;
+	const char *p;
+	size_t len;
+	unsigned major, minor;
+
+	mce_sym_lookup_many(f, names, 1, &banner, 0);
+	if (banner > 0 && mce_sym_peek(f, (size_t)banner, &m) == 0 &&
+	    (p = string_at(f, m.value, &len)) && len > sizeof(prefix) + 4 &&
+	    !memcmp(p, prefix, sizeof(prefix) - 1) &&
+	    sscanf(p + sizeof(prefix) - 1, "%u.%u", &major, &minor) == 2)
+		return major > 6 || (major == 6 && minor >= 12) ? KM_6_12 : KM_6_1;
+	return mce_sec_by_name(f, ".orc_header") ? KM_6_12 : KM_6_1;
+}
+
+/* ---- the function list ---------------------------------------------------- */
+
+struct km_func {
+	uint64_t addr, size;
+	size_t order;		/* its place in the listing */
+};
+
+struct km_funcs {
+	struct km_func *v;
+	size_t n, cap;
+};
+
+static int push_func(struct km_funcs *fl, uint64_t addr, uint64_t size)
+{
+	if (fl->n == fl->cap) {
+		size_t cap = fl->cap ? 2 * fl->cap : 1024;
+		struct km_func *v = realloc(fl->v, cap * sizeof(*v));
+
+		if (!v)
+			return -1;
+		fl->v = v;
+		fl->cap = cap;
+	}
+	fl->v[fl->n] = (struct km_func){ addr, size, fl->n };
+	fl->n++;
+	return 0;
+}
+
+static const char *skip_space(const char *p, const char *end)
+{
+	while (p < end && isspace((unsigned char)*p))
+		p++;
+	return p;
+}
+
+/* At most MAX non-space characters from P into OUT (MAX + 1 bytes; NULL
+ * to skip them): past them. */
+static const char *field(const char *p, const char *end, size_t max, char *out)
+{
+	size_t n = 0;
+
+	while (p < end && n < max && !isspace((unsigned char)*p)) {
+		if (out)
+			out[n] = *p;
+		n++;
+		p++;
+	}
+	if (out)
+		out[n] = 0;
+	return p;
+}
+
+/* The functions of the nm -S listing TEXT[0..LEN), read record by
+ * record as sorttable reads them (the header comment). */
+static int parse_listing(const char *text, size_t len, struct km_funcs *fl)
+{
+	const char *p = text, *end = text + len;
+	char addr[17], size[17];
+
+	for (;;) {
+		char type;
+
+		if ((p = skip_space(p, end)) == end)
+			break;
+		p = skip_space(field(p, end, 16, addr), end);
+		if (p == end)
+			break;
+		p = skip_space(field(p, end, 16, size), end);
+		if (p == end)
+			break;
+		type = *p++;
+		p = skip_space(field(skip_space(p, end), end, SIZE_MAX, NULL), end);
+		if (type != 't' && type != 'T' && type != 'W')
+			continue;
+		if (push_func(fl, strtoull(addr, NULL, 16), strtoull(size, NULL, 16)) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* nm's type letter for symbol M of F (binutils' rules, for what an image
+ * holds), or 0 for a symbol nm does not list. */
+static char nm_letter(const struct mce_file *f, const struct mce_sym *m)
+{
+	char c;
+
+	if (m->type == STT_SECTION || m->type == STT_FILE || !m->name[0])
+		return 0;
+	/* (The arm, aarch64 and riscv mapping symbols: nm's "special".) */
+	if (m->name[0] == '$' && strchr("atxd", m->name[1]) &&
+	    (!m->name[2] || m->name[2] == '.'))
+		return 0;
+	if (m->raw_shndx == SHN_UNDEF)
+		return m->bind == STB_WEAK ? (m->type == STT_OBJECT ? 'v' : 'w') : 'U';
+	if (m->raw_shndx == SHN_COMMON)
+		return 'C';
+	if (m->type == STT_GNU_IFUNC)
+		return 'i';
+	if (m->bind == STB_WEAK)
+		return m->type == STT_OBJECT ? 'V' : 'W';
+	if (m->bind == STB_GNU_UNIQUE)
+		return 'u';
+	if (m->raw_shndx == SHN_ABS) {
+		c = 'a';
+	} else if (m->shndx && m->shndx < f->shnum) {
+		const GElf_Shdr *sh = &f->secs[m->shndx].sh;
+
+		if (sh->sh_flags & SHF_EXECINSTR)
+			c = 't';
+		else if (!(sh->sh_flags & SHF_ALLOC))
+			c = 'n';
+		else if (sh->sh_type == SHT_NOBITS)
+			c = 'b';
+		else
+			c = sh->sh_flags & SHF_WRITE ? 'd' : 'r';
+	} else {
+		c = '?';
+	}
+	return m->bind == STB_LOCAL ? c : (char)toupper((unsigned char)c);
+}
+
+struct named {
+	const char *name;
+	size_t idx;
+};
+
+static int by_name(const void *x, const void *y)
+{
+	const struct named *a = x, *b = y;
+	int c = strcmp(a->name, b->name);
+
+	return c ? c : (a->idx > b->idx) - (a->idx < b->idx);
+}
+
+/* The text of "nm -S" on F, into *OUT (*LEN bytes, malloc'd). */
+static int nm_listing(struct mce_file *f, char **out, size_t *len)
+{
+	struct named *v = malloc((f->nsyms + 1) * sizeof(*v));
+	size_t n = 0, cap = 0, at = 0;
+	int w = (int)f->addrsize * 2;
+	char *buf = NULL;
+
+	if (!v)
+		return mce_fail(f, "out of memory");
+	for (size_t i = 1; i < f->nsyms; i++)
+		if (nm_letter(f, &f->syms[i]))
+			v[n++] = (struct named){ f->syms[i].name, i };
+	qsort(v, n, sizeof(*v), by_name);
+	for (size_t k = 0; k < n; k++) {
+		const struct mce_sym *m = &f->syms[v[k].idx];
+		char c = nm_letter(f, m);
+		size_t need = strlen(m->name) + 2 * (size_t)w + 8;
+
+		if (at + need > cap) {
+			char *nb;
+
+			cap = 2 * cap + need + 65536;
+			if (!(nb = realloc(buf, cap))) {
+				free(buf);
+				free(v);
+				return mce_fail(f, "out of memory");
+			}
+			buf = nb;
+		}
+		if (m->raw_shndx == SHN_UNDEF)
+			at += (size_t)sprintf(buf + at, "%*s %c %s\n", w, "", c, m->name);
+		else if (m->size)
+			at += (size_t)sprintf(buf + at, "%0*llx %0*llx %c %s\n", w,
+					      (unsigned long long)m->value, w,
+					      (unsigned long long)m->size, c, m->name);
+		else
+			at += (size_t)sprintf(buf + at, "%0*llx %c %s\n", w,
+					      (unsigned long long)m->value, c, m->name);
+	}
+	free(v);
+	*out = buf;
+	*len = at;
+	return 0;
+}
+
+static int read_listing(struct mce_file *f, const char *path, char **out, size_t *len)
+{
+	FILE *fp = fopen(path, "r");
+	size_t cap = 65536, n = 0, k;
+	char *buf = malloc(cap);
+
+	if (!fp || !buf) {
+		free(buf);
+		if (fp)
+			fclose(fp);
+		return mce_fail(f, "%s: %s", path, fp ? "out of memory" : strerror(errno));
+	}
+	while ((k = fread(buf + n, 1, cap - n, fp)) > 0) {
+		n += k;
+		if (n == cap) {
+			char *nb = realloc(buf, cap *= 2);
+
+			if (!nb) {
+				free(buf);
+				fclose(fp);
+				return mce_fail(f, "out of memory");
+			}
+			buf = nb;
+		}
+	}
+	if (ferror(fp)) {
+		free(buf);
+		fclose(fp);
+		return mce_fail(f, "%s: read error", path);
+	}
+	fclose(fp);
+	*out = buf;
+	*len = n;
+	return 0;
+}
+
+static int by_addr(const void *x, const void *y)
+{
+	const struct km_func *a = x, *b = y;
+
+	if (a->addr != b->addr)
+		return a->addr < b->addr ? -1 : 1;
+	return (a->order > b->order) - (a->order < b->order);
+}
+
+static int load_funcs(struct mce_file *f, const struct km_opts *o, struct km_funcs *fl)
+{
+	char *text = NULL;
+	size_t len = 0;
+	int r;
+
+	memset(fl, 0, sizeof(*fl));
+	if (o->from == KM_FUNCS_NONE)
+		return 0;
+	if (o->from == KM_FUNCS_FILE)
+		r = read_listing(f, o->nm_file, &text, &len);
+	else
+		r = mce_syms_need(f) < 0 ? -1 : nm_listing(f, &text, &len);
+	if (r < 0)
+		return -1;
+	r = parse_listing(text, len, fl);
+	free(text);
+	if (r < 0)
+		return mce_fail(f, "out of memory");
+	qsort(fl->v, fl->n, sizeof(*fl->v), by_addr);
+	return 0;
+}
+
+/* Whether KEY is some function's, by glibc's bsearch over FL. */
+static bool in_function(const struct km_funcs *fl, uint64_t key, unsigned before)
+{
+	size_t lo = 0, hi = fl->n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		const struct km_func *fn = &fl->v[mid];
+
+		if (key + before < fn->addr)
+			hi = mid;
+		else if (key >= fn->addr + fn->size)
+			lo = mid + 1;
+		else
+			return true;
+	}
+	return false;
+}
+
+/* ---- the table ------------------------------------------------------------ */
+
+static int by_place(const void *x, const void *y)
+{
+	const struct mce_dynrel *a = *(const struct mce_dynrel *const *)x;
+	const struct mce_dynrel *b = *(const struct mce_dynrel *const *)y;
+
+	if (a->rs->idx != b->rs->idx)
+		return a->rs->idx < b->rs->idx ? -1 : 1;
+	return (a->i > b->i) - (a->i < b->i);
+}
+
+/*
+ * The relocations of [START, START + N words) when A's sorttable reads
+ * addends and there are any: every word must have its R_*_RELATIVE, in
+ * the order sorttable meets them (section by section, then by index),
+ * into REL.  *NREL: 0 when the words in place are the truth.
+ */
+static int table_relocs(struct mce_file *f, const struct mc_arch *a, uint64_t start, size_t n,
+			const struct mce_dynrel **rel, size_t *nrel)
+{
+	*nrel = 0;
+	if (!a->kernel_mcount_addends || !n ||
+	    !mce_dynrels_within(f, start, start + n * f->addrsize))
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct mce_dynrel *d = mce_dynrel_at(f, start + i * f->addrsize);
+
+		if (!d)
+			return mce_fail(f, "__mcount_loc: %zu entries but relocations for only "
+					"some (entry %zu has none)", n, i);
+		if (!d->rs || !d->rs->is_rela || d->type != a->relative_reloc || d->sym)
+			return mce_fail(f, "__mcount_loc entry %zu: relocation type %u, not %s's "
+					"relative one", i, d->type, a->name);
+		rel[(*nrel)++] = d;
+	}
+	qsort(rel, *nrel, sizeof(*rel), by_place);
+	return 0;
+}
+
+static int cmp_u64(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+
+	return (a > b) - (a < b);
+}
+
+/* Write the sorted V[0..N) back: into the addends of REL (in its order),
+ * or in place.  *CHANGED: whether anything differed. */
+static int write_back(struct mce_file *f, uint64_t start, size_t n, const uint64_t *v,
+		      const struct mce_dynrel **rel, size_t nrel, bool *changed)
+{
+	if (!nrel) {
+		long c = mce_words_write(f, start, n, v);
+
+		*changed = c > 0;
+		return c < 0 ? -1 : 0;
+	}
+	for (size_t i = 0; i < nrel; i++) {
+		if ((uint64_t)rel[i]->addend == v[i])
+			continue;
+		*changed = true;
+		if (mce_dynrel_set_addend(f, rel[i], (int64_t)v[i]) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+int km_sort(struct mce_file *f, const struct mc_arch *a, uint64_t start, uint64_t end,
+	    const struct km_opts *o, struct km_stats *st)
+{
+	size_t n = (end - start) / f->addrsize, nrel = 0, nonzero = 0;
+	uint64_t *v = malloc((n + 1) * sizeof(*v));
+	const struct mce_dynrel **rel = malloc((n + 1) * sizeof(*rel));
+	struct km_funcs fl = { 0 };
+	int ret = -1;
+
+	memset(st, 0, sizeof(*st));
+	if (!v || !rel) {
+		mce_fail(f, "out of memory");
+		goto out;
+	}
+	if (table_relocs(f, a, start, n, rel, &nrel) < 0 || load_funcs(f, o, &fl) < 0)
+		goto out;
+	for (size_t i = 0; i < nrel; i++)
+		v[i] = (uint64_t)rel[i]->addend;
+	if (!nrel && n && mce_words_read(f, start, n, v) < 0)
+		goto out;
+	if (f->addrsize == 4)	/* (the addends of a 32-bit RELA are words) */
+		for (size_t i = 0; i < n; i++)
+			v[i] &= 0xffffffffu;
+	for (size_t i = 0; fl.n && i < n; i++)
+		if (!in_function(&fl, v[i], a->kernel_mcount_before)) {
+			st->zeroed += v[i] != 0;
+			v[i] = 0;
+		}
+	for (size_t i = 0; i < n; i++)
+		nonzero += v[i] != 0;
+	if (n && !nonzero) {
+		mce_fail(f, "__mcount_loc: all %zu entries %s zero: the kernel would trace "
+			 "nothing (do the entries lie before their functions?)", n,
+			 st->zeroed ? "would come out" : "are");
+		goto out;
+	}
+	qsort(v, n, sizeof(*v), cmp_u64);
+	st->entries = n;
+	st->addends = nrel != 0;
+	ret = write_back(f, start, n, v, rel, nrel, &st->changed);
+out:
+	free(v);
+	free(rel);
+	free(fl.v);
+	return ret;
+}
