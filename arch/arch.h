@@ -128,6 +128,14 @@ struct mc_arch {
 	/* NOPs by site length, ended by len 0: one instruction per site. */
 	const struct mc_nop *nops;
 	/*
+	 * The one-byte NOP that GCC's -fpatchable-function-entry=N repeats
+	 * (x86: 0x90), where it is not one of NOPS, or NULL.  A run of at
+	 * least nops[0].len of them is a site in the raw: objpatch nop turns
+	 * its first nops[0].len bytes into nops[0], the NOP the runtime
+	 * patches one instruction at a time.
+	 */
+	const struct mc_nop *entry_nop;
+	/*
 	 * For sites a plain table cannot cover (setup before the call, delay
 	 * slots): write the replacement of SITE (pre + len + post bytes,
 	 * starting pre bytes before site->off) into OUT.  Returns 0, or -1

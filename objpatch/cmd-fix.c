@@ -36,6 +36,9 @@ static void report(const char *path, const struct fix_opts *o, const struct fix_
 		mc_note(path, "ORC: %zu entries, %zu moved", st->kt.orc, st->kt.orc_moved);
 	if (o->nop)
 		mc_note(path, "%zu call site%s NOPed", st->nopped, st->nopped == 1 ? "" : "s");
+	if (o->nop && st->converted)
+		mc_note(path, "%zu patchable entr%s of one-byte NOPs made the site's NOP",
+			st->converted, st->converted == 1 ? "y" : "ies");
 }
 
 /* -v, and (where KERNEL is given) --kernel. */

@@ -426,6 +426,27 @@ out:
 	return ret;
 }
 
+/*
+ * A patchable entry still in the raw (GCC's -fpatchable-function-entry=N
+ * on x86: N one-byte NOPs): its first bytes become the architecture's
+ * site NOP, the one instruction the runtime turns into a call.  The rest
+ * of the run stays as it was.
+ */
+static int convert_raw_entry(struct mce_file *f, const struct mc_arch *a,
+			     const struct op_entry *e, struct fix_stats *st)
+{
+	struct mc_site site = { .off = e->off, .len = a->nops[0].len };
+	struct mce_sec *tx = &f->secs[e->shndx];
+	int r = mc_nop_site(f, a, tx, mce_linked(f) ? NULL : tx->rela, &site);
+
+	if (r != 0)
+		return r < 0 ? -1 : mce_fail(f, "no %u-byte NOP for a patchable entry",
+					     site.len);
+	st->converted++;
+	st->changed = true;
+	return 0;
+}
+
 static int nop_sites(struct mce_file *f, const struct mc_arch *a, const struct op_sites *s,
 		     struct fix_stats *st)
 {
@@ -436,6 +457,11 @@ static int nop_sites(struct mce_file *f, const struct mc_arch *a, const struct o
 		struct mce_sec *tx;
 		struct mc_site site = { .off = e->off, .len = e->len };
 
+		if (e->state == OP_PATCHABLE && e->raw && convert_raw_entry(f, a, e, st) < 0) {
+			mc_error(f->path, "%s: %s", mce_where(f, e->shndx, e->off, where,
+							       sizeof(where)), f->err);
+			return -1;
+		}
 		if (e->state != OP_CALL)
 			continue;
 		tx = &f->secs[e->shndx];

@@ -188,6 +188,27 @@ static bool is_mcount_target(const struct mce_file *f, uint32_t sym)
 	return sym < f->nsyms && mc_is_mcount_name(f->syms[sym].name);
 }
 
+/* A run of the one-byte NOPs -fpatchable-function-entry=N leaves, long
+ * enough to become the site's NOP: E says so (state, raw, its length). */
+static bool raw_entry_run(const struct mc_arch *a, const struct mc_text *t, uint64_t off,
+			  struct op_entry *e)
+{
+	const struct mc_nop *n1 = a->entry_nop;
+	size_t k = 0;
+
+	if (!n1 || !a->nops)
+		return false;
+	while (off + (k + 1) * n1->len <= t->size &&
+	       !memcmp(n1->bytes, t->buf + off + k * n1->len, n1->len))
+		k++;
+	if (k * n1->len < a->nops[0].len)
+		return false;
+	e->state = OP_PATCHABLE;
+	e->raw = true;
+	e->len = (uint8_t)(k * n1->len > 255 ? 255 : k * n1->len);
+	return true;
+}
+
 void op_classify(struct mce_file *f, const struct mc_arch *a, uint32_t shndx,
 		 uint64_t off, struct op_entry *e, struct op_callee_memo *memo)
 {
@@ -195,6 +216,7 @@ void op_classify(struct mce_file *f, const struct mc_arch *a, uint32_t shndx,
 	struct mc_text t = mc_text_of(f, tx, off);
 
 	e->state = OP_OTHER;
+	e->raw = false;
 	e->len = 0;
 	e->target = NULL;
 	e->bytes[0] = 0;
@@ -267,6 +289,8 @@ void op_classify(struct mce_file *f, const struct mc_arch *a, uint32_t shndx,
 		e->len = (uint8_t)(k * n->len > 255 ? 255 : k * n->len);
 		return;
 	}
+	if (raw_entry_run(a, &t, off, e))
+		return;
 	/* The NOPs a backend writes itself (ARM, Thumb-2, MIPS). */
 	unsigned len = a->is_nop ? a->is_nop(&t, off) : 0;
 

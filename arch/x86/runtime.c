@@ -183,6 +183,23 @@ int mcr_encode_tramp(uintptr_t site, unsigned len, uintptr_t tramp, uint8_t *out
 	return mcr_encode(site, len, tramp, out);
 }
 
+/*
+ * GCC's -fpatchable-function-entry=N (N >= 5) leaves N one-byte NOPs.
+ * Patching five of them into a call one instruction at a time is not
+ * safe while threads run (a thread may be between two of them), so only
+ * the tools convert them, into the one NOP5, before the program runs.
+ */
+const char *mcr_site_refusal(uintptr_t entry)
+{
+	static const uint8_t raw[5] = { MC_X86_NOP1, MC_X86_NOP1, MC_X86_NOP1, MC_X86_NOP1,
+					MC_X86_NOP1 };
+
+	if (!memcmp((const void *)entry, raw, sizeof(raw)))
+		return "5 single-byte NOPs (-fpatchable-function-entry): link with "
+		       "objpatch link --nop";
+	return NULL;
+}
+
 int mcr_site_find(uintptr_t entry, uintptr_t fentry, struct mcr_site *s)
 {
 	*s = (struct mcr_site){ .at = entry };

@@ -176,6 +176,10 @@ static const struct mc_nop nops64[] = {
 	{ .len = 7, .bytes = { MC_X86_NOP7 } },
 	{ 0 }
 };
+/* GCC's -fpatchable-function-entry=N writes N of these on x86 (both
+ * classes): made one 5-byte NOP, the first five are a site. */
+static const struct mc_nop nop1 = { .len = 1, .bytes = { MC_X86_NOP1 } };
+
 /* i386 kernels may run on CPUs without NOPL, so 32-bit sites get the
  * lea-based NOPs the kernel uses there. */
 static const struct mc_nop nops32[] = {
@@ -209,6 +213,7 @@ const struct mc_arch mc_arch_x86_64 = {
 	.landing_pad = x86_landing_pad,
 	.decode = x86_decode,
 	.nops = nops64,
+	.entry_nop = &nop1,
 	.relative_reloc = R_X86_64_RELATIVE,
 	.extable = MC_EXTABLE_REL_DATA,
 	.orc_entry_size = 6,
@@ -231,6 +236,7 @@ const struct mc_arch mc_arch_i386 = {
 	.landing_pad = x86_landing_pad,
 	.decode = x86_decode,
 	.nops = nops32,
+	.entry_nop = &nop1,
 	.relative_reloc = R_386_RELATIVE,
 	.extable = MC_EXTABLE_REL_DATA,
 	.insn = x86_insn,
