@@ -15,12 +15,16 @@
 
 #include "../arch/arch.h"
 #include "../common/diag.h"
+#include "../common/lto.h"
 #include "../site/site.h"
 #include "../common/mcelf.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /*
  * A recorded site, compactly: a large module has thousands, and the
@@ -418,6 +422,44 @@ static int drop_tables(struct mce_file *f, const char *table)
 	return 0;
 }
 
+/* -o FILE for an input that is not ELF: FILE becomes a copy of PATH. */
+static int copy_to(const char *path, const char *out)
+{
+	char buf[65536];
+	int in = open(path, O_RDONLY | O_CLOEXEC), fd = -1, ret = -1;
+	ssize_t n = 0;
+
+	if (in >= 0)
+		fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+	while (fd >= 0 && (n = read(in, buf, sizeof(buf))) > 0)
+		if (write(fd, buf, (size_t)n) != n) {
+			n = -1;
+			break;
+		}
+	if (in >= 0 && fd >= 0 && n == 0)
+		ret = 0;
+	if (ret < 0)
+		mc_error(in < 0 ? path : out, "cannot copy: %s", strerror(errno ? errno : EIO));
+	if (fd >= 0 && close(fd) < 0 && !ret) {
+		mc_error(out, "cannot copy: %s", strerror(errno));
+		ret = -1;
+	}
+	if (in >= 0)
+		close(in);
+	return ret;
+}
+
+/*
+ * LLVM bitcode (clang -flto): no machine code yet, so nothing to record.
+ * objpatch link records the code the LTO step makes from it.
+ */
+static int pass_bitcode(const char *path, const struct record_opts *o)
+{
+	mc_note(path, "LLVM bitcode (LTO): its code is made at the link, where "
+		"objpatch link records it; left unchanged");
+	return o->output && !o->dry_run ? copy_to(path, o->output) : 0;
+}
+
 int record_file(const char *path, const struct record_opts *o)
 {
 	struct mce_file f;
@@ -427,6 +469,8 @@ int record_file(const char *path, const struct record_opts *o)
 	size_t ntraced = 0;
 	int ret = -1;
 
+	if (mce_is_bitcode(path))
+		return pass_bitcode(path, o);
 	if (mce_open_mode(&f, path, o->in_place && !o->dry_run) < 0) {
 		mc_error(path, "%s", f.err);
 		goto out;
@@ -441,6 +485,16 @@ int record_file(const char *path, const struct record_opts *o)
 		mc_error(path, "unsupported machine %u (%d-bit)", f.eh.e_machine,
 			 f.cls == ELFCLASS64 ? 64 : 32);
 		goto out;
+	}
+	struct mce_lto_info lto;
+
+	mce_lto_of(&f, &lto);
+	if (lto.kind == MCE_LTO_GCC && !lto.fat) {
+		/* (A fat object's code is what a link without LTO uses:
+		 * recorded as any other.) */
+		mc_note(path, "GCC LTO object: its code is made at the link, where objpatch "
+			"link records it; left unchanged");
+		goto unchanged;
 	}
 	for (size_t i = 1; i < f.shnum; i++)
 		if (is_table_name(f.secs[i].name, o->section))
