@@ -6,6 +6,7 @@
  */
 #include "objpatch.h"
 #include "fix.h"
+#include "lto.h"
 
 #include "../common/command.h"
 #include "../common/diag.h"
@@ -251,13 +252,17 @@ int cmd_link(int argc, char **argv, const struct op_common *c)
 				"writes gmon.out at exit: give -pg to the compiles only");
 
 	/* Room for the runtime object, for three words around each -lmcloc,
-	 * and for an -o. */
-	cmd = calloc(4 * (size_t)argc + 4, sizeof(*cmd));
+	 * for an -o, and for LTO's options and table object. */
+	cmd = calloc(4 * (size_t)argc + 8, sizeof(*cmd));
 	if (!cmd) {
 		mc_error(out, "out of memory");
 		return 1;
 	}
 	int ncmd = copy_command(argc, argv, runtime, cmd);
+	struct op_lto lto;
+
+	op_lto_scan(argc, argv, &lto);
+	ncmd = op_lto_args(&lto, cmd, ncmd);
 
 	/* An output that is not a regular file (-o /dev/null: a probe) is
 	 * the linker's to write, as it is. */
@@ -293,8 +298,13 @@ int cmd_link(int argc, char **argv, const struct op_common *c)
 	status = mc_run(cmd, "the link command");
 	if (status || special)
 		goto out;
+	status = op_lto_record(&lto, cmd, ncmd, tmp, out);
+	if (status)
+		goto out;
 	o.runtime = runtime;	/* bounds, and names that survive strip(1) */
 	status = fix_linked(tmp, out, &o, check, c);
+	if (!status)
+		status = op_lto_untraced(&lto, tmp, out, check);
 	if (!status && rename(tmp, out) < 0) {
 		mc_error(out, "cannot replace: %s", strerror(errno));
 		status = 1;
