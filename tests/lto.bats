@@ -61,6 +61,16 @@ lto_build() {
 		-o prog -L. -ll -Wl,-rpath,"$T" -L"$LIBDIR" -lmcloc
 }
 
+# gcc_lto_inputs: in $T, main.o and helper.o (GCC LTO, -pg) and a plain
+# libl.so.
+gcc_lto_inputs() {
+	cd "$T"
+	gcc -O2 -pg -mfentry -flto -c "$LTO_SRC/main.c" -o main.o
+	gcc -O2 -pg -mfentry -flto -c "$LTO_SRC/helper.c" -o helper.o
+	gcc -O2 -fPIC -c "$LTO_SRC/lib.c" -o lib.o
+	gcc -shared lib.o -o libl.so
+}
+
 # summary FILE: "entries nop call" of objpatch inspect.
 summary() {
 	"$OBJPATCH" -j inspect "$1" | $PY -c 'import json,sys; s=json.load(sys.stdin)[0]["summary"]; print(s["entries"], s["nop"], s["call"])'
@@ -141,11 +151,7 @@ assert_lto_traced() {
 }
 
 @test "a user's own --emit-relocs stays; only what objpatch link added goes" {
-	cd "$T"
-	gcc -O2 -pg -mfentry -flto -c "$LTO_SRC/main.c" -o main.o
-	gcc -O2 -pg -mfentry -flto -c "$LTO_SRC/helper.c" -o helper.o
-	gcc -O2 -fPIC -c "$LTO_SRC/lib.c" -o lib.o
-	gcc -shared lib.o -o libl.so
+	gcc_lto_inputs
 	"$OBJPATCH" link --nop -- gcc -flto -Wl,--emit-relocs main.o helper.o -o prog -L. -ll
 	run sh -c "readelf -SW prog | awk '\$2 == \".rela.text\" { print \$6 }'"
 	refute_output ""
@@ -155,11 +161,7 @@ assert_lto_traced() {
 }
 
 @test "no silent emptiness: traced inputs and no table in the output warn, and fail with --check" {
-	cd "$T"
-	gcc -O2 -pg -mfentry -flto -c "$LTO_SRC/main.c" -o main.o
-	gcc -O2 -pg -mfentry -flto -c "$LTO_SRC/helper.c" -o helper.o
-	gcc -O2 -fPIC -c "$LTO_SRC/lib.c" -o lib.o
-	gcc -shared lib.o -o libl.so
+	gcc_lto_inputs
 	# -s leaves no symbols for the relocations to name: nothing to record.
 	run "$OBJPATCH" link -- gcc -flto -s main.o helper.o -o prog -L. -ll
 	assert_success
