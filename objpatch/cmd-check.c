@@ -284,8 +284,9 @@ static size_t check_complete(struct checker *k, const struct op_entry *sorted, s
 	return calls;
 }
 
-/* Patchable entries still GCC's one-byte NOPs are sound, but the runtime
- * patches only its one-instruction NOP: one line says how to get it. */
+/* Patchable entries still the compiler's NOPs (GCC's one-byte ones,
+ * clang's long ones) are sound, but the runtime patches only its site
+ * NOP: one line says how to get it. */
 static void note_raw_entries(const char *path, const struct mc_arch *a,
 			     const struct op_sites *s)
 {
@@ -294,8 +295,8 @@ static void note_raw_entries(const char *path, const struct mc_arch *a,
 	for (size_t i = 0; i < s->n; i++)
 		raw += s->v[i].state == OP_PATCHABLE && s->v[i].raw;
 	if (raw)
-		mc_note(path, "%zu patchable entr%s one-byte NOPs: objpatch nop (or link "
-			"--nop) makes the first %u the one NOP the runtime patches", raw,
+		mc_note(path, "%zu patchable entr%s the compiler's NOPs: objpatch nop (or "
+			"link --nop) makes the first %u bytes the one NOP the runtime patches", raw,
 			raw == 1 ? "y is" : "ies are", a->nops[0].len);
 }
 

@@ -38,7 +38,7 @@ static void report(const char *path, const struct fix_opts *o, const struct fix_
 	if (o->nop)
 		mc_note(path, "%zu call site%s NOPed", st->nopped, st->nopped == 1 ? "" : "s");
 	if (o->nop && st->converted)
-		mc_note(path, "%zu patchable entr%s of one-byte NOPs made the site's NOP",
+		mc_note(path, "%zu patchable entr%s of the compiler's NOPs made the site's NOP",
 			st->converted, st->converted == 1 ? "y" : "ies");
 }
 

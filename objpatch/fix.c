@@ -427,21 +427,27 @@ out:
 }
 
 /*
- * A patchable entry still in the raw (GCC's -fpatchable-function-entry=N
- * on x86: N one-byte NOPs): its first bytes become the architecture's
- * site NOP, the one instruction the runtime turns into a call.  The rest
- * of the run stays as it was.
+ * A patchable entry still in the raw (-fpatchable-function-entry=N on
+ * x86: GCC's N one-byte NOPs, clang's long NOP): the whole NOPs that
+ * cover the site's length become the architecture's site NOP, the one
+ * instruction the runtime turns into a call, then one-byte NOPs.  The
+ * rest of the run stays as it was.
  */
 static int convert_raw_entry(struct mce_file *f, const struct mc_arch *a,
 			     const struct op_entry *e, struct fix_stats *st)
 {
-	struct mc_site site = { .off = e->off, .len = a->nops[0].len };
 	struct mce_sec *tx = &f->secs[e->shndx];
-	int r = mc_nop_site(f, a, tx, mce_linked(f) ? NULL : tx->rela, &site);
+	struct mc_text t = mc_text_of(f, tx, 0);
+	unsigned k = mc_nop_prefix(a, &t, e->off, a->nops[0].len);
+	uint8_t buf[2 * MC_MAX_SITE];
 
-	if (r != 0)
-		return r < 0 ? -1 : mce_fail(f, "no %u-byte NOP for a patchable entry",
-					     site.len);
+	if (!k || k > sizeof(buf) || !a->entry_nop)
+		return mce_fail(f, "no %u-byte NOP for a patchable entry", a->nops[0].len);
+	memcpy(buf, a->nops[0].bytes, a->nops[0].len);
+	for (unsigned i = a->nops[0].len; i < k; i += a->entry_nop->len)
+		memcpy(buf + i, a->entry_nop->bytes, a->entry_nop->len);
+	if (mce_patch(f, tx, e->off, buf, k) < 0)
+		return -1;
 	st->converted++;
 	st->changed = true;
 	return 0;

@@ -188,24 +188,21 @@ static bool is_mcount_target(const struct mce_file *f, uint32_t sym)
 	return sym < f->nsyms && mc_is_mcount_name(f->syms[sym].name);
 }
 
-/* A run of the one-byte NOPs -fpatchable-function-entry=N leaves, long
- * enough to become the site's NOP: E says so (state, raw, its length). */
+/* NOPs a compiler padded a patchable entry with, not yet the site's NOP,
+ * long enough to become it (mc_nop_prefix): E says so, and its length
+ * the whole run of NOPs. */
 static bool raw_entry_run(const struct mc_arch *a, const struct mc_text *t, uint64_t off,
 			  struct op_entry *e)
 {
-	const struct mc_nop *n1 = a->entry_nop;
-	size_t k = 0;
+	unsigned len, run;
 
-	if (!n1 || !a->nops)
+	if (!a->nops || !mc_nop_prefix(a, t, off, a->nops[0].len))
 		return false;
-	while (off + (k + 1) * n1->len <= t->size &&
-	       !memcmp(n1->bytes, t->buf + off + k * n1->len, n1->len))
-		k++;
-	if (k * n1->len < a->nops[0].len)
-		return false;
+	for (run = 0; run < 255 && off + run < t->size && (len = a->any_nop(t, off + run));)
+		run += len;
 	e->state = OP_PATCHABLE;
 	e->raw = true;
-	e->len = (uint8_t)(k * n1->len > 255 ? 255 : k * n1->len);
+	e->len = (uint8_t)(run > 255 ? 255 : run);
 	return true;
 }
 

@@ -48,6 +48,16 @@ int mc_nop_site(struct mce_file *f, const struct mc_arch *a, struct mce_sec *tx,
 	return 0;
 }
 
+unsigned mc_nop_prefix(const struct mc_arch *a, const struct mc_text *t, uint64_t off,
+		       unsigned min)
+{
+	unsigned total = 0, len = 1;
+
+	while (a->any_nop && total < min && off + total < t->size && len)
+		total += len = a->any_nop(t, off + total);
+	return total >= min ? total : 0;
+}
+
 /* Relocation R, which marks no call to an mcount symbol: said with -v. */
 static void note_not_call(struct mce_file *f, struct mce_sec *tx, const struct mce_rel *r,
 			  uint64_t off, const char *what)

@@ -26,6 +26,11 @@ struct mc_text mc_text_of(struct mce_file *f, struct mce_sec *s, uint64_t bounda
 int mc_nop_site(struct mce_file *f, const struct mc_arch *a, struct mce_sec *tx,
 		struct mce_sec *rs, const struct mc_site *site);
 
+/* The bytes of whole NOP instructions (a->any_nop) from OFF of T that
+ * cover at least MIN, or 0 when something else comes first. */
+unsigned mc_nop_prefix(const struct mc_arch *a, const struct mc_text *t, uint64_t off,
+		       unsigned min);
+
 /*
  * The call sites that relocations against mcount symbols mark, decoded as
  * recordmcount records them: the N relocations PICK (of one relocation

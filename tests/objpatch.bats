@@ -250,7 +250,7 @@ C
 	cc -O2 -fpatchable-function-entry=7 -c "$T/pf.c" -o "$T/pf.o"
 	run "$OBJPATCH" check -v "$T/pf.o"
 	assert_success
-	assert_output --partial "2 patchable entries are one-byte NOPs: objpatch nop (or link --nop) makes the first 5"
+	assert_output --partial "2 patchable entries are the compiler's NOPs: objpatch nop (or link --nop) makes the first 5 bytes the one NOP the runtime patches"
 	"$OBJPATCH" link --nop --check -- cc "$T/pf.o" -o "$T/pf"
 	run "$OBJPATCH" inspect "$T/pf"
 	assert_success
@@ -265,9 +265,22 @@ C
 	cp "$T/pf.o" "$T/pf2.o"
 	run "$OBJPATCH" nop -v "$T/pf2.o"
 	assert_success
-	assert_output --partial "2 patchable entries of one-byte NOPs made the site's NOP"
+	assert_output --partial "2 patchable entries of the compiler's NOPs made the site's NOP"
 	run "$OBJPATCH" check "$T/pf2.o"
 	assert_success
 	run "$OBJPATCH" -j inspect "$T/pf2.o"
 	[ "$(echo "$output" | $PY -c 'import json,sys; print(json.load(sys.stdin)[0]["summary"]["nop"])')" -eq 2 ]
+	# clang pads with one long NOP with a displacement (0f 1f 80 00 02 00 00).
+	command -v clang >/dev/null || skip "clang is not installed (its long NOPs)"
+	clang -O2 -fpatchable-function-entry=7 -c "$T/pf.c" -o "$T/pfc.o"
+	run "$OBJPATCH" check -v "$T/pfc.o"
+	assert_success
+	assert_output --partial "2 patchable entries are the compiler's NOPs"
+	"$OBJPATCH" link --nop --check -- clang "$T/pfc.o" -o "$T/pfc"
+	run sh -c "objdump -d --disassemble=work '$T/pfc' | grep -A3 '<work>:' | tail -3 | cut -f2 | tr -d ' '"
+	assert_output - <<-'OUT'
+	0f1f440000
+	90
+	90
+	OUT
 }

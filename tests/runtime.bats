@@ -618,7 +618,7 @@ in_parent $ppid"
 	run env LD_LIBRARY_PATH="$LIBDIR" MCLOC_TRACER=function MCLOC_OUTPUT="$T/raw.txt" "$T/raw"
 	assert_success
 	assert_output - <<-'OUT'
-	libmcloc: /proc/self/exe: 3 sites skipped: 5 single-byte NOPs (-fpatchable-function-entry): link with objpatch link --nop
+	libmcloc: /proc/self/exe: 3 sites skipped: 5 single-byte NOPs (GCC's -fpatchable-function-entry): link with objpatch link --nop
 	4
 	OUT
 	run grep -c "work_" "$T/raw.txt"
@@ -628,4 +628,12 @@ in_parent $ppid"
 	assert_output 4
 	run grep -c "work_a <-work_b" "$T/nop.txt"
 	assert_output 1
+	command -v clang >/dev/null || skip "clang is not installed (its long NOPs)"
+	clang -O2 -fpatchable-function-entry=5 -c "$T/pf.c" -o "$T/pfc.o"
+	"$OBJPATCH" link --runtime -- clang "$T/pfc.o" -o "$T/rawc" -L"$LIBDIR" -lmcloc
+	run env LD_LIBRARY_PATH="$LIBDIR" MCLOC_TRACER=function MCLOC_OUTPUT=/dev/null "$T/rawc"
+	assert_output - <<-'OUT'
+	libmcloc: /proc/self/exe: 3 sites skipped: long NOPs not of the site's form (clang's -fpatchable-function-entry): link with objpatch link --nop
+	4
+	OUT
 }
