@@ -96,6 +96,8 @@ static void scan_input(const char *path, struct op_lto *l)
 
 void op_lto_scan(int argc, char **argv, struct op_lto *l)
 {
+	bool gc_sections = false, gold = strstr(argv[0], "gold") != NULL;
+
 	*l = (struct op_lto){ .ld = mc_linker_prefix(argv[0]) >= 0 };
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -108,17 +110,27 @@ void op_lto_scan(int argc, char **argv, struct op_lto *l)
 				   !strcmp(a, "-fprofile");
 		static const char *const emit[] = { "--emit-relocs", "-q", NULL };
 		static const char *const strip[] = { "--strip-all", "-s", NULL };
+		static const char *const gc[] = { "--gc-sections", NULL };
 
 		l->user_emit_relocs |= linker_option(a, l->ld, emit);
 		l->user_strip |= linker_option(a, l->ld, strip) || (!l->ld && !strcmp(a, "-s"));
+		gc_sections |= linker_option(a, l->ld, gc);
+		gold |= !strcmp(a, "-fuse-ld=gold");
 		if (mc_ccargs_takes_value(a))
 			i++;
 	}
-	/* (A link by ld itself runs no LTO plugin objpatch knows how to
-	 * drive, and a stripped output keeps no symbols for the relocations
-	 * to name, which ld refuses: their outputs are only checked for a
-	 * table.) */
-	l->record = !l->ld && !l->user_strip && (l->gcc_profile || l->bitcode);
+	/* A link by ld itself runs no LTO plugin objpatch knows how to
+	 * drive, a stripped output keeps no symbols for the relocations to
+	 * name (ld.bfd refuses the pair), and gold fails on --emit-relocs
+	 * with --gc-sections (an internal error in do_layout): those outputs
+	 * are only checked for a table, and the warning says why. */
+	if (l->ld)
+		l->unrecorded = "a link by ld itself is not one objpatch link records LTO code of";
+	else if (l->user_strip)
+		l->unrecorded = "-s leaves no symbols for the LTO step's relocations to name";
+	else if (gold && gc_sections && !l->user_emit_relocs)
+		l->unrecorded = "gold cannot keep relocations (--emit-relocs) under --gc-sections";
+	l->record = !l->unrecorded && (l->gcc_profile || l->bitcode);
 }
 
 int op_lto_args(const struct op_lto *l, char **cmd, int n)
@@ -404,9 +416,12 @@ int op_lto_untraced(const struct op_lto *l, const char *tmp, const char *out, bo
 	why = l->gcc_profile ? "its GCC LTO inputs were compiled with -pg" :
 		"its inputs were compiled for tracing";
 	if (check) {
-		mc_error(out, "%s, but it has no call-site table; output removed", why);
+		mc_error(out, "%s, but it has no call-site table%s%s; output removed", why,
+			 l->gcc_profile && l->unrecorded ? ": " : "",
+			 l->gcc_profile && l->unrecorded ? l->unrecorded : "");
 		return 1;
 	}
-	mc_warn(out, "%s, but it has no call-site table: nothing in it can be traced", why);
+	mc_warn(out, "%s, but it has no call-site table: %s", why,
+		l->gcc_profile && l->unrecorded ? l->unrecorded : "nothing in it can be traced");
 	return 0;
 }

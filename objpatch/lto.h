@@ -19,6 +19,7 @@ struct op_lto {
 	bool user_emit_relocs;	/* --emit-relocs (-q) asked for by the user */
 	bool user_strip;	/* -s (--strip-all): no symbols for relocations */
 	bool record;		/* record the LTO step's code after the link */
+	const char *unrecorded;	/* why this link's LTO code cannot be recorded */
 	bool ld;		/* the command is the linker itself */
 };
 

@@ -165,10 +165,10 @@ assert_lto_traced() {
 	# -s leaves no symbols for the relocations to name: nothing to record.
 	run "$OBJPATCH" link -- gcc -flto -s main.o helper.o -o prog -L. -ll
 	assert_success
-	assert_output "prog: warning: objpatch: its GCC LTO inputs were compiled with -pg, but it has no call-site table: nothing in it can be traced"
+	assert_output "prog: warning: objpatch: its GCC LTO inputs were compiled with -pg, but it has no call-site table: -s leaves no symbols for the LTO step's relocations to name"
 	run "$OBJPATCH" link --check -- gcc -flto -s main.o helper.o -o prog2 -L. -ll
 	assert_failure 1
-	assert_output "prog2: error: objpatch: its GCC LTO inputs were compiled with -pg, but it has no call-site table; output removed"
+	assert_output "prog2: error: objpatch: its GCC LTO inputs were compiled with -pg, but it has no call-site table: -s leaves no symbols for the LTO step's relocations to name; output removed"
 	[ ! -e prog2 ]
 	# Objects compiled with -pg that recordmcount never saw, no LTO.
 	gcc -O2 -pg -mfentry -c "$LTO_SRC/helper.c" -o unrec.o
