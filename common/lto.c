@@ -2,8 +2,10 @@
 #include "lto.h"
 #include "mcelf.h"
 
-#include <stdio.h>
+#include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 bool mce_is_bitcode(const char *path)
 {
@@ -12,14 +14,16 @@ bool mce_is_bitcode(const char *path)
 	static const unsigned char raw[4] = { 'B', 'C', 0xc0, 0xde };
 	static const unsigned char wrap[4] = { 0xde, 0xc0, 0x17, 0x0b };
 	unsigned char m[4];
-	FILE *fp = fopen(path, "rb");
+	/* (Never blocks on a FIFO: only a regular file is read.) */
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
 	bool bc = false;
 
-	if (!fp)
+	if (fd < 0)
 		return false;
-	if (fread(m, 1, sizeof(m), fp) == sizeof(m))
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && read(fd, m, sizeof(m)) == sizeof(m))
 		bc = !memcmp(m, raw, 4) || !memcmp(m, wrap, 4);
-	fclose(fp);
+	close(fd);
 	return bc;
 }
 
