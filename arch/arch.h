@@ -143,6 +143,17 @@ struct mc_arch {
 	/* NOPs by site length, ended by len 0: one instruction per site. */
 	const struct mc_nop *nops;
 	/*
+	 * Compilers pad a -fpatchable-function-entry=N entry with NOPs that
+	 * are not NOPS[0] (x86: GCC N one-byte NOPs, clang one long NOP with
+	 * a displacement).  ANY_NOP gives the bytes of the NOP instruction of
+	 * any encoding at OFF, else 0; ENTRY_NOP is the ISA's one-byte NOP.
+	 * Whole NOPs covering nops[0].len bytes from an entry are a site in
+	 * the raw: objpatch nop makes them nops[0], the NOP the runtime
+	 * patches as one instruction, then ENTRY_NOPs.  NULL: no such sites.
+	 */
+	unsigned (*any_nop)(const struct mc_text *t, uint64_t off);
+	const struct mc_nop *entry_nop;
+	/*
 	 * For sites a plain table cannot cover (setup before the call, delay
 	 * slots): write the replacement of SITE (pre + len + post bytes,
 	 * starting pre bytes before site->off) into OUT.  Returns 0, or -1

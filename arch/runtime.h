@@ -148,6 +148,9 @@ struct mcr_site {
 	bool slot;
 };
 int mcr_site_find(uintptr_t entry, uintptr_t fentry, struct mcr_site *s);
+/* Why ENTRY, which mcr_site_find() refused, is no site, when that is a
+ * known form with a known remedy (one line's tail), else NULL. */
+const char *mcr_site_refusal(uintptr_t entry);
 /* Whether one of INFO's loaded segments holds all of [LO, HI). */
 static inline bool mcr_segment_holds(const struct dl_phdr_info *info, uintptr_t lo,
 				     uintptr_t hi)

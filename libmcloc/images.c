@@ -655,6 +655,18 @@ static int cmp_rec(const void *a, const void *b)
 	return x->off < y->off ? -1 : x->off > y->off;
 }
 
+/* A refused entry in the image's code whose form the architecture knows:
+ * counted, for registration's one line. */
+static void note_skipped(struct image *im, const struct exec_ctx *ex, uintptr_t entry)
+{
+	const char *why = in_exec(ex, entry) ? mcr_site_refusal(entry) : NULL;
+
+	if (why && (!im->skip_why || im->skip_why == why)) {
+		im->skip_why = why;
+		im->nskipped++;
+	}
+}
+
 int mcr_image_records(struct image *im, const struct mcloc_image *desc)
 {
 	size_t n, nslots = 0;
@@ -686,8 +698,10 @@ int mcr_image_records(struct image *im, const struct mcloc_image *desc)
 
 		r->off = (uint32_t)((ok ? st.at : tab[i]) - im->base);
 		r->state = ok ? st.len << REC_LEN_SHIFT : REC_REFUSED;
-		if (!ok)
+		if (!ok) {
 			mcr_nrefused++;
+			note_skipped(im, &ex, tab[i]);
+		}
 		nslots += ok && st.slot;
 	}
 	free(tab);

@@ -68,6 +68,10 @@ struct image {
 	 * landing pad), by the symbols; NULL without symbols.  Only there
 	 * is the caller's return address where a return hook looks. */
 	uint64_t *at_entry;
+	/* Entries refused for a reason the architecture names (say, GCC's
+	 * raw patchable NOPs): how many, and that reason, said once. */
+	size_t nskipped;
+	const char *skip_why;
 };
 
 struct mcloc_ops_priv {

@@ -109,6 +109,10 @@ int mcloc_register_image(struct mcloc_image *desc)
 		mcr_say(1, "no page for direct stubs within reach; single ops go through the list");
 	const char *path = mcr_image_name(&im, desc);
 
+	if (im.nskipped)
+		mcr_warn("%s: %zu site%s skipped: %s", path ? path : "an image", im.nskipped,
+			 im.nskipped == 1 ? "" : "s", im.skip_why);
+
 	*slot = im;
 	__atomic_store_n(&mcr_images[at], slot, __ATOMIC_RELEASE);
 	if (at == mcr_nimages)

@@ -297,6 +297,22 @@ static size_t check_complete(struct checker *k, const struct op_entry *sorted, s
 	return calls;
 }
 
+/* Patchable entries still the compiler's NOPs (GCC's one-byte ones,
+ * clang's long ones) are sound, but the runtime patches only its site
+ * NOP: one line says how to get it. */
+static void note_raw_entries(const char *path, const struct mc_arch *a,
+			     const struct op_sites *s)
+{
+	size_t raw = 0;
+
+	for (size_t i = 0; i < s->n; i++)
+		raw += s->v[i].state == OP_PATCHABLE && s->v[i].raw;
+	if (raw)
+		mc_note(path, "%zu patchable entr%s the compiler's NOPs: objpatch nop (or "
+			"link --nop) makes the first %u bytes the one NOP the runtime patches", raw,
+			raw == 1 ? "y is" : "ies are", a->nops[0].len);
+}
+
 /* Check FILE, named PATH in what is said of it. */
 static int check_one(const char *file, const char *path, const struct op_common *c,
 		     struct json *j, bool kernel, enum km_version kversion, size_t *total)
@@ -396,6 +412,7 @@ static int check_one(const char *file, const char *path, const struct op_common 
 				k.a->name);
 	} else
 		check_complete(&k, sorted, n);
+	note_raw_entries(path, k.a, &s);
 	check_ktables(&k);
 	if (c->json) {
 		json_end(j, ']');

@@ -6,6 +6,7 @@
  */
 #include "objpatch.h"
 #include "fix.h"
+#include "lto.h"
 
 #include "../common/command.h"
 #include "../common/diag.h"
@@ -41,6 +42,9 @@ static void report(const char *path, const struct fix_opts *o, const struct fix_
 			st->weak_zeroed == 1 ? "y" : "ies");
 	if (o->nop)
 		mc_note(path, "%zu call site%s NOPed", st->nopped, st->nopped == 1 ? "" : "s");
+	if (o->nop && st->converted)
+		mc_note(path, "%zu patchable entr%s of the compiler's NOPs made the site's NOP",
+			st->converted, st->converted == 1 ? "y" : "ies");
 }
 
 /* -v, and (where O is given) --kernel[=VERSION]. */
@@ -296,13 +300,17 @@ int cmd_link(int argc, char **argv, const struct op_common *c)
 				"writes gmon.out at exit: give -pg to the compiles only");
 
 	/* Room for the runtime object, for three words around each -lmcloc,
-	 * and for an -o. */
-	cmd = calloc(4 * (size_t)argc + 4, sizeof(*cmd));
+	 * for an -o, and for LTO's options and table object. */
+	cmd = calloc(4 * (size_t)argc + 8, sizeof(*cmd));
 	if (!cmd) {
 		mc_error(out, "out of memory");
 		return 1;
 	}
 	int ncmd = copy_command(argc, argv, runtime, cmd);
+	struct op_lto lto;
+
+	op_lto_scan(argc, argv, &lto);
+	ncmd = op_lto_args(&lto, cmd, ncmd);
 
 	/* An output that is not a regular file (-o /dev/null: a probe) is
 	 * the linker's to write, as it is. */
@@ -338,8 +346,13 @@ int cmd_link(int argc, char **argv, const struct op_common *c)
 	status = mc_run(cmd, "the link command");
 	if (status || special)
 		goto out;
+	status = op_lto_record(&lto, cmd, ncmd, tmp, out);
+	if (status)
+		goto out;
 	o.runtime = runtime;	/* bounds, and names that survive strip(1) */
 	status = fix_linked(tmp, out, &o, check, c);
+	if (!status)
+		status = op_lto_untraced(&lto, tmp, out, check);
 	if (!status && rename(tmp, out) < 0) {
 		mc_error(out, "cannot replace: %s", strerror(errno));
 		status = 1;

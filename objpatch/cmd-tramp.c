@@ -20,6 +20,7 @@
 #include "../arch/arch.h"
 #include "../common/command.h"
 #include "../common/diag.h"
+#include "../common/lto.h"
 #include "../common/mcelf.h"
 
 #include <mcloc/abi.h>
@@ -59,8 +60,7 @@ static bool host_is(const struct mc_arch *a)
 	return uname(&u) == 0 && !strcmp(u.machine, a->name);
 }
 
-/* Assemble SRC into OUT with the compiler driver CC. */
-static int assemble(const char *cc, const char *src, const char *out)
+int op_assemble(const char *cc, const char *src, const char *out, const char *what)
 {
 	char *argv[] = { (char *)cc, "-c", "-x", "assembler", (char *)src, "-o",
 			 (char *)out, NULL };
@@ -73,7 +73,7 @@ static int assemble(const char *cc, const char *src, const char *out)
 		argv[4] = NULL;
 	}
 	if (mc_run(argv, "the assembler")) {
-		mc_error(out, "%s failed to assemble the trampolines", cc);
+		mc_error(out, "%s failed to assemble %s", cc, what);
 		unlink(out);
 		return -1;
 	}
@@ -109,7 +109,7 @@ static int emit(const struct mc_arch *a, const char *cc, const char *out, bool p
 	snprintf(obj, l + 32, "%s/t.o", dir);
 	ret = write_asm(a, src, placeholder);
 	if (ret == 0 && !asm_out)
-		ret = assemble(cc, src, obj);
+		ret = op_assemble(cc, src, obj, "the trampolines");
 	if (ret == 0 && rename(asm_out ? src : obj, out) != 0) {
 		mc_error(out, "cannot rename into place: %s", strerror(errno));
 		ret = -1;
@@ -169,6 +169,15 @@ int cmd_tramp(int argc, char **argv, const struct op_common *c)
 	return emit(a, default_cc(a, ccbuf, sizeof(ccbuf)), out, false) ? 1 : 0;
 }
 
+/* LLVM bitcode names its target only in a record that LLVM reads: a link
+ * of bitcode (clang -flto) is taken for one for the host. */
+static const struct mc_arch *bitcode_arch(void)
+{
+	struct utsname u;
+
+	return uname(&u) == 0 ? mc_arch_by_name(u.machine) : NULL;
+}
+
 /* The architecture of a link: that of its first ELF input. */
 static const struct mc_arch *link_arch(int argc, char **argv)
 {
@@ -181,6 +190,8 @@ static const struct mc_arch *link_arch(int argc, char **argv)
 			continue;
 		if (mce_open(&f, argv[i]) == 0)
 			a = mc_arch_find(f.eh.e_machine, f.cls);
+		else if (mce_is_bitcode(argv[i]))
+			a = bitcode_arch();
 		mce_close(&f);
 		if (a)
 			return a;

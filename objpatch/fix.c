@@ -426,6 +426,33 @@ out:
 	return ret;
 }
 
+/*
+ * A patchable entry still in the raw (-fpatchable-function-entry=N on
+ * x86: GCC's N one-byte NOPs, clang's long NOP): the whole NOPs that
+ * cover the site's length become the architecture's site NOP, the one
+ * instruction the runtime turns into a call, then one-byte NOPs.  The
+ * rest of the run stays as it was.
+ */
+static int convert_raw_entry(struct mce_file *f, const struct mc_arch *a,
+			     const struct op_entry *e, struct fix_stats *st)
+{
+	struct mce_sec *tx = &f->secs[e->shndx];
+	struct mc_text t = mc_text_of(f, tx, 0);
+	unsigned k = mc_nop_prefix(a, &t, e->off, a->nops[0].len);
+	uint8_t buf[2 * MC_MAX_SITE];
+
+	if (!k || k > sizeof(buf) || !a->entry_nop)
+		return mce_fail(f, "no %u-byte NOP for a patchable entry", a->nops[0].len);
+	memcpy(buf, a->nops[0].bytes, a->nops[0].len);
+	for (unsigned i = a->nops[0].len; i < k; i += a->entry_nop->len)
+		memcpy(buf + i, a->entry_nop->bytes, a->entry_nop->len);
+	if (mce_patch(f, tx, e->off, buf, k) < 0)
+		return -1;
+	st->converted++;
+	st->changed = true;
+	return 0;
+}
+
 static int nop_sites(struct mce_file *f, const struct mc_arch *a, const struct op_sites *s,
 		     struct fix_stats *st)
 {
@@ -436,6 +463,11 @@ static int nop_sites(struct mce_file *f, const struct mc_arch *a, const struct o
 		struct mce_sec *tx;
 		struct mc_site site = { .off = e->off, .len = e->len };
 
+		if (e->state == OP_PATCHABLE && e->raw && convert_raw_entry(f, a, e, st) < 0) {
+			mc_error(f->path, "%s: %s", mce_where(f, e->shndx, e->off, where,
+							       sizeof(where)), f->err);
+			return -1;
+		}
 		if (e->state != OP_CALL)
 			continue;
 		tx = &f->secs[e->shndx];

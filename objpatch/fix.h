@@ -29,6 +29,7 @@ struct fix_stats {
 	size_t entries, kept;
 	size_t zero, outside, stale, duplicate;	/* dropped, by reason */
 	size_t nopped;
+	size_t converted;	/* raw patchable entries made the site's NOP */
 	size_t prepared;	/* patchable entries made run-time sites */
 	size_t symbols_added;
 	size_t names;		/* functions in .mcloc_names */

@@ -27,4 +27,8 @@ int cmd_tramp(int argc, char **argv, const struct op_common *c);
  * driver CC) into OUT.  -1 with a diagnostic printed on failure. */
 int op_tramp_for_link(const char *cc, int argc, char **argv, const char *out);
 
+/* Assemble SRC into OUT with the compiler driver CC (or an as), saying
+ * WHAT in the one line a failure gets.  0 or -1. */
+int op_assemble(const char *cc, const char *src, const char *out, const char *what);
+
 #endif

@@ -188,6 +188,24 @@ static bool is_mcount_target(const struct mce_file *f, uint32_t sym)
 	return sym < f->nsyms && mc_is_mcount_name(f->syms[sym].name);
 }
 
+/* NOPs a compiler padded a patchable entry with, not yet the site's NOP,
+ * long enough to become it (mc_nop_prefix): E says so, and its length
+ * the whole run of NOPs. */
+static bool raw_entry_run(const struct mc_arch *a, const struct mc_text *t, uint64_t off,
+			  struct op_entry *e)
+{
+	unsigned len, run;
+
+	if (!a->nops || !mc_nop_prefix(a, t, off, a->nops[0].len))
+		return false;
+	for (run = 0; run < 255 && off + run < t->size && (len = a->any_nop(t, off + run));)
+		run += len;
+	e->state = OP_PATCHABLE;
+	e->raw = true;
+	e->len = (uint8_t)(run > 255 ? 255 : run);
+	return true;
+}
+
 void op_classify(struct mce_file *f, const struct mc_arch *a, uint32_t shndx,
 		 uint64_t off, struct op_entry *e, struct op_callee_memo *memo)
 {
@@ -195,6 +213,7 @@ void op_classify(struct mce_file *f, const struct mc_arch *a, uint32_t shndx,
 	struct mc_text t = mc_text_of(f, tx, off);
 
 	e->state = OP_OTHER;
+	e->raw = false;
 	e->len = 0;
 	e->target = NULL;
 	e->bytes[0] = 0;
@@ -267,6 +286,8 @@ void op_classify(struct mce_file *f, const struct mc_arch *a, uint32_t shndx,
 		e->len = (uint8_t)(k * n->len > 255 ? 255 : k * n->len);
 		return;
 	}
+	if (raw_entry_run(a, &t, off, e))
+		return;
 	/* The NOPs a backend writes itself (ARM, Thumb-2, MIPS). */
 	unsigned len = a->is_nop ? a->is_nop(&t, off) : 0;
 

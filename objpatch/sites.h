@@ -27,6 +27,8 @@ struct op_entry {
 	uint8_t len;		/* bytes of the call or NOP(s) */
 	bool resolved;		/* its relocation names a place (linked: its
 				 * address lies in a section) */
+	bool raw;		/* OP_PATCHABLE: a run of the ISA's one-byte NOPs,
+				 * not yet the site's NOP (objpatch nop makes it) */
 	bool classified;	/* state, len, target and bytes are filled in (false:
 				 * a linked image of an ISA objpatch cannot decode) */
 	char bytes[24];		/* OP_OTHER: the first 8 bytes there, in hex */

@@ -15,12 +15,16 @@
 
 #include "../arch/arch.h"
 #include "../common/diag.h"
+#include "../common/lto.h"
 #include "../site/site.h"
 #include "../common/mcelf.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /*
  * A recorded site, compactly: a large module has thousands, and the
@@ -144,16 +148,29 @@ static bool is_mcount_sym(const struct mce_sym *m, const struct record_opts *o)
 	return false;
 }
 
+/* Where mc_rel_sites() puts each site it decodes (room reserved). */
+struct push_ctx {
+	struct sites *ss;
+	struct mce_sec *rs;
+	uint32_t shndx;
+	bool traced;
+};
+
+static void push_decoded(void *ctx, const struct mc_site *s)
+{
+	struct push_ctx *p = ctx;
+
+	push_site(p->ss, p->rs, p->shndx, p->traced, s);
+}
+
 static int find_sites(struct mce_file *f, const struct mc_arch *a,
 		      const struct record_opts *o, const bool *is_mc,
 		      struct sites *ss)
 {
 	struct mce_rel *pick = NULL;
-	size_t *idx = NULL;
 	bool *fake = NULL;
 	uint64_t kernel_last = UINT64_MAX;	/* see kernel_pair_distance */
 	int ret = -1;
-	char where[256];
 
 	for (size_t k = 1; k < f->shnum; k++) {
 		struct mce_sec *rs = &f->secs[k];
@@ -175,10 +192,8 @@ static int find_sites(struct mce_file *f, const struct mc_arch *a,
 			continue;
 		bool traced = !o->kernel || kernel_traced(tx->name);
 		free(fake);
-		free(idx);
 		fake = calloc(n, sizeof(*fake));
-		idx = malloc(n * sizeof(*idx));
-		if (!fake || !idx) {
+		if (!fake || reserve_sites(ss, n) < 0) {
 			mc_error(f->path, "out of memory");
 			goto out;
 		}
@@ -191,67 +206,14 @@ static int find_sites(struct mce_file *f, const struct mc_arch *a,
 					  off - kernel_last == a->kernel_pair_distance;
 				kernel_last = off;
 			}
-		mce_rels_by_offset(pick, n, idx);
-		if (reserve_sites(ss, n) < 0) {
-			mc_error(f->path, "out of memory");
+		struct push_ctx p = { ss, rs, (uint32_t)tx->idx, traced };
+
+		if (mc_rel_sites(f, a, tx, pick, n, fake, ss->describe, push_decoded, &p) < 0)
 			goto out;
-		}
-
-		struct mc_text t = mc_text_of(f, tx, 0);
-
-		if (!t.buf && tx->sh.sh_size) {
-			mc_error(f->path, "%s", f->err[0] ? f->err : "section without data");
-			goto out;
-		}
-		t.describe = ss->describe;
-		uint64_t prev_end = 0;
-		bool have_prev = false;
-
-		for (size_t j = 0; j < n; j++) {
-			const struct mce_rel *r = &pick[idx[j]];
-			struct mc_site s;
-
-			if (fake[idx[j]])
-				continue;
-			if (have_prev && r->offset < prev_end)
-				continue;	/* inside the site just recorded */
-#define WHERE mce_where(f, (uint32_t)tx->idx, r->offset, where, sizeof(where))
-			if (!mc_reloc_in(a->call_relocs, r->type)) {
-				if (mc_noting())
-					mc_note(f->path, "%s: relocation type %u against %s is not a call; "
-					"not recorded", WHERE, r->type, f->syms[r->sym].name);
-				continue;
-			}
-			t.boundary = 0;
-			if (a->variable_length)
-				mce_label_before(f, (uint32_t)tx->idx, r->offset, &t.boundary);
-			if (have_prev && prev_end <= r->offset && prev_end > t.boundary)
-				t.boundary = prev_end;
-			if (a->decode(&t, r->offset, r->type, &s) < 0) {
-				mc_error(f->path, "%s: cannot decode the call to %s: %s", WHERE,
-					 f->syms[r->sym].name, s.what);
-				goto out;
-			}
-			if (s.verdict == MC_SITE_NOT_CALL) {
-				if (mc_noting())
-					mc_note(f->path, "%s: %s is not a call to %s; not recorded",
-					WHERE, s.what, f->syms[r->sym].name);
-				continue;
-			}
-			if (s.verdict == MC_SITE_PART)
-				continue;
-			if (have_prev && s.off < prev_end)
-				continue;	/* another relocation of the same call */
-			prev_end = s.off + s.len;
-			have_prev = true;
-			push_site(ss, rs, (uint32_t)tx->idx, traced, &s);
-		}
 	}
-#undef WHERE
 	ret = 0;
 out:
 	free(fake);
-	free(idx);
 	free(pick);
 	return ret;
 }
@@ -460,6 +422,44 @@ static int drop_tables(struct mce_file *f, const char *table)
 	return 0;
 }
 
+/* -o FILE for an input that is not ELF: FILE becomes a copy of PATH. */
+static int copy_to(const char *path, const char *out)
+{
+	char buf[65536];
+	int in = open(path, O_RDONLY | O_CLOEXEC), fd = -1, ret = -1;
+	ssize_t n = 0;
+
+	if (in >= 0)
+		fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+	while (fd >= 0 && (n = read(in, buf, sizeof(buf))) > 0)
+		if (write(fd, buf, (size_t)n) != n) {
+			n = -1;
+			break;
+		}
+	if (in >= 0 && fd >= 0 && n == 0)
+		ret = 0;
+	if (ret < 0)
+		mc_error(in < 0 ? path : out, "cannot copy: %s", strerror(errno ? errno : EIO));
+	if (fd >= 0 && close(fd) < 0 && !ret) {
+		mc_error(out, "cannot copy: %s", strerror(errno));
+		ret = -1;
+	}
+	if (in >= 0)
+		close(in);
+	return ret;
+}
+
+/*
+ * LLVM bitcode (clang -flto): no machine code yet, so nothing to record.
+ * objpatch link records the code the LTO step makes from it.
+ */
+static int pass_bitcode(const char *path, const struct record_opts *o)
+{
+	mc_note(path, "LLVM bitcode (LTO): its code is made at the link, where "
+		"objpatch link records it; left unchanged");
+	return o->output && !o->dry_run ? copy_to(path, o->output) : 0;
+}
+
 int record_file(const char *path, const struct record_opts *o)
 {
 	struct mce_file f;
@@ -469,6 +469,8 @@ int record_file(const char *path, const struct record_opts *o)
 	size_t ntraced = 0;
 	int ret = -1;
 
+	if (mce_is_bitcode(path))
+		return pass_bitcode(path, o);
 	if (mce_open_mode(&f, path, o->in_place && !o->dry_run) < 0) {
 		mc_error(path, "%s", f.err);
 		goto out;
@@ -483,6 +485,16 @@ int record_file(const char *path, const struct record_opts *o)
 		mc_error(path, "unsupported machine %u (%d-bit)", f.eh.e_machine,
 			 f.cls == ELFCLASS64 ? 64 : 32);
 		goto out;
+	}
+	struct mce_lto_info lto;
+
+	mce_lto_of(&f, &lto);
+	if (lto.kind == MCE_LTO_GCC && !lto.fat) {
+		/* (A fat object's code is what a link without LTO uses:
+		 * recorded as any other.) */
+		mc_note(path, "GCC LTO object: its code is made at the link, where objpatch "
+			"link records it; left unchanged");
+		goto unchanged;
 	}
 	for (size_t i = 1; i < f.shnum; i++)
 		if (is_table_name(f.secs[i].name, o->section))

@@ -240,3 +240,47 @@ C
 	run "$OBJPATCH" -j inspect "$T/prog1" "$T/prog2"
 	[ "$(echo "$output" | $PY -c 'import json,sys; print(sum(f["summary"]["call"] for f in json.load(sys.stdin)))')" -eq 0 ]
 }
+
+@test "x86_64 -fpatchable-function-entry=5: check accepts GCC's five 0x90 with a note; nop and link --nop make them one NOP5" {
+	[ "$(uname -m)" = x86_64 ] || skip "x86_64 only"
+	cat > "$T/pf.c" <<-'C'
+	int work(int x) { return x + 1; }
+	int main(int c, char **v) { (void)v; return work(c) - 2; }
+	C
+	cc -O2 -fpatchable-function-entry=7 -c "$T/pf.c" -o "$T/pf.o"
+	run "$OBJPATCH" check -v "$T/pf.o"
+	assert_success
+	assert_output --partial "2 patchable entries are the compiler's NOPs: objpatch nop (or link --nop) makes the first 5 bytes the one NOP the runtime patches"
+	"$OBJPATCH" link --nop --check -- cc "$T/pf.o" -o "$T/pf"
+	run "$OBJPATCH" inspect "$T/pf"
+	assert_success
+	assert_output --partial "summary: 0 call, 2 nop, 0 patchable, 0 other; sorted"
+	# The first five bytes are the one NOP5, the other two stay.
+	run sh -c "objdump -d --disassemble=work '$T/pf' | grep -A3 '<work>:' | tail -3 | cut -f2 | tr -d ' '"
+	assert_output - <<-'OUT'
+	0f1f440000
+	90
+	90
+	OUT
+	cp "$T/pf.o" "$T/pf2.o"
+	run "$OBJPATCH" nop -v "$T/pf2.o"
+	assert_success
+	assert_output --partial "2 patchable entries of the compiler's NOPs made the site's NOP"
+	run "$OBJPATCH" check "$T/pf2.o"
+	assert_success
+	run "$OBJPATCH" -j inspect "$T/pf2.o"
+	[ "$(echo "$output" | $PY -c 'import json,sys; print(json.load(sys.stdin)[0]["summary"]["nop"])')" -eq 2 ]
+	# clang pads with one long NOP with a displacement (0f 1f 80 00 02 00 00).
+	command -v clang >/dev/null || skip "clang is not installed (its long NOPs)"
+	clang -O2 -fpatchable-function-entry=7 -c "$T/pf.c" -o "$T/pfc.o"
+	run "$OBJPATCH" check -v "$T/pfc.o"
+	assert_success
+	assert_output --partial "2 patchable entries are the compiler's NOPs"
+	"$OBJPATCH" link --nop --check -- clang "$T/pfc.o" -o "$T/pfc"
+	run sh -c "objdump -d --disassemble=work '$T/pfc' | grep -A3 '<work>:' | tail -3 | cut -f2 | tr -d ' '"
+	assert_output - <<-'OUT'
+	0f1f440000
+	90
+	90
+	OUT
+}

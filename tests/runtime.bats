@@ -603,3 +603,37 @@ in_parent $ppid"
 	assert_line "ok: shared: callback, then trampoline, each call"
 	assert_line "PASSED: 0 failures"
 }
+
+@test "-fpatchable-function-entry=5 on x86_64: skipped sites said in one line; traced once linked with --nop" {
+	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
+	cat > "$T/pf.c" <<-'C'
+	#include <stdio.h>
+	__attribute__((noinline)) int work_a(int x) { return x + 1; }
+	__attribute__((noinline)) int work_b(int x) { return work_a(x) * 2; }
+	int main(int c, char **v) { (void)v; printf("%d\n", work_b(c)); return 0; }
+	C
+	cc -O2 -fpatchable-function-entry=5 -c "$T/pf.c" -o "$T/pf.o"
+	"$OBJPATCH" link --runtime -- cc "$T/pf.o" -o "$T/raw" -L"$LIBDIR" -lmcloc
+	"$OBJPATCH" link --nop --runtime --check -- cc "$T/pf.o" -o "$T/nop" -L"$LIBDIR" -lmcloc
+	run env LD_LIBRARY_PATH="$LIBDIR" MCLOC_TRACER=function MCLOC_OUTPUT="$T/raw.txt" "$T/raw"
+	assert_success
+	assert_output - <<-'OUT'
+	libmcloc: /proc/self/exe: 3 sites skipped: 5 single-byte NOPs (GCC's -fpatchable-function-entry): link with objpatch link --nop
+	4
+	OUT
+	run grep -c "work_" "$T/raw.txt"
+	assert_output 0
+	run env LD_LIBRARY_PATH="$LIBDIR" MCLOC_TRACER=function MCLOC_OUTPUT="$T/nop.txt" "$T/nop"
+	assert_success
+	assert_output 4
+	run grep -c "work_a <-work_b" "$T/nop.txt"
+	assert_output 1
+	command -v clang >/dev/null || skip "clang is not installed (its long NOPs)"
+	clang -O2 -fpatchable-function-entry=5 -c "$T/pf.c" -o "$T/pfc.o"
+	"$OBJPATCH" link --runtime -- clang "$T/pfc.o" -o "$T/rawc" -L"$LIBDIR" -lmcloc
+	run env LD_LIBRARY_PATH="$LIBDIR" MCLOC_TRACER=function MCLOC_OUTPUT=/dev/null "$T/rawc"
+	assert_output - <<-'OUT'
+	libmcloc: /proc/self/exe: 3 sites skipped: long NOPs not of the site's form (clang's -fpatchable-function-entry): link with objpatch link --nop
+	4
+	OUT
+}

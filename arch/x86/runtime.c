@@ -183,6 +183,30 @@ int mcr_encode_tramp(uintptr_t site, unsigned len, uintptr_t tramp, uint8_t *out
 	return mcr_encode(site, len, tramp, out);
 }
 
+/*
+ * -fpatchable-function-entry=N (N >= 5) pads an entry with the compiler's
+ * NOPs: GCC's N one-byte NOPs, clang's long NOP with a displacement
+ * (0f 1f and a ModRM, other than the site NOPs).  Turning several
+ * instructions into a call is not safe while threads run (a thread may
+ * stand between two), and a long NOP of another length or form is not
+ * what the patch protocol writes back, so only the tools convert them,
+ * before the program runs.
+ */
+const char *mcr_site_refusal(uintptr_t entry)
+{
+	static const uint8_t raw[5] = { MC_X86_NOP1, MC_X86_NOP1, MC_X86_NOP1, MC_X86_NOP1,
+					MC_X86_NOP1 };
+	const uint8_t *b = (const uint8_t *)entry;
+
+	if (!memcmp(b, raw, sizeof(raw)))
+		return "5 single-byte NOPs (GCC's -fpatchable-function-entry): link with "
+		       "objpatch link --nop";
+	if (b[0] == 0x0f && b[1] == 0x1f)
+		return "long NOPs not of the site's form (clang's -fpatchable-function-entry): "
+		       "link with objpatch link --nop";
+	return NULL;
+}
+
 int mcr_site_find(uintptr_t entry, uintptr_t fentry, struct mcr_site *s)
 {
 	*s = (struct mcr_site){ .at = entry };

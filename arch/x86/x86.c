@@ -176,6 +176,17 @@ static const struct mc_nop nops64[] = {
 	{ .len = 7, .bytes = { MC_X86_NOP7 } },
 	{ 0 }
 };
+/* What -fpatchable-function-entry=N pads an entry with: GCC N of these,
+ * clang long NOPs with a displacement; the filler after a site's NOP. */
+static const struct mc_nop nop1 = { .len = 1, .bytes = { MC_X86_NOP1 } };
+
+static unsigned x86_any_nop(const struct mc_text *t, uint64_t off)
+{
+	ZydisDecodedInstruction insn;
+
+	return decode_at(t, off, &insn) && insn.mnemonic == ZYDIS_MNEMONIC_NOP ? insn.length : 0;
+}
+
 /* i386 kernels may run on CPUs without NOPL, so 32-bit sites get the
  * lea-based NOPs the kernel uses there. */
 static const struct mc_nop nops32[] = {
@@ -230,6 +241,8 @@ const struct mc_arch mc_arch_x86_64 = {
 	.landing_pad = x86_landing_pad,
 	.decode = x86_decode,
 	.nops = nops64,
+	.any_nop = x86_any_nop,
+	.entry_nop = &nop1,
 	.relative_reloc = R_X86_64_RELATIVE,
 	.extable = MC_EXTABLE_REL_DATA,
 	.orc_entry_size = 6,
@@ -252,6 +265,8 @@ const struct mc_arch mc_arch_i386 = {
 	.landing_pad = x86_landing_pad,
 	.decode = x86_decode,
 	.nops = nops32,
+	.any_nop = x86_any_nop,
+	.entry_nop = &nop1,
 	.relative_reloc = R_386_RELATIVE,
 	.extable = MC_EXTABLE_REL_DATA,
 	.insn = x86_insn,

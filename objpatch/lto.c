@@ -1,0 +1,427 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * objpatch link and LTO.  recordmcount passes LTO objects through, since
+ * their code is made only at the link.  To record that code, whatever the
+ * linker (bfd, gold, lld, mold), the link keeps its relocations
+ * (--emit-relocs), which name every call to an mcount symbol the LTO step
+ * made, and objpatch decodes them exactly as recordmcount decodes an
+ * object's (mc_rel_sites).  A linked image has no room for a new table,
+ * so the link runs once more with a table object of as many entries, each
+ * pointing at the table itself (in a PIE, one R_*_RELATIVE relocation
+ * each), whose words then take the sites' addresses.  The LTO step is
+ * deterministic: the second link makes the same code, and its own
+ * relocations are what the entries are filled from.
+ *
+ * GCC's LTO step compiles with the link's -pg, not the objects' (target
+ * options such as -mfentry come from the objects), and -pg on the link
+ * line also links gcrt1.o, which writes gmon.out.  -fprofile sets the
+ * same compiler flag without the driver's startup file.
+ */
+#include "lto.h"
+#include "objpatch.h"
+
+#include "../arch/arch.h"
+#include "../common/command.h"
+#include "../common/diag.h"
+#include "../common/lto.h"
+#include "../site/site.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define LTO_TABLE "__mcount_loc"
+
+/* Whether ARG gives the linker one of NAMES, itself (LD) or through -Wl. */
+static bool linker_option(const char *arg, bool ld, const char *const *names)
+{
+	const char *p = arg + 4;
+
+	if (ld) {
+		for (; *names; names++)
+			if (!strcmp(arg, *names))
+				return true;
+		return false;
+	}
+	if (strncmp(arg, "-Wl,", 4))
+		return false;
+	while (*p) {
+		size_t len = strcspn(p, ",");
+
+		for (const char *const *n = names; *n; n++)
+			if (strlen(*n) == len && !strncmp(p, *n, len))
+				return true;
+		p += len + (p[len] == ',');
+	}
+	return false;
+}
+
+/* An object built for tracing: a table of its own, or a call to an
+ * mcount symbol that recordmcount never saw. */
+static bool object_traced(const struct mce_file *f)
+{
+	for (size_t i = 1; i < f->shnum; i++)
+		if (!strcmp(f->secs[i].name, "__mcount_loc") ||
+		    !strcmp(f->secs[i].name, "__patchable_function_entries"))
+			return true;
+	for (size_t i = 1; i < f->nsyms; i++)
+		if (f->syms[i].shndx == SHN_UNDEF && mc_is_mcount_name(f->syms[i].name))
+			return true;
+	return false;
+}
+
+static void scan_input(const char *path, struct op_lto *l)
+{
+	struct stat st;
+	struct mce_file f;
+	struct mce_lto_info info;
+
+	if (stat(path, &st) < 0 || !S_ISREG(st.st_mode))
+		return;
+	if (mce_is_bitcode(path)) {
+		l->bitcode = true;
+		return;
+	}
+	if (mce_open(&f, path) == 0 && f.eh.e_type == ET_REL) {
+		mce_lto_of(&f, &info);
+		l->gcc |= info.kind == MCE_LTO_GCC;
+		l->gcc_profile |= info.profile;
+		l->traced |= info.profile || info.patchable || object_traced(&f);
+	}
+	mce_close(&f);
+}
+
+void op_lto_scan(int argc, char **argv, struct op_lto *l)
+{
+	bool gc_sections = false, gold = strstr(argv[0], "gold") != NULL;
+
+	*l = (struct op_lto){ .ld = mc_linker_prefix(argv[0]) >= 0 };
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (a[0] != '-') {
+			scan_input(a, l);
+			continue;
+		}
+		l->user_profile |= !strcmp(a, "-p") || !strcmp(a, "-pg") ||
+				   !strcmp(a, "-fprofile");
+		static const char *const emit[] = { "--emit-relocs", "-q", NULL };
+		static const char *const strip[] = { "--strip-all", "-s", NULL };
+		static const char *const gc[] = { "--gc-sections", NULL };
+
+		l->user_emit_relocs |= linker_option(a, l->ld, emit);
+		l->user_strip |= linker_option(a, l->ld, strip) || (!l->ld && !strcmp(a, "-s"));
+		gc_sections |= linker_option(a, l->ld, gc);
+		gold |= !strcmp(a, "-fuse-ld=gold");
+		if (mc_ccargs_takes_value(a))
+			i++;
+	}
+	/* A link by ld itself runs no LTO plugin objpatch knows how to
+	 * drive, a stripped output keeps no symbols for the relocations to
+	 * name (ld.bfd refuses the pair), and gold fails on --emit-relocs
+	 * with --gc-sections (an internal error in do_layout): those outputs
+	 * are only checked for a table, and the warning says why. */
+	if (l->ld)
+		l->unrecorded = "a link by ld itself is not one objpatch link records LTO code of";
+	else if (l->user_strip)
+		l->unrecorded = "-s leaves no symbols for the LTO step's relocations to name";
+	else if (gold && gc_sections && !l->user_emit_relocs)
+		l->unrecorded = "gold cannot keep relocations (--emit-relocs) under --gc-sections";
+	l->record = !l->unrecorded && (l->gcc_profile || l->bitcode);
+}
+
+int op_lto_args(const struct op_lto *l, char **cmd, int n)
+{
+	if (!l->record)
+		return n;
+	if (l->gcc_profile && !l->user_profile)
+		cmd[n++] = "-fprofile";
+	if (!l->user_emit_relocs)
+		cmd[n++] = "-Wl,--emit-relocs";
+	return n;
+}
+
+struct addrs {
+	uint64_t *v;
+	size_t n, cap;
+	uint64_t base;		/* the section's address */
+	bool oom;
+};
+
+static void push_addr(void *ctx, const struct mc_site *s)
+{
+	struct addrs *x = ctx;
+
+	if (x->n == x->cap) {
+		size_t cap = x->cap ? 2 * x->cap : 256;
+		uint64_t *v = realloc(x->v, cap * sizeof(*v));
+
+		if (!v) {
+			x->oom = true;
+			return;
+		}
+		x->v = v;
+		x->cap = cap;
+	}
+	x->v[x->n++] = x->base + s->off;
+}
+
+/* An mcount symbol of a linked image, whose .symtab may spell a
+ * versioned reference as bfd does ("__fentry__@GLIBC_2.13"). */
+static bool linked_mcount_name(const char *name)
+{
+	char base[64];
+	size_t len = strcspn(name, "@");
+
+	if (len >= sizeof(base))
+		return false;
+	memcpy(base, name, len);
+	base[len] = 0;
+	return mc_is_mcount_name(base);
+}
+
+/* The call sites of the linked image F, from the relocations that
+ * --emit-relocs kept (the linker's own, allocated ones are not these). */
+static int linked_sites(struct mce_file *f, const struct mc_arch *a, struct addrs *x)
+{
+	bool *is_mc = calloc(f->nsyms + 1, sizeof(*is_mc));
+	struct mce_rel *pick = NULL;
+	int ret = -1;
+
+	if (!is_mc)
+		goto oom;
+	for (size_t i = 1; i < f->nsyms; i++)
+		is_mc[i] = f->syms[i].type != STT_SECTION && linked_mcount_name(f->syms[i].name);
+	for (size_t k = 1; f->symtab && k < f->shnum; k++) {
+		struct mce_sec *rs = &f->secs[k];
+
+		if ((rs->sh.sh_type != SHT_REL && rs->sh.sh_type != SHT_RELA) ||
+		    (rs->sh.sh_flags & SHF_ALLOC) || rs->sh.sh_link != f->symtab->idx ||
+		    !rs->sh.sh_info || rs->sh.sh_info >= f->shnum ||
+		    !mce_sec_exec(&f->secs[rs->sh.sh_info]))
+			continue;
+		free(pick);
+		pick = NULL;
+		long n = mce_rels_pick(f, rs, is_mc, &pick);
+
+		if (n < 0) {
+			mc_error(f->path, "%s", f->err);
+			goto out;
+		}
+		x->base = f->secs[rs->sh.sh_info].sh.sh_addr;
+		if (mc_rel_sites(f, a, &f->secs[rs->sh.sh_info], pick, (size_t)n, NULL, false,
+				 push_addr, x) < 0)
+			goto out;
+		if (x->oom)
+			goto oom;
+	}
+	ret = 0;
+	goto out;
+oom:
+	mc_error(f->path, "out of memory");
+out:
+	free(pick);
+	free(is_mc);
+	return ret;
+}
+
+/* Open the linked TMP (as OUT) and find its sites into X. */
+static const struct mc_arch *open_sites(struct mce_file *f, const char *tmp, const char *out,
+					bool writable, struct addrs *x)
+{
+	const struct mc_arch *a = NULL;
+
+	if (mce_open_mode(f, tmp, writable) < 0) {
+		mc_error(out, "%s", f->err);
+		return NULL;
+	}
+	f->path = out;
+	a = mc_arch_find(f->eh.e_machine, f->cls);
+	if (!a)
+		mc_error(out, "unsupported machine %u", f->eh.e_machine);
+	else if (!mce_linked(f))
+		mc_error(out, "not a linked image");
+	else if (linked_sites(f, a, x) == 0)
+		return a;
+	return NULL;
+}
+
+/* The table object: N address-sized words in an "aw" __mcount_loc, each
+ * the table's own address (a placeholder that needs, in a PIE, the same
+ * relative relocation a real entry does), kept under --gc-sections. */
+static int table_object(const char *cc, const char *tmp, size_t n, unsigned addrsize,
+			char *obj, size_t len)
+{
+	char src[4096];
+	FILE *o;
+
+	/* (Beside the output this run made, whose name is its own.) */
+	snprintf(src, sizeof(src), "%s.lto.s", tmp);
+	snprintf(obj, len, "%s.lto.o", tmp);
+	o = fopen(src, "w");
+	if (!o) {
+		mc_error(src, "cannot create: %s", strerror(errno));
+		return -1;
+	}
+	fprintf(o, "\t.section " LTO_TABLE ", \"awR\", %%progbits\n"
+		"\t.p2align %u\n"
+		"__mcloc_lto_table:\n"
+		"\t.rept %zu\n"
+		"\t%s __mcloc_lto_table\n"
+		"\t.endr\n"
+		"\t.section .note.GNU-stack, \"\", %%progbits\n",
+		addrsize == 8 ? 3 : 2, n, addrsize == 8 ? ".quad" : ".long");
+	if (fclose(o) != 0) {
+		mc_error(src, "cannot write: %s", strerror(errno));
+		unlink(src);
+		return -1;
+	}
+	int ret = op_assemble(cc, src, obj, "the LTO call-site table");
+
+	unlink(src);
+	return ret;
+}
+
+/* The N placeholders of the table object in F: where the first is. */
+static int find_placeholders(struct mce_file *f, size_t n, uint64_t *at)
+{
+	struct mce_sec *t = mce_sec_by_name(f, LTO_TABLE);
+	uint64_t as = f->addrsize;
+
+	for (uint64_t va = t ? t->sh.sh_addr : 0; t && va + n * as <= t->sh.sh_addr +
+	     t->sh.sh_size; va += as) {
+		uint64_t w;
+		size_t k = 0;
+
+		while (k < n && mce_word_read(f, va + k * as, &w) == 0 && w == va)
+			k++;
+		if (k == n) {
+			*at = va;
+			return 0;
+		}
+	}
+	return mce_fail(f, "the LTO call-site table is not in the output");
+}
+
+/* The relocation sections only --emit-relocs made (the dynamic ones are
+ * allocated): emptied, so that the output is what the user asked for. */
+static int drop_emitted_relocs(struct mce_file *f)
+{
+	for (size_t k = 1; k < f->shnum; k++) {
+		struct mce_sec *rs = &f->secs[k];
+
+		if ((rs->sh.sh_type == SHT_REL || rs->sh.sh_type == SHT_RELA) &&
+		    !(rs->sh.sh_flags & SHF_ALLOC) && rs->sh.sh_size && mce_sec_empty(f, rs) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* The second link's output TMP: its N placeholders take its sites. */
+static int fill_table(const struct op_lto *l, const char *tmp, const char *out, size_t n)
+{
+	struct mce_file f;
+	struct addrs x = { 0 };
+	const struct mc_arch *a = open_sites(&f, tmp, out, false, &x);
+	uint64_t at = 0, *v = calloc(n + 1, sizeof(*v));
+	int ret = 1;
+
+	if (!a)
+		goto out;
+	if (!v) {
+		mc_error(out, "out of memory");
+		goto out;
+	}
+	if (x.n > n) {
+		mc_error(out, "the LTO step made %zu call sites in the second link, %zu in the "
+			 "first: its code is not reproducible", x.n, n);
+		goto out;
+	}
+	memcpy(v, x.v, x.n * sizeof(*v));
+	if ((n && a->relative_reloc && mce_dynrels_load(&f, a->relative_reloc) < 0) ||
+	    (n && find_placeholders(&f, n, &at) < 0) || (n && mce_words_write(&f, at, n, v) < 0) ||
+	    (!l->user_emit_relocs && drop_emitted_relocs(&f) < 0) || mce_write(&f, tmp) < 0) {
+		mc_error(out, "%s", f.err);
+		goto out;
+	}
+	if (n && mc_noting())
+		mc_note(out, "%zu call site%s of the LTO step's code recorded in " LTO_TABLE,
+			x.n, x.n == 1 ? "" : "s");
+	ret = 0;
+out:
+	free(v);
+	free(x.v);
+	mce_close(&f);
+	return ret;
+}
+
+int op_lto_record(const struct op_lto *l, char **cmd, int n, const char *tmp,
+		  const char *out)
+{
+	struct mce_file f;
+	struct addrs x = { 0 };
+	char obj[4096];
+	unsigned addrsize = 8;
+	bool ok;
+
+	if (!l->record)
+		return 0;
+	ok = open_sites(&f, tmp, out, false, &x) != NULL;
+	addrsize = ok ? f.addrsize : 8;
+	mce_close(&f);
+	free(x.v);
+	if (!ok)
+		return 1;
+	if (!x.n)	/* (op_lto_untraced says whether it should have some) */
+		return fill_table(l, tmp, out, 0);
+	if (table_object(cmd[0], tmp, x.n, addrsize, obj, sizeof(obj)) < 0)
+		return 1;
+	cmd[n] = obj;
+	int status = mc_run(cmd, "the link command");
+
+	cmd[n] = NULL;
+	unlink(obj);
+	if (status)
+		return status;
+	return fill_table(l, tmp, out, x.n);
+}
+
+/* Whether the linked TMP has a call-site table with entries. */
+static bool has_table(const char *tmp)
+{
+	struct mce_file f;
+	bool found = false;
+
+	if (mce_open(&f, tmp) == 0)
+		for (size_t i = 1; i < f.shnum && !found; i++)
+			found = f.secs[i].sh.sh_size &&
+				(!strcmp(f.secs[i].name, "__mcount_loc") ||
+				 !strcmp(f.secs[i].name, "__patchable_function_entries"));
+	mce_close(&f);
+	return found;
+}
+
+int op_lto_untraced(const struct op_lto *l, const char *tmp, const char *out, bool check)
+{
+	const char *why;
+
+	/* (Bitcode keeps -pg in function attributes that only LLVM reads;
+	 * what it was compiled with shows in the relocations of the code
+	 * the LTO step made, which op_lto_record() records.) */
+	if (!l->traced || has_table(tmp))
+		return 0;
+	why = l->gcc_profile ? "its GCC LTO inputs were compiled with -pg" :
+		"its inputs were compiled for tracing";
+	if (check) {
+		mc_error(out, "%s, but it has no call-site table%s%s; output removed", why,
+			 l->gcc_profile && l->unrecorded ? ": " : "",
+			 l->gcc_profile && l->unrecorded ? l->unrecorded : "");
+		return 1;
+	}
+	mc_warn(out, "%s, but it has no call-site table: %s", why,
+		l->gcc_profile && l->unrecorded ? l->unrecorded : "nothing in it can be traced");
+	return 0;
+}

@@ -1,0 +1,184 @@
+#!/usr/bin/env bats
+# Link-time optimisation through the README's recipe (-pg -mfentry,
+# recordmcount after each compile, objpatch link --nop --runtime) with
+# -flto added to the compiles and the links: recordmcount passes the LTO
+# objects through, and objpatch link records the code the LTO step made
+# (from the relocations --emit-relocs keeps), NOPs it and lets the runtime
+# trace it, for an executable and a shared library, with gcc (bfd, gold)
+# and clang (-flto and -flto=thin, lld).
+
+load helpers
+
+LIBDIR=${MCLOC_LIBDIR:-$(dirname "$OBJPATCH")/../libmcloc}
+
+setup_file() {
+	export LTO_SRC="$BATS_FILE_TMPDIR/src"
+	mkdir -p "$LTO_SRC"
+	# lib_work is small enough for the LTO step to inline into
+	# lib_entry, and work_a into work_b, across files or not: the tables
+	# must follow what it did, not what the compiles saw.
+	cat > "$LTO_SRC/lib.c" <<-'C'
+	__attribute__((noinline)) int lib_work(int x) { return x * 3 + 1; }
+	int lib_entry(int x) { return lib_work(x) + 2; }
+	C
+	cat > "$LTO_SRC/helper.c" <<-'C'
+	int tiny(int x) { return x + 1; }
+	C
+	cat > "$LTO_SRC/main.c" <<-'C'
+	#include <stdio.h>
+	int lib_entry(int x);
+	int tiny(int x);
+	__attribute__((noinline)) int work_a(int x) { return tiny(x) + 7; }
+	__attribute__((noinline)) int work_b(int x) { return work_a(x) * 2; }
+	int main(int argc, char **argv)
+	{
+		(void)argv;
+		for (int i = 0; i < 3; i++)
+			argc += work_b(i) + lib_entry(i);
+		printf("%d\n", argc);
+		return 0;
+	}
+	C
+}
+
+need_ld() {
+	need "$1"
+	command -v "ld.$2" >/dev/null 2>&1 || skip "ld.$2 is not installed"
+}
+
+# lto_build CC LTOFLAG LD: $T/libl.so and $T/prog through the recipe.
+lto_build() {
+	local cc=$1 lto=$2 ld=$3
+	local cflags=(-O2 -pg -mfentry "$lto")
+	cd "$T"
+	"$cc" "${cflags[@]}" -fPIC -c "$LTO_SRC/lib.c" -o lib.o
+	"$cc" "${cflags[@]}" -c "$LTO_SRC/helper.c" -o helper.o
+	"$cc" "${cflags[@]}" -c "$LTO_SRC/main.c" -o main.o
+	"$RECORDMCOUNT" lib.o helper.o main.o
+	"$OBJPATCH" link --nop --runtime --check -- "$cc" "$lto" -fuse-ld="$ld" -shared lib.o \
+		-o libl.so -L"$LIBDIR" -lmcloc
+	"$OBJPATCH" link --nop --runtime --check -- "$cc" "$lto" -fuse-ld="$ld" main.o helper.o \
+		-o prog -L. -ll -Wl,-rpath,"$T" -L"$LIBDIR" -lmcloc
+}
+
+# gcc_lto_inputs: in $T, main.o and helper.o (GCC LTO, -pg) and a plain
+# libl.so.
+gcc_lto_inputs() {
+	cd "$T"
+	gcc -O2 -pg -mfentry -flto -c "$LTO_SRC/main.c" -o main.o
+	gcc -O2 -pg -mfentry -flto -c "$LTO_SRC/helper.c" -o helper.o
+	gcc -O2 -fPIC -c "$LTO_SRC/lib.c" -o lib.o
+	gcc -shared lib.o -o libl.so
+}
+
+# summary FILE: "entries nop call" of objpatch inspect.
+summary() {
+	"$OBJPATCH" -j inspect "$1" | $PY -c 'import json,sys; s=json.load(sys.stdin)[0]["summary"]; print(s["entries"], s["nop"], s["call"])'
+}
+
+# assert_lto_traced: both images recorded (one entry per __fentry__ call
+# the LTO step left, every one NOPed), checked clean, traced call by
+# call, no gmon.out, and no relocation section but the dynamic ones.
+assert_lto_traced() {
+	local f n
+	for f in libl.so prog; do
+		# What the LTO step compiled with -pg: a call per function left,
+		# NOPed now; the functions it inlined have none.
+		n=$(objdump -d "$T/$f" | grep -cE '^[0-9a-f]+ <(work_[ab]|main|lib_work|lib_entry|tiny)[.>]')
+		run summary "$T/$f"
+		assert_output "$n $n 0"
+		[ "$n" -gt 0 ]
+		run "$OBJPATCH" check "$T/$f"
+		assert_success
+		run sh -c "readelf -SW '$T/$f' | awk '\$2 ~ /^\\.rel/ && \$2 !~ /(dyn|plt)\$/ && \$6 != \"000000\"'"
+		assert_output ""
+	done
+	run env LD_LIBRARY_PATH="$LIBDIR" MCLOC_TRACER=function MCLOC_OUTPUT="$T/trace.txt" "$T/prog"
+	assert_success
+	assert_output 73
+	[ ! -e "$T/gmon.out" ]
+	# Every call of a traced function that the LTO step kept: work_b,
+	# lib_entry three times each (and what was not inlined into them).
+	run grep -c ': work_b <-main$' "$T/trace.txt"
+	assert_output 3
+	run grep -c ': lib_entry <-main$' "$T/trace.txt"
+	assert_output 3
+	run grep -c ': main <-' "$T/trace.txt"
+	assert_output 1
+}
+
+@test "recordmcount passes GCC LTO objects and LLVM bitcode through, with a note, exit 0" {
+	need clang
+	gcc -O2 -pg -mfentry -flto -c "$LTO_SRC/lib.c" -o "$T/g.o"
+	clang -O2 -pg -mfentry -flto -c "$LTO_SRC/lib.c" -o "$T/c.o"
+	clang -O2 -pg -mfentry -flto=thin -c "$LTO_SRC/lib.c" -o "$T/t.o"
+	for o in g c t; do
+		cp "$T/$o.o" "$T/$o.orig"
+		run "$RECORDMCOUNT" -v "$T/$o.o"
+		assert_success
+		assert_output --partial "its code is made at the link, where objpatch link records it; left unchanged"
+		cmp "$T/$o.o" "$T/$o.orig"
+		run "$RECORDMCOUNT" -o "$T/$o.out" "$T/$o.o"
+		assert_success
+		cmp "$T/$o.out" "$T/$o.orig"
+	done
+	run "$RECORDMCOUNT" -- clang -O2 -pg -mfentry -flto -c "$LTO_SRC/lib.c" -o "$T/w.o"
+	assert_success
+}
+
+@test "gcc -flto with ld.bfd: program and shared library recorded, NOPed, traced, no gmon.out" {
+	need_ld gcc bfd
+	lto_build gcc -flto bfd
+	assert_lto_traced
+}
+
+@test "gcc -flto with gold: program and shared library recorded, NOPed, traced, no gmon.out" {
+	need_ld gcc gold
+	lto_build gcc -flto gold
+	assert_lto_traced
+}
+
+@test "clang -flto with lld: program and shared library recorded, NOPed, traced" {
+	need_ld clang lld
+	lto_build clang -flto lld
+	assert_lto_traced
+}
+
+@test "clang -flto=thin with lld: program and shared library recorded, NOPed, traced" {
+	need_ld clang lld
+	lto_build clang -flto=thin lld
+	assert_lto_traced
+}
+
+@test "a user's own --emit-relocs stays; only what objpatch link added goes" {
+	gcc_lto_inputs
+	"$OBJPATCH" link --nop -- gcc -flto -Wl,--emit-relocs main.o helper.o -o prog -L. -ll
+	run sh -c "readelf -SW prog | awk '\$2 == \".rela.text\" { print \$6 }'"
+	refute_output ""
+	refute_output "000000"
+	run summary prog
+	refute_output --regexp "^0 "
+}
+
+@test "no silent emptiness: traced inputs and no table in the output warn, and fail with --check" {
+	gcc_lto_inputs
+	# -s leaves no symbols for the relocations to name: nothing to record.
+	run "$OBJPATCH" link -- gcc -flto -s main.o helper.o -o prog -L. -ll
+	assert_success
+	assert_output "prog: warning: objpatch: its GCC LTO inputs were compiled with -pg, but it has no call-site table: -s leaves no symbols for the LTO step's relocations to name"
+	run "$OBJPATCH" link --check -- gcc -flto -s main.o helper.o -o prog2 -L. -ll
+	assert_failure 1
+	assert_output "prog2: error: objpatch: its GCC LTO inputs were compiled with -pg, but it has no call-site table: -s leaves no symbols for the LTO step's relocations to name; output removed"
+	[ ! -e prog2 ]
+	# Objects compiled with -pg that recordmcount never saw, no LTO.
+	gcc -O2 -pg -mfentry -c "$LTO_SRC/helper.c" -o unrec.o
+	gcc -O2 -c "$LTO_SRC/main.c" -o plain.o
+	run "$OBJPATCH" link -- gcc plain.o unrec.o -o prog3 -L. -ll
+	assert_success
+	assert_output "prog3: warning: objpatch: its inputs were compiled for tracing, but it has no call-site table: nothing in it can be traced"
+	# Nothing compiled for tracing: nothing said.
+	gcc -O2 -c "$LTO_SRC/helper.c" -o plainh.o
+	run "$OBJPATCH" link --check -- gcc plain.o plainh.o -o prog4 -L. -ll
+	assert_success
+	assert_output ""
+}
