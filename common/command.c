@@ -43,6 +43,26 @@ bool mc_ccargs_is_source(const char *a)
 	return false;
 }
 
+/* Whether A makes a compiler driver (GCC's or Clang's) print an answer
+ * and stop, whatever else its command line holds. */
+static bool is_query(const char *a)
+{
+	static const char *const pre[] = {
+		"-print-", "--print-", "-dumpmachine", "-dumpversion", "-dumpfullversion",
+		"-dumpspecs", "--version", "--help", "--target-help", "-###",
+	};
+
+	for (size_t i = 0; i < sizeof(pre) / sizeof(pre[0]); i++)
+		if (!strncmp(a, pre[i], strlen(pre[i])))
+			return true;
+	return false;
+}
+
+bool mc_ccargs_no_link(const struct mc_ccargs *c)
+{
+	return c->query || c->ninputs == 0;
+}
+
 void mc_ccargs_read(int argc, char *const *argv, struct mc_ccargs *c)
 {
 	bool other = false;
@@ -51,6 +71,8 @@ void mc_ccargs_read(int argc, char *const *argv, struct mc_ccargs *c)
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 
+		if (is_query(a))
+			c->query = true;
 		if (!strcmp(a, "-c"))
 			c->objects = true;
 		else if (!strcmp(a, "-S") || !strcmp(a, "-E") || !strcmp(a, "-M") ||
@@ -63,9 +85,11 @@ void mc_ccargs_read(int argc, char *const *argv, struct mc_ccargs *c)
 		else if (!strncmp(a, "-o", 2) && a[2])
 			c->output = argv[c->output_arg = i] + 2;
 		else if (mc_ccargs_takes_value(a) && i + 1 < argc)
-			i++;
-		else if (mc_ccargs_is_source(a) || !strcmp(a, "-"))
-			c->nsources++;
+			c->ninputs += !strcmp(argv[i++], "-l");
+		else if (a[0] != '-' || !strcmp(a, "-") || !strncmp(a, "-l", 2)) {
+			c->ninputs++;
+			c->nsources += mc_ccargs_is_source(a) || !strcmp(a, "-");
+		}
 	}
 	c->compile_only = c->objects || other;
 	if (other)

@@ -26,7 +26,7 @@ static const struct {
 	{ "check", cmd_check, "check [--kernel] [-v] FILE..." },
 	{ "sort", cmd_sort, "sort [--kernel] [-v] IMAGE..." },
 	{ "nop", cmd_nop, "nop [-v] FILE..." },
-	{ "link", cmd_link, "link [--nop] [--no-sort] [--check] [--runtime] [-v] -- LINK-COMMAND..." },
+	{ "link", cmd_link, "link [--nop] [--no-sort] [--check] [--runtime] [--libmcloc] [-v] -- LINK-COMMAND..." },
 	{ "tramp", cmd_tramp, "tramp --arch ARCH -o FILE.o|FILE.S" },
 };
 
