@@ -188,6 +188,25 @@ static const struct mc_arch *link_arch(int argc, char **argv)
 	return NULL;
 }
 
+/*
+ * Whether the link of ARGV[0..ARGC) is gold's (-fuse-ld=gold, or gold
+ * itself).  gold does not follow SHF_LINK_ORDER: under --gc-sections it
+ * drops every table section nothing refers to, which a descriptor whose
+ * bounds are filled in after the link leaves unreferenced.
+ */
+static bool links_with_gold(int argc, char **argv)
+{
+	const char *base = strrchr(argv[0], '/');
+
+	base = base ? base + 1 : argv[0];
+	if (!strcmp(base, "gold") || strstr(base, "ld.gold"))
+		return true;
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "-fuse-ld=gold") || !strcmp(argv[i], "--ld-path=ld.gold"))
+			return true;
+	return false;
+}
+
 int op_tramp_for_link(const char *cc, int argc, char **argv, const char *out)
 {
 	const struct mc_arch *a = link_arch(argc, argv);
@@ -208,6 +227,8 @@ int op_tramp_for_link(const char *cc, int argc, char **argv, const char *out)
 		snprintf(buf, sizeof(buf), "%.*sas", ld, cc);
 		cc = buf;
 	}
-	/* The table bounds are filled in after the link (op_fix()). */
-	return emit(a, cc, out, true);
+	/* The table bounds are filled in after the link (op_fix()); for
+	 * gold, __start_/__stop_ references keep the tables, and with them
+	 * every traced function (op_fix() still sets the cleaned end). */
+	return emit(a, cc, out, !links_with_gold(argc, argv));
 }
