@@ -113,10 +113,11 @@ same_answer() {
 		assert_output --partial 'Shared library: [libmcloc.so.0]'
 	done
 	rm -f gmon.out	# (configure's probes ran with -pg)
-	run ./demo
+	run env LD_PRELOAD="$(san_preload)" ASAN_OPTIONS=detect_leaks=0 ./demo
 	assert_output "sum=143 max=55 mean=14.30"
 	[ ! -e gmon.out ]
-	run env MCLOC_TRACER=function MCLOC_OUTPUT="$T/trace" ./demo
+	run env LD_PRELOAD="$(san_preload)" ASAN_OPTIONS=detect_leaks=0 \
+		MCLOC_TRACER=function MCLOC_OUTPUT="$T/trace" ./demo
 	assert_output "sum=143 max=55 mean=14.30"
 	[ "$(grep -c ': stats_add <-main$' "$T/trace")" -eq 10 ]
 	[ "$(grep -c ': fib <-main$' "$T/trace")" -eq 10 ]

@@ -83,7 +83,8 @@ cell() {
 	# --gc-sections took the unused function, and its entry with it,
 	# where the linker follows SHF_LINK_ORDER (gold and mold keep both).
 	case $ld in bfd|lld) refute_line util_unused ;; esac
-	run env LD_LIBRARY_PATH=".:$LIBDIR" MCLOC_TRACER=function MCLOC_OUTPUT=trace ./prog
+	run env LD_LIBRARY_PATH=".:$LIBDIR" LD_PRELOAD="$(san_preload)" ASAN_OPTIONS=detect_leaks=0 \
+		MCLOC_TRACER=function MCLOC_OUTPUT=trace ./prog
 	assert_success
 	assert_output "sum=1596 scaled=99 hook=40"
 	[ "$(grep -c ': util_fib <-main$' trace)" -eq 16 ]
