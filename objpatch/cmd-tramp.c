@@ -188,21 +188,29 @@ static const struct mc_arch *link_arch(int argc, char **argv)
 	return NULL;
 }
 
+/* Whether the linker program NAME (a path, or -fuse-ld='s word) is gold. */
+static bool is_gold(const char *name)
+{
+	const char *base = strrchr(name, '/');
+
+	base = base ? base + 1 : name;
+	return !strcmp(base, "gold") || strstr(base, "ld.gold");
+}
+
 /*
- * Whether the link of ARGV[0..ARGC) is gold's (-fuse-ld=gold, or gold
- * itself).  gold does not follow SHF_LINK_ORDER: under --gc-sections it
- * drops every table section nothing refers to, which a descriptor whose
- * bounds are filled in after the link leaves unreferenced.
+ * Whether the link of ARGV[0..ARGC) is gold's (gold itself, -fuse-ld=gold,
+ * or clang's --ld-path=.../ld.gold).  gold does not follow SHF_LINK_ORDER:
+ * under --gc-sections it drops every table section nothing refers to,
+ * which a descriptor whose bounds are filled in after the link leaves
+ * unreferenced.
  */
 static bool links_with_gold(int argc, char **argv)
 {
-	const char *base = strrchr(argv[0], '/');
-
-	base = base ? base + 1 : argv[0];
-	if (!strcmp(base, "gold") || strstr(base, "ld.gold"))
+	if (is_gold(argv[0]))
 		return true;
 	for (int i = 1; i < argc; i++)
-		if (!strcmp(argv[i], "-fuse-ld=gold") || !strcmp(argv[i], "--ld-path=ld.gold"))
+		if ((!strncmp(argv[i], "-fuse-ld=", 9) && is_gold(argv[i] + 9)) ||
+		    (!strncmp(argv[i], "--ld-path=", 10) && is_gold(argv[i] + 10)))
 			return true;
 	return false;
 }
