@@ -260,7 +260,7 @@ int cmd_link(int argc, char **argv, const struct op_common *c)
 	/* Nor is a query (-print-search-dirs, --version, -v alone): the
 	 * driver's answer is its own. */
 	if (mc_ccargs_no_link(&args))
-		return mc_run(argv, "the command");
+		return mc_run(argv, "the link command");
 	if (args.nsources) {
 		mc_warn(out, "the link compiles %d source file%s itself, which recordmcount "
 			"never saw: linked as it is, with no table work", args.nsources,
