@@ -25,10 +25,12 @@ DEBS := gcc make meson ninja-build pkg-config cmake autoconf automake libtool cc
 	gcc-aarch64-linux-gnu gcc-riscv64-linux-gnu gcc-arm-linux-gnueabihf \
 	gcc-powerpc64le-linux-gnu gcc-s390x-linux-gnu \
 	gcc-mips64el-linux-gnuabi64 gcc-i686-linux-gnu \
-	libc6-dev-arm64-cross libc6-dev-riscv64-cross \
-	lld
+	libc6-dev-arm64-cross libc6-dev-riscv64-cross
 # The compiler cache and distributed build of tests/caches.bats.
 DEBS += sccache distcc
+# The linkers of tests/toolchains.bats and tests/lto.bats (ld.bfd and gold
+# come with binutils).
+DEBS += lld mold
 
 # What the build itself needs, as a non-Debian host can check it.
 BUILD_TOOLS := cc meson ninja pkg-config

@@ -11,6 +11,18 @@
 
 extern char **environ;
 
+#define LISTED(a, list, prefix) listed(a, list, sizeof(list) / sizeof(list[0]), prefix)
+
+/* Whether A is one of the N words of LIST, or, with PREFIX, begins with
+ * one. */
+static bool listed(const char *a, const char *const *list, size_t n, bool prefix)
+{
+	for (size_t i = 0; i < n; i++)
+		if (prefix ? !strncmp(a, list[i], strlen(list[i])) : !strcmp(a, list[i]))
+			return true;
+	return false;
+}
+
 bool mc_ccargs_takes_value(const char *a)
 {
 	static const char *const opts[] = {
@@ -21,10 +33,7 @@ bool mc_ccargs_takes_value(const char *a)
 		"-z", "--sysroot", "-B", "-e", "-wrapper",
 	};
 
-	for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++)
-		if (!strcmp(a, opts[i]))
-			return true;
-	return false;
+	return LISTED(a, opts, false);
 }
 
 bool mc_ccargs_is_source(const char *a)
@@ -37,10 +46,7 @@ bool mc_ccargs_is_source(const char *a)
 
 	if (a[0] == '-' || !dot || strchr(dot, '/'))
 		return false;
-	for (size_t i = 0; i < sizeof(ext) / sizeof(ext[0]); i++)
-		if (!strcmp(dot, ext[i]))
-			return true;
-	return false;
+	return LISTED(dot, ext, false);
 }
 
 static bool is_launcher(const char *cmd)
@@ -48,10 +54,19 @@ static bool is_launcher(const char *cmd)
 	static const char *const launchers[] = { "ccache", "sccache", "distcc", "icecc" };
 	const char *base = strrchr(cmd, '/') ? strrchr(cmd, '/') + 1 : cmd;
 
-	for (size_t i = 0; i < sizeof(launchers) / sizeof(launchers[0]); i++)
-		if (!strcmp(base, launchers[i]))
-			return true;
-	return false;
+	return LISTED(base, launchers, false);
+}
+
+/* Whether A makes a compiler driver (GCC's or Clang's) print an answer
+ * and stop, whatever else its command line holds. */
+static bool is_query(const char *a)
+{
+	static const char *const pre[] = {
+		"-print-", "--print-", "-dumpmachine", "-dumpversion", "-dumpfullversion",
+		"-dumpspecs", "--version", "--help", "--target-help", "-###",
+	};
+
+	return LISTED(a, pre, true);
 }
 
 const char *mc_ccargs_driver(int argc, char *const *argv)
@@ -65,6 +80,11 @@ const char *mc_ccargs_driver(int argc, char *const *argv)
 	return argv[i];
 }
 
+bool mc_ccargs_no_link(const struct mc_ccargs *c)
+{
+	return c->query || c->ninputs == 0;
+}
+
 void mc_ccargs_read(int argc, char *const *argv, struct mc_ccargs *c)
 {
 	bool other = false;
@@ -73,6 +93,8 @@ void mc_ccargs_read(int argc, char *const *argv, struct mc_ccargs *c)
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 
+		if (is_query(a))
+			c->query = true;
 		if (!strcmp(a, "-c"))
 			c->objects = true;
 		else if (!strcmp(a, "-S") || !strcmp(a, "-E") || !strcmp(a, "-M") ||
@@ -85,9 +107,11 @@ void mc_ccargs_read(int argc, char *const *argv, struct mc_ccargs *c)
 		else if (!strncmp(a, "-o", 2) && a[2])
 			c->output = argv[c->output_arg = i] + 2;
 		else if (mc_ccargs_takes_value(a) && i + 1 < argc)
-			i++;
-		else if (mc_ccargs_is_source(a) || !strcmp(a, "-"))
-			c->nsources++;
+			c->ninputs += !strcmp(argv[i++], "-l");
+		else if (a[0] != '-' || !strcmp(a, "-") || !strncmp(a, "-l", 2)) {
+			c->ninputs++;
+			c->nsources += mc_ccargs_is_source(a) || !strcmp(a, "-");
+		}
 	}
 	c->compile_only = c->objects || other;
 	if (other)

@@ -16,6 +16,9 @@ struct mc_ccargs {
 	bool compile_only;	/* -c, -S, -E, -M, -MM or -fsyntax-only */
 	bool objects;		/* -c alone: it writes objects */
 	int nsources;		/* source files among the arguments */
+	int ninputs;		/* any input: sources, objects, archives, -l */
+	bool query;		/* --version, -dump*, -print-*, --help, -###: the
+				 * driver answers and links nothing */
 	const char *output;	/* the last -o (or ld's --output), or NULL */
 	int output_arg;		/* the index of the argument output lies in */
 };
@@ -34,6 +37,14 @@ const char *mc_ccargs_driver(int argc, char *const *argv);
 
 /* Whether ARG is an option whose value is the next argument. */
 bool mc_ccargs_takes_value(const char *arg);
+
+/*
+ * Whether the command read into C links nothing: the driver only answers
+ * a query (gcc -print-search-dirs, -v with no input), which a wrapper must
+ * pass through with the driver's own output and status (libtool's
+ * configure reads them).
+ */
+bool mc_ccargs_no_link(const struct mc_ccargs *c);
 
 /* Whether ARG names a source file by its suffix. */
 bool mc_ccargs_is_source(const char *arg);

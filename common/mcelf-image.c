@@ -220,7 +220,8 @@ static uint8_t *place(struct mce_file *f, uint64_t va, struct mce_sec **sp)
 	if (!s || va - s->sh.sh_addr + f->addrsize > s->sh.sh_size)
 		return NULL;
 	d = mce_sec_data(f, s);
-	if (!d || !d->d_buf || d->d_type != ELF_T_BYTE || d->d_size != s->sh.sh_size)
+	/* (A table shrunk by mce_sec_shrink keeps its bytes past the end.) */
+	if (!d || !d->d_buf || d->d_type != ELF_T_BYTE || d->d_size < s->sh.sh_size)
 		return NULL;
 	*sp = s;
 	return (uint8_t *)d->d_buf + (va - s->sh.sh_addr);

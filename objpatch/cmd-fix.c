@@ -144,13 +144,27 @@ int cmd_nop(int argc, char **argv, const struct op_common *c)
 }
 
 /*
- * Copy the link command ARGV into CMD; with KEEP, every -lmcloc made to
- * stick:
- * an image reaches libmcloc only through weak references (it must run
- * without it too), which --as-needed, the default of some distributions'
- * compilers, takes as no need, and the tracer would silently do nothing.
- * Returns the new count.
+ * -lmcloc into CMD, made to stick: an image reaches libmcloc only through
+ * weak references (it must run without it too), which --as-needed, the
+ * default of some distributions' compilers, takes as no need, and the
+ * tracer would silently do nothing.  The linker itself (LD) takes the
+ * options bare; a compiler driver passes them on through -Wl.  Returns
+ * the count of words written.
  */
+static int keep_libmcloc(bool ld, char *lib, char **cmd)
+{
+	int n = 0;
+
+	cmd[n++] = ld ? "--push-state" : "-Wl,--push-state,--no-as-needed";
+	if (ld)
+		cmd[n++] = "--no-as-needed";
+	cmd[n++] = lib;
+	cmd[n++] = ld ? "--pop-state" : "-Wl,--pop-state";
+	return n;
+}
+
+/* Copy the link command ARGV into CMD; with KEEP, every -lmcloc made to
+ * stick.  Returns the new count. */
 static int copy_command(int argc, char **argv, bool keep, char **cmd)
 {
 	/* The linker itself takes the options bare; a compiler driver
@@ -158,18 +172,26 @@ static int copy_command(int argc, char **argv, bool keep, char **cmd)
 	bool ld = mc_linker_prefix(mc_ccargs_driver(argc, argv)) >= 0;
 	int n = 0;
 
-	for (int i = 0; i < argc; i++) {
-		bool lib = keep && i > 0 && !strcmp(argv[i], "-lmcloc");
-
-		if (lib)
-			cmd[n++] = ld ? "--push-state" : "-Wl,--push-state,--no-as-needed";
-		if (lib && ld)
-			cmd[n++] = "--no-as-needed";
-		cmd[n++] = argv[i];
-		if (lib)
-			cmd[n++] = ld ? "--pop-state" : "-Wl,--pop-state";
-	}
+	for (int i = 0; i < argc; i++)
+		if (keep && i > 0 && !strcmp(argv[i], "-lmcloc"))
+			n += keep_libmcloc(ld, argv[i], cmd + n);
+		else
+			cmd[n++] = argv[i];
 	return n;
+}
+
+/*
+ * --libmcloc: -lmcloc added to the link CMD[0..N) of ARGV[0..ARGC) unless
+ * it has one, kept as copy_command keeps it.  A CC chain's links are the
+ * build system's (libtool's), with no place of their own for -lmcloc;
+ * LIBS would reach configure's probes too.  Returns the new count.
+ */
+static int add_libmcloc(int argc, char **argv, char **cmd, int n)
+{
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "-lmcloc"))
+			return n;
+	return n + keep_libmcloc(mc_linker_prefix(mc_ccargs_driver(argc, argv)) >= 0, "-lmcloc", cmd + n);
 }
 
 /*
@@ -250,11 +272,12 @@ int cmd_link(int argc, char **argv, const struct op_common *c)
 		{ "no-sort", no_argument, NULL, 'S' },
 		{ "check", no_argument, NULL, 'c' },
 		{ "runtime", no_argument, NULL, 'r' },
+		{ "libmcloc", no_argument, NULL, 'L' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ 0 }
 	};
 	struct fix_opts o = { .sort = true };
-	bool check = false, runtime = false;
+	bool check = false, runtime = false, libmcloc = false;
 	char rtdir[] = "/tmp/objpatch-rt.XXXXXX", rtobj[sizeof(rtdir) + 16] = "";
 	char **cmd = NULL, *tmp = NULL, *made = NULL;
 	int opt, status;
@@ -265,6 +288,7 @@ int cmd_link(int argc, char **argv, const struct op_common *c)
 		case 'S': o.sort = false; break;
 		case 'c': check = true; break;
 		case 'r': runtime = true; break;
+		case 'L': runtime = libmcloc = true; break;
 		case 'v': mc_verbose++; break;
 		default: return 2;
 		}
@@ -287,6 +311,10 @@ int cmd_link(int argc, char **argv, const struct op_common *c)
 	 */
 	if (args.compile_only)
 		return mc_run(argv, "the link command");
+	/* Nor is a query (-print-search-dirs, --version, -v alone): the
+	 * driver's answer is its own. */
+	if (mc_ccargs_no_link(&args))
+		return mc_run(argv, "the link command");
 	if (args.nsources) {
 		mc_warn(out, "the link compiles %d source file%s itself, which recordmcount "
 			"never saw: linked as it is, with no table work", args.nsources,
@@ -299,9 +327,10 @@ int cmd_link(int argc, char **argv, const struct op_common *c)
 			mc_warn(out, "-pg on the link line links gcrt1.o, and the program "
 				"writes gmon.out at exit: give -pg to the compiles only");
 
-	/* Room for the runtime object, for three words around each -lmcloc,
-	 * for an -o, and for LTO's options and table object. */
-	cmd = calloc(4 * (size_t)argc + 8, sizeof(*cmd));
+	/* Room for the runtime object, for up to four words for each
+	 * -lmcloc and four for an added one, for an -o, and for LTO's
+	 * options and table object. */
+	cmd = calloc(4 * (size_t)argc + 16, sizeof(*cmd));
 	if (!cmd) {
 		mc_error(out, "out of memory");
 		return 1;
@@ -311,6 +340,9 @@ int cmd_link(int argc, char **argv, const struct op_common *c)
 
 	op_lto_scan(argc, argv, &lto);
 	ncmd = op_lto_args(&lto, cmd, ncmd);
+
+	if (libmcloc)
+		ncmd = add_libmcloc(argc, argv, cmd, ncmd);
 
 	/* An output that is not a regular file (-o /dev/null: a probe) is
 	 * the linker's to write, as it is. */

@@ -199,6 +199,33 @@ static const struct mc_arch *link_arch(int argc, char **argv)
 	return NULL;
 }
 
+/* Whether the linker program NAME (a path, or -fuse-ld='s word) is gold. */
+static bool is_gold(const char *name)
+{
+	const char *base = strrchr(name, '/');
+
+	base = base ? base + 1 : name;
+	return !strcmp(base, "gold") || strstr(base, "ld.gold");
+}
+
+/*
+ * Whether the link of ARGV[0..ARGC) is gold's (gold itself, -fuse-ld=gold,
+ * or clang's --ld-path=.../ld.gold).  gold does not follow SHF_LINK_ORDER:
+ * under --gc-sections it drops every table section nothing refers to,
+ * which a descriptor whose bounds are filled in after the link leaves
+ * unreferenced.
+ */
+static bool links_with_gold(int argc, char **argv)
+{
+	if (is_gold(argv[0]))
+		return true;
+	for (int i = 1; i < argc; i++)
+		if ((!strncmp(argv[i], "-fuse-ld=", 9) && is_gold(argv[i] + 9)) ||
+		    (!strncmp(argv[i], "--ld-path=", 10) && is_gold(argv[i] + 10)))
+			return true;
+	return false;
+}
+
 int op_tramp_for_link(const char *cc, int argc, char **argv, const char *out)
 {
 	const struct mc_arch *a = link_arch(argc, argv);
@@ -219,6 +246,8 @@ int op_tramp_for_link(const char *cc, int argc, char **argv, const char *out)
 		snprintf(buf, sizeof(buf), "%.*sas", ld, cc);
 		cc = buf;
 	}
-	/* The table bounds are filled in after the link (op_fix()). */
-	return emit(a, cc, out, true);
+	/* The table bounds are filled in after the link (op_fix()); for
+	 * gold, __start_/__stop_ references keep the tables, and with them
+	 * every traced function (op_fix() still sets the cleaned end). */
+	return emit(a, cc, out, !links_with_gold(argc, argv));
 }

@@ -27,7 +27,7 @@ static const struct {
 	{ "sort", cmd_sort, "sort [--kernel[=6.1|6.12]] [-v] IMAGE..." },
 	{ "sorttable", cmd_sorttable, "sorttable [-s NMFILE] VMLINUX..." },
 	{ "nop", cmd_nop, "nop [-v] FILE..." },
-	{ "link", cmd_link, "link [--nop] [--no-sort] [--check] [--runtime] [-v] -- LINK-COMMAND..." },
+	{ "link", cmd_link, "link [--nop] [--no-sort] [--check] [--runtime] [--libmcloc] [-v] -- LINK-COMMAND..." },
 	{ "tramp", cmd_tramp, "tramp --arch ARCH -o FILE.o|FILE.S" },
 };
 

@@ -24,6 +24,52 @@ traced_clean() {
 	done
 }
 
+# same_answer CHAIN CC ARGS...: CHAIN ARGS... gives CC ARGS...'s standard
+# output, standard error and exit status, byte for byte.
+same_answer() {
+	local chain=$1 cc=$2 want got; shift 2
+	"$cc" "$@" > "$T/want.out" 2> "$T/want.err" < /dev/null && want=0 || want=$?
+	$chain "$@" > "$T/got.out" 2> "$T/got.err" < /dev/null && got=0 || got=$?
+	[ "$got" = "$want" ] || { echo "$*: exit $got, $cc's $want"; cat "$T/got.err"; return 1; }
+	cmp "$T/want.out" "$T/got.out" || { echo "$*: standard output differs"; return 1; }
+	cmp "$T/want.err" "$T/got.err" || { echo "$*: standard error differs"; return 1; }
+}
+
+# (The chain of issue 29, whose --runtime needed an object to link.)
+@test "compiler queries through the CC chain: gcc's and clang's own output and status" {
+	cd "$T/src"
+	local cc q
+	for cc in gcc clang; do
+		command -v $cc >/dev/null || continue
+		while read -r q; do
+			run same_answer "recordmcount -g -- objpatch link --nop --runtime -- $cc" $cc $q
+			assert_success
+		done <<-Q
+			--version
+			-v
+			-dumpmachine
+			-dumpversion
+			-print-prog-name=ld
+			-print-search-dirs
+			-print-file-name=libc.so
+			-print-libgcc-file-name
+			-print-multiarch
+			-print-multi-os-directory
+			-print-sysroot
+			-E main.c
+			-M main.c
+			-MM main.c
+			--help
+		Q
+	done
+	# (Queries that gcc alone knows.)
+	for q in -dumpfullversion -print-multi-lib -print-multi-directory \
+		 -print-sysroot-headers-suffix -print-file-name=crtbegin.o; do
+		run same_answer "recordmcount -g -- objpatch link --nop --runtime -- gcc" gcc $q
+		assert_success
+	done
+}
+
 @test "autotools and libtool: CC wraps recordmcount and objpatch link; probes still answer right" {
 	need autoreconf
 	need libtoolize
@@ -45,18 +91,36 @@ traced_clean() {
 		demo_LDADD = libstats.la
 	AM
 	autoreconf -fi >/dev/null 2>&1
-	run ./configure CC="recordmcount -g -- objpatch link --nop --runtime -- gcc" \
-		CPPFLAGS="-pg -mfentry"
+	# (libmcloc from the build tree, as README says.)
+	local lib=${MCLOC_LIBDIR:-$(dirname "$OBJPATCH")/../libmcloc}
+	local flags=(CPPFLAGS="-pg -mfentry" LDFLAGS="-L$lib -Wl,-rpath,$lib")
+	mkdir plain
+	(cd plain && ../configure CC=gcc "${flags[@]}" >/dev/null)
+	run ./configure CC="recordmcount -g -- objpatch link --nop --libmcloc -- gcc" "${flags[@]}"
 	assert_success
 	grep -q 'DHAVE_MEMFD_CREATE=1' Makefile
 	! grep -q 'HAVE_NO_SUCH_FUNCTION_ANYWHERE' Makefile
+	# libtool learnt what it learns from plain gcc: only CC differs.
+	grep -q '^sys_lib_search_path_spec=".*/' libtool
+	run diff <(grep -v 'CC=' plain/libtool) <(grep -v 'CC=' libtool)
+	assert_success
 	run make
 	assert_success
 	traced_clean .libs/libstats.so.0.0.0 .libs/demo
+	# Both link libmcloc, so that tracing works without a preload.
+	for f in .libs/libstats.so.0.0.0 .libs/demo; do
+		run readelf -d "$f"
+		assert_output --partial 'Shared library: [libmcloc.so.0]'
+	done
 	rm -f gmon.out	# (configure's probes ran with -pg)
-	run ./demo
+	run env LD_PRELOAD="$(san_preload)" ASAN_OPTIONS=detect_leaks=0 ./demo
 	assert_output "sum=143 max=55 mean=14.30"
 	[ ! -e gmon.out ]
+	run env LD_PRELOAD="$(san_preload)" ASAN_OPTIONS=detect_leaks=0 \
+		MCLOC_TRACER=function MCLOC_OUTPUT="$T/trace" ./demo
+	assert_output "sum=143 max=55 mean=14.30"
+	[ "$(grep -c ': stats_add <-main$' "$T/trace")" -eq 10 ]
+	[ "$(grep -c ': fib <-main$' "$T/trace")" -eq 10 ]
 }
 
 @test "CMake: compiler and linker launchers record, NOP and link the runtime" {

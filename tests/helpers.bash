@@ -75,3 +75,11 @@ demo_objs() {
 		[ "${2:-}" != record ] || "$RECORDMCOUNT" "$1/$c.o" || return 1
 	done
 }
+
+# san_preload: in the sanitized build, the LD_PRELOAD under which a program
+# that is not sanitized itself loads that build's libmcloc (ASan must come
+# first); empty otherwise.
+san_preload() {
+	[ -n "${MCLOC_SANITIZED:-}" ] || return 0
+	echo "$(cc -print-file-name=libasan.so) $(cc -print-file-name=libubsan.so)"
+}

@@ -130,15 +130,29 @@ static unsigned x86_landing_pad(const struct mc_text *t, uint64_t off)
 	       (t->buf[off + 3] == 0xfa || t->buf[off + 3] == 0xfb) ? 4 : 0;
 }
 
+/*
+ * mold relaxes call *__fentry__@GOTPCREL(%rip) (ff 15 disp32) to a direct
+ * call when __fentry__ is defined in the image (link --runtime's
+ * trampolines) as nop; call rel32, where ld.bfd, gold and lld write
+ * addr32 call rel32: one 6-byte call all the same, and one site.  The
+ * bytes of the nop at OFF, 1 when they start that pair, else 0.
+ */
+static unsigned x86_relaxed_got_call(const struct mc_text *t, uint64_t off)
+{
+	return off + 6 <= t->size && t->buf[off] == 0x90 && t->buf[off + 1] == 0xe8;
+}
+
 static int x86_insn(const struct mc_text *t, uint64_t off, uint64_t pc,
 		    struct mc_insn *out)
 {
 	ZydisDecodedInstruction insn;
+	unsigned pre = x86_relaxed_got_call(t, off);
 
 	memset(out, 0, sizeof(*out));
-	if (!decode_at(t, off, &insn))
+	if (!decode_at(t, off + pre, &insn))
 		return -1;
-	out->len = insn.length;
+	pc += pre;
+	out->len = pre + insn.length;
 	out->call = insn.mnemonic == ZYDIS_MNEMONIC_CALL;
 	if (insn.mnemonic != ZYDIS_MNEMONIC_CALL && insn.mnemonic != ZYDIS_MNEMONIC_JMP)
 		return 0;
