@@ -220,6 +220,36 @@ static int write_all(int fd, const struct out *o)
 	return 0;
 }
 
+/* LEN bytes of P at offset AT of FD, however many calls it takes; how
+ * many went in, into *DONE if not NULL. */
+static int pwrite_done(int fd, const void *p, size_t len, uint64_t at, size_t *done)
+{
+	size_t w = 0;
+	int ret = 0;
+
+	while (w < len) {
+		ssize_t k = pwrite(fd, (const uint8_t *)p + w, len - w, (off_t)(at + w));
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			if (k == 0)
+				errno = EIO;
+			ret = -1;
+			break;
+		}
+		w += (size_t)k;
+	}
+	if (done)
+		*done = w;
+	return ret;
+}
+
+static int pwrite_all(int fd, const void *p, size_t len, uint64_t at)
+{
+	return pwrite_done(fd, p, len, at, NULL);
+}
+
 /* Patch mode: copy the input, then write each patch at its offset. */
 static int write_patched(struct mce_file *f, int fd, const struct out *o)
 {
@@ -250,16 +280,8 @@ static int write_patched(struct mce_file *f, int fd, const struct out *o)
 		done += (uint64_t)n;
 	}
 	for (size_t i = 0; i < o->n; i++)
-		for (size_t w = 0; w < o->iov[i].iov_len;) {
-			ssize_t k = pwrite(fd, (uint8_t *)o->iov[i].iov_base + w,
-					   o->iov[i].iov_len - w, (off_t)(o->at[i] + w));
-
-			if (k < 0 && errno == EINTR)
-				continue;
-			if (k <= 0)
-				return -1;
-			w += (size_t)k;
-		}
+		if (pwrite_all(fd, o->iov[i].iov_base, o->iov[i].iov_len, o->at[i]) < 0)
+			return -1;
 	return ftruncate(fd, (off_t)o->total);
 }
 
@@ -632,6 +654,159 @@ undo:
 out:
 	if (fd >= 0 && close(fd) < 0 && ret == 0)
 		ret = mce_fail(f, "cannot write: %s", strerror(errno));
+	out_free(&o);
+	return ret;
+}
+
+/* LEN bytes at offset AT of FD into P, however many calls it takes. */
+static int pread_all(int fd, void *p, size_t len, uint64_t at)
+{
+	for (size_t r = 0; r < len;) {
+		ssize_t k = pread(fd, (uint8_t *)p + r, len - r, (off_t)(at + r));
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			if (k == 0)
+				errno = EIO;
+			return -1;
+		}
+		r += (size_t)k;
+	}
+	return 0;
+}
+
+/* One stretch of an overwrite: the bytes at AT that change, and what the
+ * file had there, to put back if the overwrite fails. */
+struct span {
+	uint64_t at;
+	size_t len;
+	const uint8_t *now, *was;
+};
+
+/*
+ * The spans of O's patches that differ from the file F->fd (read into
+ * WAS, which has room for every patch): into V, how many; -1 with errno.
+ * A patch is a whole section, but a sort changes its table, and only the
+ * word of main_extable_sort_needed in .data: only what differs is
+ * written, so a failure or a kill can touch nothing else.
+ */
+static long spans_of(const struct mce_file *f, const struct out *o, uint8_t *was,
+		     struct span *v)
+{
+	long n = 0;
+
+	for (size_t i = 0; i < o->n; i++) {
+		const uint8_t *now = o->iov[i].iov_base;
+		size_t len = o->iov[i].iov_len, a = 0, b = len;
+
+		if (pread_all(f->fd, was, len, o->at[i]) < 0)
+			return -1;
+		while (a < len && now[a] == was[a])
+			a++;
+		while (b > a && now[b - 1] == was[b - 1])
+			b--;
+		if (a < b)
+			v[n++] = (struct span){ o->at[i] + a, b - a, now + a, was + a };
+		was += len;
+	}
+	return n;
+}
+
+/* Put the old bytes of V[0..N) back through FD: 0, or -1 (errno) if one
+ * could not be (every one is tried). */
+static int spans_undo(int fd, const struct span *v, size_t n)
+{
+	int ret = 0, err = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (v[i].len && pwrite_all(fd, v[i].was, v[i].len, v[i].at) < 0) {
+			ret = -1;
+			err = errno;
+		}
+	errno = err;
+	return ret;
+}
+
+/* After a failed write (ERR), the old bytes of V[0..N) back through FD;
+ * f->err says what happened.  Always -1. */
+static int over_failed(struct mce_file *f, int fd, const struct span *v, size_t n, int err)
+{
+	if (spans_undo(fd, v, n) < 0)
+		return mce_fail(f, "cannot write: %s; and could not put the old bytes back (%s): "
+				"the tables are torn, rebuild the image", strerror(err),
+				strerror(errno));
+	return mce_fail(f, "cannot write: %s (the old bytes are back)", strerror(err));
+}
+
+/*
+ * Overwrite, in the linked image itself, the bytes that the changes made
+ * differ, as the kernel's sorttable does (see the header).
+ */
+int mce_write_over(struct mce_file *f)
+{
+	struct out o = { 0 };
+	struct span *v = NULL;
+	uint8_t *was = NULL;
+	size_t total = 0;
+	long n = 0, i;
+	int fd = -1, ret = -1;
+
+	/* (As mce_write_in_place(): the other names keep the old file.) */
+	if (f->st.st_nlink > 1)
+		return mce_write(f, NULL);
+	if (!f->writable || f->eh.e_phnum == 0)
+		return mce_fail(f, "only a linked image opened for writing is changed in place");
+	if (build_image(f, &o) < 0)
+		goto out;
+	for (size_t k = 0; k < o.n; k++) {
+		total += o.iov[k].iov_len;
+		if (o.at[k] + o.iov[k].iov_len > f->size)
+			o.total = UINT64_MAX;
+	}
+	if (o.total != f->size) {
+		mce_fail(f, "the changes need room the file does not have: they are only "
+			 "written to a new file (without --in-place)");
+		goto out;
+	}
+	v = calloc(o.n ? o.n : 1, sizeof(*v));
+	was = malloc(total ? total : 1);
+	if (!v || !was) {
+		mce_fail(f, "out of memory");
+		goto out;
+	}
+	n = spans_of(f, &o, was, v);
+	if (n < 0) {
+		mce_fail(f, "cannot read: %s", strerror(errno));
+		goto out;
+	}
+	/* (Through a descriptor of its own, whose close() may report a
+	 * deferred write error, as on NFS.) */
+	fd = dup(f->fd);
+	if (fd < 0) {
+		mce_fail(f, "cannot write: %s", strerror(errno));
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		size_t done;
+
+		if (pwrite_done(fd, v[i].now, v[i].len, v[i].at, &done) < 0) {
+			/* (Only what went in goes back: a write refused
+			 * outright, as past RLIMIT_FSIZE, changed nothing.) */
+			v[i].len = done;
+			over_failed(f, fd, v, (size_t)i + 1, errno);
+			goto out;
+		}
+	}
+	ret = close(fd);
+	fd = -1;
+	if (ret < 0)
+		over_failed(f, f->fd, v, (size_t)n, errno);
+out:
+	if (fd >= 0)
+		close(fd);
+	free(was);
+	free(v);
 	out_free(&o);
 	return ret;
 }

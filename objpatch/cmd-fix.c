@@ -38,19 +38,22 @@ static void report(const char *path, const struct fix_opts *o, const struct fix_
 		mc_note(path, "%zu call site%s NOPed", st->nopped, st->nopped == 1 ? "" : "s");
 }
 
-/* -v, and (where KERNEL is given) --kernel. */
-static int parse_verbose(int argc, char **argv, const char *cmd, bool *kernel)
+/* -v, and for sort --kernel and --in-place. */
+static int parse_verbose(int argc, char **argv, const char *cmd, struct fix_opts *o)
 {
 	static const struct option longopts[] = {
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "kernel", no_argument, NULL, 'k' },
+		{ "in-place", no_argument, NULL, 'i' },
 		{ 0 }
 	};
 	int opt;
 
-	while ((opt = getopt_long(argc, argv, "+v", longopts, NULL)) != -1) {
-		if (opt == 'k' && kernel)
-			*kernel = true;
+	while ((opt = getopt_long(argc, argv, o->sort ? "+vi" : "+v", longopts, NULL)) != -1) {
+		if (opt == 'k' && o->sort)
+			o->kernel = true;
+		else if (opt == 'i' && o->sort)
+			o->in_place = true;
 		else if (opt == 'v')
 			mc_verbose++;
 		else
@@ -68,7 +71,7 @@ static int run_fix(int argc, char **argv, const char *cmd, struct fix_opts *o)
 	struct fix_stats st;
 	int status = 0;
 
-	if (parse_verbose(argc, argv, cmd, o->sort ? &o->kernel : NULL) < 0)
+	if (parse_verbose(argc, argv, cmd, o) < 0)
 		return 2;
 	for (int i = optind; i < argc; i++) {
 		if (op_fix_file(argv[i], o, &st) < 0)

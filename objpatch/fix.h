@@ -13,6 +13,8 @@ struct fix_opts {
 	bool sort;		/* clean and sort (linked images) */
 	bool kernel;		/* with sort: as the kernel's 6.1 sorttable, which
 				 * keeps every entry and adds no symbol */
+	bool in_place;		/* with sort: overwrite the tables in the file
+				 * itself (mce_write_over()), not a new file */
 	bool nop;		/* NOP every call site */
 	bool missing_ok;	/* a file without a table is left alone (link) */
 	bool no_call_left;	/* with nop: a call in no table fails (link) */

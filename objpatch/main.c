@@ -24,7 +24,7 @@ static const struct {
 } cmds[] = {
 	{ "inspect", cmd_inspect, "inspect [-j|-p] [--functions] [--lines] FILE..." },
 	{ "check", cmd_check, "check [--kernel] [-v] FILE..." },
-	{ "sort", cmd_sort, "sort [--kernel] [-v] IMAGE..." },
+	{ "sort", cmd_sort, "sort [--kernel] [-i|--in-place] [-v] IMAGE..." },
 	{ "nop", cmd_nop, "nop [-v] FILE..." },
 	{ "link", cmd_link, "link [--nop] [--no-sort] [--check] [--runtime] [-v] -- LINK-COMMAND..." },
 	{ "tramp", cmd_tramp, "tramp --arch ARCH -o FILE.o|FILE.S" },
