@@ -9,6 +9,7 @@
 #include "mcelf-priv.h"
 #include "mcsort.h"
 #include "diag.h"
+#include "../base/byteorder.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -377,7 +378,12 @@ static int build_image(struct mce_file *f, struct out *o)
 
 		if (bytes[i] || s->sh.sh_type == SHT_NOBITS)
 			continue;
-		if (s->dirty && s->sh.sh_type != SHT_GROUP) {
+		if (s->dirty && s->sh.sh_type != SHT_GROUP && f->msb == MC_HOST_MSB) {
+			/* (In this host's byte order the memory and the file
+			 * representations are the same bytes: written from
+			 * where they are, as libelf would only copy them.) */
+			bytes[i] = s->data->d_buf;
+		} else if (s->dirty && s->sh.sh_type != SHT_GROUP) {
 			bytes[i] = to_file(f, o, s->data->d_type, s->data->d_buf,
 					   s->data->d_size);
 			if (!bytes[i])
@@ -677,38 +683,70 @@ static int pread_all(int fd, void *p, size_t len, uint64_t at)
 }
 
 /* One stretch of an overwrite: the bytes at AT that change, and what the
- * file had there, to put back if the overwrite fails. */
+ * file had there (malloc'ed), to put back if the overwrite fails. */
 struct span {
 	uint64_t at;
 	size_t len;
-	const uint8_t *now, *was;
+	const uint8_t *now;
+	uint8_t *was;
 };
 
 /*
- * The spans of O's patches that differ from the file F->fd (read into
- * WAS, which has room for every patch): into V, how many; -1 with errno.
- * A patch is a whole section, but a sort changes its table, and only the
- * word of main_extable_sort_needed in .data: only what differs is
- * written, so a failure or a kill can touch nothing else.
+ * Where NOW (LEN bytes, for offset AT of FD) first and last differs from
+ * the file: [*A, *B), empty if nowhere.  Read through a small buffer: a
+ * patch is a whole section, a megabyte of .data for the one word of
+ * main_extable_sort_needed, and need not be held twice.  -1 with errno.
  */
-static long spans_of(const struct mce_file *f, const struct out *o, uint8_t *was,
-		     struct span *v)
+static int differs(int fd, const uint8_t *now, size_t len, uint64_t at, size_t *a, size_t *b)
+{
+	uint8_t buf[16384];
+
+	*a = *b = len;
+	for (size_t pos = 0; pos < len;) {
+		size_t k = len - pos < sizeof(buf) ? len - pos : sizeof(buf);
+
+		if (pread_all(fd, buf, k, at + pos) < 0)
+			return -1;
+		if (memcmp(buf, now + pos, k)) {
+			size_t lo = 0, hi = k;
+
+			while (buf[lo] == now[pos + lo])
+				lo++;
+			while (buf[hi - 1] == now[pos + hi - 1])
+				hi--;
+			if (*a == len)
+				*a = pos + lo;
+			*b = pos + hi;
+		}
+		pos += k;
+	}
+	if (*a == len)
+		*a = *b = 0;
+	return 0;
+}
+
+/*
+ * The spans of O's patches that differ from the file F->fd, with the old
+ * bytes of each: into V, how many; -1 with errno.  Only they are
+ * written, so that a failure or a kill can touch nothing else.
+ */
+static long spans_of(const struct mce_file *f, const struct out *o, struct span *v)
 {
 	long n = 0;
 
 	for (size_t i = 0; i < o->n; i++) {
 		const uint8_t *now = o->iov[i].iov_base;
-		size_t len = o->iov[i].iov_len, a = 0, b = len;
+		size_t a, b;
 
-		if (pread_all(f->fd, was, len, o->at[i]) < 0)
+		if (differs(f->fd, now, o->iov[i].iov_len, o->at[i], &a, &b) < 0)
 			return -1;
-		while (a < len && now[a] == was[a])
-			a++;
-		while (b > a && now[b - 1] == was[b - 1])
-			b--;
-		if (a < b)
-			v[n++] = (struct span){ o->at[i] + a, b - a, now + a, was + a };
-		was += len;
+		if (a == b)
+			continue;
+		v[n] = (struct span){ o->at[i] + a, b - a, now + a, malloc(b - a) };
+		if (!v[n].was)
+			return -1;
+		if (pread_all(f->fd, v[n++].was, b - a, o->at[i] + a) < 0)
+			return -1;
 	}
 	return n;
 }
@@ -747,8 +785,6 @@ int mce_write_over(struct mce_file *f)
 {
 	struct out o = { 0 };
 	struct span *v = NULL;
-	uint8_t *was = NULL;
-	size_t total = 0;
 	long n = 0, i;
 	int fd = -1, ret = -1;
 
@@ -759,25 +795,22 @@ int mce_write_over(struct mce_file *f)
 		return mce_fail(f, "only a linked image opened for writing is changed in place");
 	if (build_image(f, &o) < 0)
 		goto out;
-	for (size_t k = 0; k < o.n; k++) {
-		total += o.iov[k].iov_len;
+	for (size_t k = 0; k < o.n; k++)
 		if (o.at[k] + o.iov[k].iov_len > f->size)
 			o.total = UINT64_MAX;
-	}
 	if (o.total != f->size) {
 		mce_fail(f, "the changes need room the file does not have: they are only "
 			 "written to a new file (without --in-place)");
 		goto out;
 	}
 	v = calloc(o.n ? o.n : 1, sizeof(*v));
-	was = malloc(total ? total : 1);
-	if (!v || !was) {
+	if (!v) {
 		mce_fail(f, "out of memory");
 		goto out;
 	}
-	n = spans_of(f, &o, was, v);
+	n = spans_of(f, &o, v);
 	if (n < 0) {
-		mce_fail(f, "cannot read: %s", strerror(errno));
+		mce_fail(f, "cannot read: %s", strerror(errno ? errno : ENOMEM));
 		goto out;
 	}
 	/* (Through a descriptor of its own, whose close() may report a
@@ -805,7 +838,8 @@ int mce_write_over(struct mce_file *f)
 out:
 	if (fd >= 0)
 		close(fd);
-	free(was);
+	for (size_t k = 0; v && k < o.n && v[k].was; k++)
+		free(v[k].was);
 	free(v);
 	out_free(&o);
 	return ret;
