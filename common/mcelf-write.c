@@ -9,6 +9,7 @@
 #include "mcelf-priv.h"
 #include "mcsort.h"
 #include "diag.h"
+#include "prefault.h"
 #include "../base/byteorder.h"
 
 #include <errno.h>
@@ -664,26 +665,8 @@ out:
 	return ret;
 }
 
-/* LEN bytes at offset AT of FD into P, however many calls it takes. */
-static int pread_all(int fd, void *p, size_t len, uint64_t at)
-{
-	for (size_t r = 0; r < len;) {
-		ssize_t k = pread(fd, (uint8_t *)p + r, len - r, (off_t)(at + r));
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0) {
-			if (k == 0)
-				errno = EIO;
-			return -1;
-		}
-		r += (size_t)k;
-	}
-	return 0;
-}
-
 /* One stretch of an overwrite: the bytes at AT that change, and what the
- * file had there (malloc'ed), to put back if the overwrite fails. */
+ * file had there, to put back if the overwrite fails. */
 struct span {
 	uint64_t at;
 	size_t len;
@@ -692,62 +675,88 @@ struct span {
 };
 
 /*
- * Where NOW (LEN bytes, for offset AT of FD) first and last differs from
- * the file: [*A, *B), empty if nowhere.  Read through a small buffer: a
- * patch is a whole section, a megabyte of .data for the one word of
- * main_extable_sort_needed, and need not be held twice.  -1 with errno.
+ * Where NOW and WAS (LEN bytes each) first and last differ: [*A, *B),
+ * empty if nowhere.  Compared a page at a time, so that a megabyte of
+ * .data patched for the one word of main_extable_sort_needed costs
+ * memcmp()s, not a byte loop.
  */
-static int differs(int fd, const uint8_t *now, size_t len, uint64_t at, size_t *a, size_t *b)
+static void differs(const uint8_t *now, const uint8_t *was, size_t len, size_t *a, size_t *b)
 {
-	uint8_t buf[16384];
+	size_t lo = 0, hi = len;
 
-	*a = *b = len;
-	for (size_t pos = 0; pos < len;) {
-		size_t k = len - pos < sizeof(buf) ? len - pos : sizeof(buf);
+	while (lo < len) {
+		size_t k = len - lo < 4096 ? len - lo : 4096;
 
-		if (pread_all(fd, buf, k, at + pos) < 0)
-			return -1;
-		if (memcmp(buf, now + pos, k)) {
-			size_t lo = 0, hi = k;
-
-			while (buf[lo] == now[pos + lo])
-				lo++;
-			while (buf[hi - 1] == now[pos + hi - 1])
-				hi--;
-			if (*a == len)
-				*a = pos + lo;
-			*b = pos + hi;
-		}
-		pos += k;
+		if (memcmp(now + lo, was + lo, k))
+			break;
+		lo += k;
 	}
-	if (*a == len)
-		*a = *b = 0;
-	return 0;
+	while (lo < len && now[lo] == was[lo])
+		lo++;
+	while (hi > lo) {
+		size_t k = hi - lo < 4096 ? hi - lo : 4096;
+
+		if (memcmp(now + hi - k, was + hi - k, k))
+			break;
+		hi -= k;
+	}
+	while (hi > lo && now[hi - 1] == was[hi - 1])
+		hi--;
+	*a = lo;
+	*b = hi;
 }
 
 /*
- * The spans of O's patches that differ from the file F->fd, with the old
- * bytes of each: into V, how many; -1 with errno.  Only they are
- * written, so that a failure or a kill can touch nothing else.
+ * The spans of O's patches that differ from the file, with a copy of the
+ * old bytes of each in *SAVED (one buffer, malloc'ed): into V, how many;
+ * -1 with errno.  Only they are written, so that a failure or a kill can
+ * touch nothing else.  The file is read through a shared mapping of its
+ * own (f->map is private, and holds the edits), which costs page-table
+ * entries, not copies: a patch is a whole section.
  */
-static long spans_of(const struct mce_file *f, const struct out *o, struct span *v)
+static long spans_of(struct mce_file *f, const struct out *o, struct span *v, uint8_t **saved)
 {
+	struct mce_file *view = calloc(1, sizeof(*view));
+	size_t total = 0;
 	long n = 0;
 
+	*saved = NULL;
+	if (!view)
+		return -1;
+	view->path = f->path;
+	view->size = f->size;
+	view->map = mmap(NULL, f->size, PROT_READ, MAP_SHARED, f->fd, 0);
+	if (view->map == MAP_FAILED) {
+		free(view);
+		return -1;
+	}
+	mce_guard_map(view);
 	for (size_t i = 0; i < o->n; i++) {
 		const uint8_t *now = o->iov[i].iov_base;
 		size_t a, b;
 
-		if (differs(f->fd, now, o->iov[i].iov_len, o->at[i], &a, &b) < 0)
-			return -1;
-		if (a == b)
-			continue;
-		v[n] = (struct span){ o->at[i] + a, b - a, now + a, malloc(b - a) };
-		if (!v[n].was)
-			return -1;
-		if (pread_all(f->fd, v[n++].was, b - a, o->at[i] + a) < 0)
-			return -1;
+		differs(now, view->map + o->at[i], o->iov[i].iov_len, &a, &b);
+		if (a < b) {
+			v[n++] = (struct span){ o->at[i] + a, b - a, now + a, NULL };
+			total += b - a;
+		}
 	}
+	/* (Its pages faulted in at once: a sorted ORC table is hundreds.) */
+	*saved = malloc(total + 1);
+	if (*saved) {
+		mc_prefault_write(*saved, total);
+		total = 0;
+		for (long k = 0; k < n; k++) {
+			v[k].was = *saved + total;
+			memcpy(v[k].was, view->map + v[k].at, v[k].len);
+			total += v[k].len;
+		}
+	} else {
+		n = -1;
+	}
+	mce_unguard_map(view);
+	munmap(view->map, view->size);
+	free(view);
 	return n;
 }
 
@@ -785,6 +794,7 @@ int mce_write_over(struct mce_file *f)
 {
 	struct out o = { 0 };
 	struct span *v = NULL;
+	uint8_t *saved = NULL;
 	long n = 0, i;
 	int fd = -1, ret = -1;
 
@@ -808,9 +818,9 @@ int mce_write_over(struct mce_file *f)
 		mce_fail(f, "out of memory");
 		goto out;
 	}
-	n = spans_of(f, &o, v);
+	n = spans_of(f, &o, v, &saved);
 	if (n < 0) {
-		mce_fail(f, "cannot read: %s", strerror(errno ? errno : ENOMEM));
+		mce_fail(f, "cannot read: %s", strerror(errno));
 		goto out;
 	}
 	/* (Through a descriptor of its own, whose close() may report a
@@ -838,8 +848,7 @@ int mce_write_over(struct mce_file *f)
 out:
 	if (fd >= 0)
 		close(fd);
-	for (size_t k = 0; v && k < o.n && v[k].was; k++)
-		free(v[k].was);
+	free(saved);
 	free(v);
 	out_free(&o);
 	return ret;
