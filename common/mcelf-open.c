@@ -413,7 +413,7 @@ static void on_sigbus(int sig, siginfo_t *si, void *uc)
 	raise(sig);
 }
 
-static void guard_map(struct mce_file *f)
+void mce_guard_map(struct mce_file *f)
 {
 	/* Installing the same handler again is harmless; once is enough. */
 	if (!guarded) {
@@ -426,7 +426,7 @@ static void guard_map(struct mce_file *f)
 	guarded = f;
 }
 
-static void unguard_map(struct mce_file *f)
+void mce_unguard_map(struct mce_file *f)
 {
 	for (struct mce_file **p = &guarded; *p; p = &(*p)->guard_next)
 		if (*p == f) {
@@ -471,7 +471,7 @@ int mce_open_flags(struct mce_file *f, const char *path, unsigned flags)
 		f->map = NULL;
 		return mce_fail(f, "cannot map: %s", strerror(errno));
 	}
-	guard_map(f);
+	mce_guard_map(f);
 	if (f->size >= 8 && !memcmp(f->map, "!<arch>\n", 8))
 		return mce_fail(f, "is an ar archive; run on its member objects");
 	if (f->size < SELFMAG || memcmp(f->map, ELFMAG, SELFMAG))
@@ -646,7 +646,7 @@ void mce_close(struct mce_file *f)
 	if (f->elf)
 		elf_end(f->elf);
 	if (f->map) {
-		unguard_map(f);
+		mce_unguard_map(f);
 		munmap(f->map, f->size);
 	}
 	if (f->fd >= 0)

@@ -22,6 +22,10 @@ int mce_grow_secs(struct mce_file *f, size_t cap);
 /* A new, zeroed section at the end of f->secs, which may move (see
  * mce_reserve_sections()).  NULL when out of memory. */
 struct mce_sec *mce_new_sec(struct mce_file *f);
+/* Let a read of f->map[0..f->size) past a shrunk file end in one line
+ * naming f->path and exit 1, not a crash (see mcelf-open.c); and no more. */
+void mce_guard_map(struct mce_file *f);
+void mce_unguard_map(struct mce_file *f);
 /* r_info as the object's own structures hold it (not gelf's). */
 uint64_t mce_raw_info(const struct mce_file *f, const struct mce_rel *r);
 

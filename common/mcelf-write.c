@@ -9,6 +9,8 @@
 #include "mcelf-priv.h"
 #include "mcsort.h"
 #include "diag.h"
+#include "prefault.h"
+#include "../base/byteorder.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -220,6 +222,36 @@ static int write_all(int fd, const struct out *o)
 	return 0;
 }
 
+/* LEN bytes of P at offset AT of FD, however many calls it takes; how
+ * many went in, into *DONE if not NULL. */
+static int pwrite_done(int fd, const void *p, size_t len, uint64_t at, size_t *done)
+{
+	size_t w = 0;
+	int ret = 0;
+
+	while (w < len) {
+		ssize_t k = pwrite(fd, (const uint8_t *)p + w, len - w, (off_t)(at + w));
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			if (k == 0)
+				errno = EIO;
+			ret = -1;
+			break;
+		}
+		w += (size_t)k;
+	}
+	if (done)
+		*done = w;
+	return ret;
+}
+
+static int pwrite_all(int fd, const void *p, size_t len, uint64_t at)
+{
+	return pwrite_done(fd, p, len, at, NULL);
+}
+
 /* Patch mode: copy the input, then write each patch at its offset. */
 static int write_patched(struct mce_file *f, int fd, const struct out *o)
 {
@@ -250,16 +282,8 @@ static int write_patched(struct mce_file *f, int fd, const struct out *o)
 		done += (uint64_t)n;
 	}
 	for (size_t i = 0; i < o->n; i++)
-		for (size_t w = 0; w < o->iov[i].iov_len;) {
-			ssize_t k = pwrite(fd, (uint8_t *)o->iov[i].iov_base + w,
-					   o->iov[i].iov_len - w, (off_t)(o->at[i] + w));
-
-			if (k < 0 && errno == EINTR)
-				continue;
-			if (k <= 0)
-				return -1;
-			w += (size_t)k;
-		}
+		if (pwrite_all(fd, o->iov[i].iov_base, o->iov[i].iov_len, o->at[i]) < 0)
+			return -1;
 	return ftruncate(fd, (off_t)o->total);
 }
 
@@ -355,7 +379,12 @@ static int build_image(struct mce_file *f, struct out *o)
 
 		if (bytes[i] || s->sh.sh_type == SHT_NOBITS)
 			continue;
-		if (s->dirty && s->sh.sh_type != SHT_GROUP) {
+		if (s->dirty && s->sh.sh_type != SHT_GROUP && f->msb == MC_HOST_MSB) {
+			/* (In this host's byte order the memory and the file
+			 * representations are the same bytes: written from
+			 * where they are, as libelf would only copy them.) */
+			bytes[i] = s->data->d_buf;
+		} else if (s->dirty && s->sh.sh_type != SHT_GROUP) {
 			bytes[i] = to_file(f, o, s->data->d_type, s->data->d_buf,
 					   s->data->d_size);
 			if (!bytes[i])
@@ -632,6 +661,195 @@ undo:
 out:
 	if (fd >= 0 && close(fd) < 0 && ret == 0)
 		ret = mce_fail(f, "cannot write: %s", strerror(errno));
+	out_free(&o);
+	return ret;
+}
+
+/* One stretch of an overwrite: the bytes at AT that change, and what the
+ * file had there, to put back if the overwrite fails. */
+struct span {
+	uint64_t at;
+	size_t len;
+	const uint8_t *now;
+	uint8_t *was;
+};
+
+/*
+ * Where NOW and WAS (LEN bytes each) first and last differ: [*A, *B),
+ * empty if nowhere.  Compared a page at a time, so that a megabyte of
+ * .data patched for the one word of main_extable_sort_needed costs
+ * memcmp()s, not a byte loop.
+ */
+static void differs(const uint8_t *now, const uint8_t *was, size_t len, size_t *a, size_t *b)
+{
+	size_t lo = 0, hi = len;
+
+	while (lo < len) {
+		size_t k = len - lo < 4096 ? len - lo : 4096;
+
+		if (memcmp(now + lo, was + lo, k))
+			break;
+		lo += k;
+	}
+	while (lo < len && now[lo] == was[lo])
+		lo++;
+	while (hi > lo) {
+		size_t k = hi - lo < 4096 ? hi - lo : 4096;
+
+		if (memcmp(now + hi - k, was + hi - k, k))
+			break;
+		hi -= k;
+	}
+	while (hi > lo && now[hi - 1] == was[hi - 1])
+		hi--;
+	*a = lo;
+	*b = hi;
+}
+
+/*
+ * The spans of O's patches that differ from the file, with a copy of the
+ * old bytes of each in *SAVED (one buffer, malloc'ed): into V, how many;
+ * -1 with errno.  Only they are written, so that a failure or a kill can
+ * touch nothing else.  The file is read through a shared mapping of its
+ * own (f->map is private, and holds the edits), which costs page-table
+ * entries, not copies: a patch is a whole section.
+ */
+static long spans_of(struct mce_file *f, const struct out *o, struct span *v, uint8_t **saved)
+{
+	struct mce_file *view = calloc(1, sizeof(*view));
+	size_t total = 0;
+	long n = 0;
+
+	*saved = NULL;
+	if (!view)
+		return -1;
+	view->path = f->path;
+	view->size = f->size;
+	view->map = mmap(NULL, f->size, PROT_READ, MAP_SHARED, f->fd, 0);
+	if (view->map == MAP_FAILED) {
+		free(view);
+		return -1;
+	}
+	mce_guard_map(view);
+	for (size_t i = 0; i < o->n; i++) {
+		const uint8_t *now = o->iov[i].iov_base;
+		size_t a, b;
+
+		differs(now, view->map + o->at[i], o->iov[i].iov_len, &a, &b);
+		if (a < b) {
+			v[n++] = (struct span){ o->at[i] + a, b - a, now + a, NULL };
+			total += b - a;
+		}
+	}
+	/* (Its pages faulted in at once: a sorted ORC table is hundreds.) */
+	*saved = malloc(total + 1);
+	if (*saved) {
+		mc_prefault_write(*saved, total);
+		total = 0;
+		for (long k = 0; k < n; k++) {
+			v[k].was = *saved + total;
+			memcpy(v[k].was, view->map + v[k].at, v[k].len);
+			total += v[k].len;
+		}
+	} else {
+		n = -1;
+	}
+	mce_unguard_map(view);
+	munmap(view->map, view->size);
+	free(view);
+	return n;
+}
+
+/* Put the old bytes of V[0..N) back through FD: 0, or -1 (errno) if one
+ * could not be (every one is tried). */
+static int spans_undo(int fd, const struct span *v, size_t n)
+{
+	int ret = 0, err = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (v[i].len && pwrite_all(fd, v[i].was, v[i].len, v[i].at) < 0) {
+			ret = -1;
+			err = errno;
+		}
+	errno = err;
+	return ret;
+}
+
+/* After a failed write (ERR), the old bytes of V[0..N) back through FD;
+ * f->err says what happened.  Always -1. */
+static int over_failed(struct mce_file *f, int fd, const struct span *v, size_t n, int err)
+{
+	if (spans_undo(fd, v, n) < 0)
+		return mce_fail(f, "cannot write: %s; and could not put the old bytes back (%s): "
+				"the tables are torn, rebuild the image", strerror(err),
+				strerror(errno));
+	return mce_fail(f, "cannot write: %s (the old bytes are back)", strerror(err));
+}
+
+/*
+ * Overwrite, in the linked image itself, the bytes that the changes made
+ * differ, as the kernel's sorttable does (see the header).
+ */
+int mce_write_over(struct mce_file *f)
+{
+	struct out o = { 0 };
+	struct span *v = NULL;
+	uint8_t *saved = NULL;
+	long n = 0, i;
+	int fd = -1, ret = -1;
+
+	/* (As mce_write_in_place(): the other names keep the old file.) */
+	if (f->st.st_nlink > 1)
+		return mce_write(f, NULL);
+	if (!f->writable || f->eh.e_phnum == 0)
+		return mce_fail(f, "only a linked image opened for writing is changed in place");
+	if (build_image(f, &o) < 0)
+		goto out;
+	for (size_t k = 0; k < o.n; k++)
+		if (o.at[k] + o.iov[k].iov_len > f->size)
+			o.total = UINT64_MAX;
+	if (o.total != f->size) {
+		mce_fail(f, "the changes need room the file does not have: they are only "
+			 "written to a new file (without --in-place)");
+		goto out;
+	}
+	v = calloc(o.n ? o.n : 1, sizeof(*v));
+	if (!v) {
+		mce_fail(f, "out of memory");
+		goto out;
+	}
+	n = spans_of(f, &o, v, &saved);
+	if (n < 0) {
+		mce_fail(f, "cannot read: %s", strerror(errno));
+		goto out;
+	}
+	/* (Through a descriptor of its own, whose close() may report a
+	 * deferred write error, as on NFS.) */
+	fd = dup(f->fd);
+	if (fd < 0) {
+		mce_fail(f, "cannot write: %s", strerror(errno));
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		size_t done;
+
+		if (pwrite_done(fd, v[i].now, v[i].len, v[i].at, &done) < 0) {
+			/* (Only what went in goes back: a write refused
+			 * outright, as past RLIMIT_FSIZE, changed nothing.) */
+			v[i].len = done;
+			over_failed(f, fd, v, (size_t)i + 1, errno);
+			goto out;
+		}
+	}
+	ret = close(fd);
+	fd = -1;
+	if (ret < 0)
+		over_failed(f, f->fd, v, (size_t)n, errno);
+out:
+	if (fd >= 0)
+		close(fd);
+	free(saved);
+	free(v);
 	out_free(&o);
 	return ret;
 }

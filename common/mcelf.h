@@ -308,6 +308,19 @@ void mce_unstage(const char *target);
  */
 int mce_write_in_place(struct mce_file *f);
 
+/*
+ * Overwrite, in the linked image F itself (opened writable), only the
+ * bytes its changes made differ, as the kernel's sorttable does through
+ * its mapping: no copy of the image, no new inode.  Changes that would
+ * need a byte past the file's end (a section that grew) are refused
+ * before anything is written.  A failed write puts back the old bytes of
+ * everything written (if that fails too, the message says the tables are
+ * torn); a tool killed while it writes leaves them part old, part new, a
+ * table possibly torn within.  Nothing is synced.  A file with other
+ * hard links is replaced instead, as by mce_write().
+ */
+int mce_write_over(struct mce_file *f);
+
 /* Read an address-sized word in the object's byte order, and write one. */
 uint64_t mce_get_addr(const struct mce_file *f, const void *p);
 void mce_put_addr(const struct mce_file *f, void *p, uint64_t v);

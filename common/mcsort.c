@@ -43,6 +43,7 @@ static int NAME(T *v, size_t n, uint64_t all_or, uint64_t all_and)	\
 		free(count);							\
 		return -1;							\
 	}									\
+	mc_prefault_write(tmp, n * sizeof(*tmp));				\
 	for (unsigned shift = 0; shift < 64; shift += BITS) {			\
 		if ((((all_or ^ all_and) >> shift) & (RADIX - 1)) == 0)		\
 			continue;	/* every key has the same digit here */	\

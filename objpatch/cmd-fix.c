@@ -47,17 +47,18 @@ static void report(const char *path, const struct fix_opts *o, const struct fix_
 			st->converted, st->converted == 1 ? "y" : "ies");
 }
 
-/* -v, and (where O is given) --kernel[=VERSION]. */
+/* -v, and (where O is given: sort) --kernel[=VERSION] and --in-place. */
 static int parse_verbose(int argc, char **argv, const char *cmd, struct fix_opts *o)
 {
 	static const struct option longopts[] = {
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "kernel", optional_argument, NULL, 'k' },
+		{ "in-place", no_argument, NULL, 'i' },
 		{ 0 }
 	};
 	int opt;
 
-	while ((opt = getopt_long(argc, argv, "+v", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, o ? "+vi" : "+v", longopts, NULL)) != -1) {
 		if (opt == 'k' && o) {
 			o->kernel = true;
 			if (optarg && km_version_parse(optarg, &o->kversion) < 0) {
@@ -65,6 +66,8 @@ static int parse_verbose(int argc, char **argv, const char *cmd, struct fix_opts
 					cmd, optarg);
 				return -1;
 			}
+		} else if (opt == 'i' && o) {
+			o->in_place = true;
 		} else if (opt == 'v') {
 			mc_verbose++;
 		} else {

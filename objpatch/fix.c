@@ -835,7 +835,8 @@ int op_fix_file(const char *path, const struct fix_opts *o, struct fix_stats *st
 	/* Sorting alone reads each symbol once, in place (no f->syms). */
 	const char *name = o->name ? o->name : path;
 	const struct mc_arch *a = op_open_as(&f, path, name,
-					     o->nop || o->runtime ? 0 : MCE_OPEN_LAZY_SYMS);
+					     (o->nop || o->runtime ? 0 : MCE_OPEN_LAZY_SYMS) |
+					     (o->in_place ? MCE_OPEN_WRITABLE : 0));
 	int ret = -1;
 
 	struct kt_tables kt = { 0 };
@@ -888,7 +889,7 @@ int op_fix_file(const char *path, const struct fix_opts *o, struct fix_stats *st
 			st->changed = true;
 	}
 	/* (f.path is NAME: the file written is PATH.) */
-	if (st->changed && mce_write(&f, o->name ? path : NULL) < 0) {
+	if (st->changed && (o->in_place ? mce_write_over(&f) : mce_write(&f, o->name ? path : NULL)) < 0) {
 		mc_error(name, "%s", f.err);
 		goto out;
 	}

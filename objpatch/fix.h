@@ -16,6 +16,8 @@ struct fix_opts {
 				 * keeps every entry and adds no symbol */
 	enum km_version kversion;	/* with kernel: whose conventions */
 	struct km_opts km;	/* with kernel under 6.12's: the functions */
+	bool in_place;		/* with sort: overwrite the tables in the file
+				 * itself (mce_write_over()), not a new file */
 	bool nop;		/* NOP every call site */
 	bool missing_ok;	/* a file without a table is left alone (link) */
 	bool no_call_left;	/* with nop: a call in no table fails (link) */

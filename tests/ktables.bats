@@ -543,4 +543,102 @@ PYEOF
 	assert_success
 	run "$OBJPATCH" -j inspect "$T/v"
 	[ "$(grep -o '"state":"patchable"' <<< "$output" | wc -l)" -eq 4 ]
+
+# ---- sort --in-place --------------------------------------------------------
+
+# in_place_same ARCH MODE...: on a shuffled image, sort MODE --in-place
+# gives exactly the bytes of sort MODE (the atomic sort), in the file's
+# own inode, for each MODE ("" or --kernel).  (Without --kernel, an image
+# without __start___mcount_loc gets it added: .symtab grows, and that
+# is refused in place.)
+in_place_same() {
+	image "$1"
+	cp "$BATS_FILE_TMPDIR/$1/vmlinux" "$T/shuffled"
+	$KT shuffle "$T/shuffled" 7
+	shift
+	for k in "$@"; do
+		cp "$T/shuffled" "$T/atomic"
+		cp "$T/shuffled" "$T/inplace"
+		"$OBJPATCH" sort $k "$T/atomic"
+		local ino
+		ino=$(stat -c %i "$T/inplace")
+		run "$OBJPATCH" sort $k --in-place "$T/inplace"
+		assert_success
+		cmp "$T/atomic" "$T/inplace"
+		! cmp -s "$T/shuffled" "$T/inplace"
+		[ "$(stat -c %i "$T/inplace")" = "$ino" ]
+	done
+}
+
+@test "x86_64: sort --in-place gives the atomic sort's bytes (__ex_table, ORC), in the same inode" {
+	in_place_same x86_64 --kernel
+}
+
+@test "s390x: sort --in-place gives the atomic sort's bytes (big-endian), in the same inode" {
+	in_place_same s390x "" --kernel
+}
+
+@test "arm: sort --in-place gives the atomic sort's bytes (32-bit), in the same inode" {
+	in_place_same arm "" --kernel
+}
+
+@test "sort --in-place on a corrupt table: one line, the file byte-identical and the same inode" {
+	image x86_64
+	local v=$BATS_FILE_TMPDIR/x86_64/vmlinux
+	cp "$v" "$T/partial"
+	corrupt_size "$T/partial" __ex_table -4
+	cp "$T/partial" "$T/partial.orig"
+	local ino
+	ino=$(stat -c %i "$T/partial")
+	run "$OBJPATCH" sort --in-place "$T/partial"
+	assert_failure 1
+	[ "${#lines[@]}" -eq 1 ]
+	assert_output --partial "not a whole number of 12-byte entries"
+	cmp "$T/partial" "$T/partial.orig"
+	[ "$(stat -c %i "$T/partial")" = "$ino" ]
+}
+
+@test "sort --in-place: a symlink's target is edited; a hard-linked file is replaced under its name only" {
+	image x86_64
+	cp "$BATS_FILE_TMPDIR/x86_64/vmlinux" "$T/shuffled"
+	$KT shuffle "$T/shuffled" 7
+	cp "$T/shuffled" "$T/want"
+	"$OBJPATCH" sort --kernel "$T/want"
+	# A symbolic link stays one, and its target is the file edited.
+	cp "$T/shuffled" "$T/target"
+	ln -s target "$T/link"
+	local ino
+	ino=$(stat -c %i "$T/target")
+	"$OBJPATCH" sort --kernel --in-place "$T/link"
+	[ -L "$T/link" ]
+	cmp "$T/want" "$T/target"
+	[ "$(stat -c %i "$T/target")" = "$ino" ]
+	# Editing a file with other names would change it under each (as
+	# recordmcount --in-place, it is replaced instead).
+	cp "$T/shuffled" "$T/one"
+	ln "$T/one" "$T/other"
+	"$OBJPATCH" sort --kernel --in-place "$T/one"
+	cmp "$T/want" "$T/one"
+	cmp "$T/shuffled" "$T/other"
+}
+
+@test "sort --in-place refuses a change that needs room the file does not have, and changes nothing" {
+	# A program's sort adds the table's bound symbols: .symtab grows.
+	need cc
+	for f in util main lib; do
+		cc -O2 -pg -mfentry -c "$SRC/tests/fixtures/link/$f.c" -o "$T/$f.o"
+	done
+	"$RECORDMCOUNT" "$T"/*.o
+	"$OBJPATCH" link --no-sort -- cc "$T"/{util,main,lib}.o -o "$T/prog"
+	cp "$T/prog" "$T/prog.orig"
+	run "$OBJPATCH" sort --in-place "$T/prog"
+	assert_failure 1
+	[ "${#lines[@]}" -eq 1 ]
+	assert_output --partial "prog: error: objpatch: the changes need room the file does not have"
+	cmp "$T/prog" "$T/prog.orig"
+	# What it can do in place, it does: --kernel adds nothing.
+	cp "$T/prog" "$T/atomic"
+	"$OBJPATCH" sort --kernel "$T/atomic"
+	"$OBJPATCH" sort --kernel --in-place "$T/prog"
+	cmp "$T/atomic" "$T/prog"
 }
