@@ -543,6 +543,7 @@ PYEOF
 	assert_success
 	run "$OBJPATCH" -j inspect "$T/v"
 	[ "$(grep -o '"state":"patchable"' <<< "$output" | wc -l)" -eq 4 ]
+}
 
 # ---- sort --in-place --------------------------------------------------------
 
