@@ -547,14 +547,16 @@ PYEOF
 
 # ---- sort --in-place --------------------------------------------------------
 
-# in_place_same ARCH MODE...: on a shuffled image, sort MODE --in-place
+# in_place_same ARCH[-6.12] MODE...: on a shuffled 6.1 (or 6.12) image,
+# sort MODE --in-place
 # gives exactly the bytes of sort MODE (the atomic sort), in the file's
 # own inode, for each MODE ("" or --kernel).  (Without --kernel, an image
 # without __start___mcount_loc gets it added: .symtab grows, and that
 # is refused in place.)
 in_place_same() {
-	image "$1"
-	cp "$BATS_FILE_TMPDIR/$1/vmlinux" "$T/shuffled"
+	local arch=${1%-6.12} d=$BATS_FILE_TMPDIR/$1
+	image "$arch" $([ "$arch" = "$1" ] || echo 6.12)
+	cp "$d/vmlinux" "$T/shuffled"
 	$KT shuffle "$T/shuffled" 7
 	shift
 	for k in "$@"; do
@@ -581,6 +583,11 @@ in_place_same() {
 
 @test "arm: sort --in-place gives the atomic sort's bytes (32-bit), in the same inode" {
 	in_place_same arm "" --kernel
+}
+
+@test "6.12 images, x86_64 (.orc_header) and aarch64 (RELATIVE addends): sort --in-place gives the atomic sort's bytes" {
+	in_place_same x86_64-6.12 --kernel
+	in_place_same aarch64-6.12 --kernel
 }
 
 @test "sort --in-place on a corrupt table: one line, the file byte-identical and the same inode" {
