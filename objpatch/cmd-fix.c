@@ -113,7 +113,8 @@ int cmd_sort(int argc, char **argv, const struct op_common *c)
  * The kernel's scripts/sorttable, command line and all: "sorttable [-s
  * NMFILE] vmlinux...", each image sorted as sort --kernel sorts it, with
  * the functions of NMFILE (nm -S) where 6.12's would zero entries, and
- * none without it, as sorttable zeroes none then.
+ * none without it, as sorttable zeroes none then.  -i (ours) edits in
+ * place, as sorttable does; without it the image is replaced whole.
  */
 int cmd_sorttable(int argc, char **argv, const struct op_common *c)
 {
@@ -121,20 +122,22 @@ int cmd_sorttable(int argc, char **argv, const struct op_common *c)
 	int opt;
 
 	(void)c;
-	while ((opt = getopt(argc, argv, "+s:v")) != -1) {
-		if (opt == 's') {
+	while ((opt = getopt(argc, argv, "+is:v")) != -1) {
+		if (opt == 'i') {
+			o.in_place = true;
+		} else if (opt == 's') {
 			o.km.from = KM_FUNCS_FILE;
 			o.km.nm_file = optarg;
 			o.kversion = KM_6_12;	/* (only 6.12 on takes -s) */
 		} else if (opt == 'v') {
 			mc_verbose++;
 		} else {
-			fprintf(stderr, "usage: sorttable [-s NMFILE] vmlinux...\n");
+			fprintf(stderr, "usage: sorttable [-i] [-s NMFILE] vmlinux...\n");
 			return 2;
 		}
 	}
 	if (optind >= argc) {
-		fprintf(stderr, "usage: sorttable [-s NMFILE] vmlinux...\n");
+		fprintf(stderr, "usage: sorttable [-i] [-s NMFILE] vmlinux...\n");
 		return 2;
 	}
 	return fix_files(argc, argv, &o);

@@ -21,6 +21,8 @@
  */
 #include "kmcount.h"
 
+#include "../common/mcsort.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -78,7 +80,6 @@ enum km_version km_detect(struct mce_file *f)
 
 struct km_func {
 	uint64_t addr, size;
-	size_t order;		/* its place in the listing */
 };
 
 struct km_funcs {
@@ -97,15 +98,84 @@ static int push_func(struct km_funcs *fl, uint64_t addr, uint64_t size)
 		fl->v = v;
 		fl->cap = cap;
 	}
-	fl->v[fl->n] = (struct km_func){ addr, size, fl->n };
+	fl->v[fl->n] = (struct km_func){ addr, size };
 	fl->n++;
 	return 0;
 }
 
+/* isspace() in the "C" locale, the one sorttable's fscanf reads in (it
+ * sets none), without the locale table's cost on every byte. */
+static bool is_space(char c)
+{
+	return c == ' ' || (c >= '\t' && c <= '\r');
+}
+
 static const char *skip_space(const char *p, const char *end)
 {
-	while (p < end && isspace((unsigned char)*p))
+	while (p < end && is_space(*p))
 		p++;
+	return p;
+}
+
+/* strtoull(S, NULL, 16) of a field of at most 16 characters: a plain run
+ * of hex digits, nm's case, by hand; anything else (a sign, a "0x", a
+ * name in the field's place) as strtoull reads it. */
+static int hex_digit(char ch)
+{
+	unsigned c = (unsigned char)ch;
+
+	if (c - '0' < 10)
+		return (int)(c - '0');
+	if ((c | 0x20) - 'a' < 6)
+		return (int)((c | 0x20) - 'a' + 10);
+	return -1;
+}
+
+static uint64_t hex_field(const char *s)
+{
+	uint64_t v = 0;
+	const char *p = s;
+	int d;
+
+	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+		return strtoull(s, NULL, 16);
+	for (; (d = hex_digit(*p)) >= 0; p++)
+		v = v << 4 | (unsigned)d;
+	return p == s ? strtoull(s, NULL, 16) : v;
+}
+
+/* 1 to 16 hex digits at P, then one space and something else: the value
+ * into *V, and the place past the space; NULL for anything else. */
+static const char *hex_run(const char *p, const char *end, uint64_t *v)
+{
+	const char *s = p;
+	uint64_t x = 0;
+	int d;
+
+	for (; p < end && p - s < 16 && (d = hex_digit(*p)) >= 0; p++)
+		x = x << 4 | (unsigned)d;
+	if (p == s || end - p < 2 || !is_space(p[0]) || is_space(p[1]))
+		return NULL;
+	*v = x;
+	return p + 1;
+}
+
+/*
+ * A record of nm -S's usual shape at P, "ADDR SIZE TYPE NAME" with one
+ * space between the fields, read at once: past the name, or NULL when P
+ * starts anything else, which parse_listing() then reads field by field.
+ * (What it takes is what that reading would take: there, each field's
+ * trailing space run is skipped whole, and here it is one space long.)
+ */
+static const char *nm_record(const char *p, const char *end, uint64_t *addr, uint64_t *size,
+			     char *type)
+{
+	if (!(p = hex_run(p, end, addr)) || !(p = hex_run(p, end, size)) ||
+	    end - p < 3 || !is_space(p[1]) || is_space(p[2]))
+		return NULL;
+	*type = p[0];
+	for (p += 2; p < end && !is_space(*p); p++)
+		;
 	return p;
 }
 
@@ -115,7 +185,7 @@ static const char *field(const char *p, const char *end, size_t max, char *out)
 {
 	size_t n = 0;
 
-	while (p < end && n < max && !isspace((unsigned char)*p)) {
+	while (p < end && n < max && !is_space(*p)) {
 		if (out)
 			out[n] = *p;
 		n++;
@@ -134,10 +204,18 @@ static int parse_listing(const char *text, size_t len, struct km_funcs *fl)
 	char addr[17], size[17];
 
 	for (;;) {
+		uint64_t a, sz;
+		const char *q;
 		char type;
 
 		if ((p = skip_space(p, end)) == end)
 			break;
+		if ((q = nm_record(p, end, &a, &sz, &type))) {
+			p = q;
+			if ((type == 't' || type == 'T' || type == 'W') && push_func(fl, a, sz) < 0)
+				return -1;
+			continue;
+		}
 		p = skip_space(field(p, end, 16, addr), end);
 		if (p == end)
 			break;
@@ -148,7 +226,7 @@ static int parse_listing(const char *text, size_t len, struct km_funcs *fl)
 		p = skip_space(field(skip_space(p, end), end, SIZE_MAX, NULL), end);
 		if (type != 't' && type != 'T' && type != 'W')
 			continue;
-		if (push_func(fl, strtoull(addr, NULL, 16), strtoull(size, NULL, 16)) < 0)
+		if (push_func(fl, hex_field(addr), hex_field(size)) < 0)
 			return -1;
 	}
 	return 0;
@@ -290,13 +368,32 @@ static int read_listing(struct mce_file *f, const char *path, char **out, size_t
 	return 0;
 }
 
-static int by_addr(const void *x, const void *y)
+/* FL by address, the listing's order kept among equals, as glibc's qsort
+ * (a merge sort) leaves them: a stable radix sort of (address, place). */
+static int sort_funcs(struct km_funcs *fl)
 {
-	const struct km_func *a = x, *b = y;
+	struct mc_kv *kv = malloc((fl->n + 1) * sizeof(*kv));
+	struct km_func *v = malloc((fl->n + 1) * sizeof(*v));
 
-	if (a->addr != b->addr)
-		return a->addr < b->addr ? -1 : 1;
-	return (a->order > b->order) - (a->order < b->order);
+	if (!kv || !v) {
+		free(kv);
+		free(v);
+		return -1;
+	}
+	for (size_t i = 0; i < fl->n; i++)
+		kv[i] = (struct mc_kv){ fl->v[i].addr, i };
+	if (mc_sort_kv(kv, fl->n) < 0) {
+		free(kv);
+		free(v);
+		return -1;
+	}
+	for (size_t i = 0; i < fl->n; i++)
+		v[i] = fl->v[kv[i].val];
+	free(kv);
+	free(fl->v);
+	fl->v = v;
+	fl->cap = fl->n + 1;
+	return 0;
 }
 
 static int load_funcs(struct mce_file *f, const struct km_opts *o, struct km_funcs *fl)
@@ -316,9 +413,8 @@ static int load_funcs(struct mce_file *f, const struct km_opts *o, struct km_fun
 		return -1;
 	r = parse_listing(text, len, fl);
 	free(text);
-	if (r < 0)
+	if (r < 0 || sort_funcs(fl) < 0)
 		return mce_fail(f, "out of memory");
-	qsort(fl->v, fl->n, sizeof(*fl->v), by_addr);
 	return 0;
 }
 
@@ -381,13 +477,6 @@ static int table_relocs(struct mce_file *f, const struct mc_arch *a, uint64_t st
 	return 0;
 }
 
-static int cmp_u64(const void *x, const void *y)
-{
-	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
-
-	return (a > b) - (a < b);
-}
-
 /* Write the sorted V[0..N) back: into the addends of REL (in its order),
  * or in place.  *CHANGED: whether anything differed. */
 static int write_back(struct mce_file *f, uint64_t start, size_t n, const uint64_t *v,
@@ -413,13 +502,13 @@ int km_sort(struct mce_file *f, const struct mc_arch *a, uint64_t start, uint64_
 	    const struct km_opts *o, struct km_stats *st)
 {
 	size_t n = (end - start) / f->addrsize, nrel = 0, nonzero = 0;
-	uint64_t *v = malloc((n + 1) * sizeof(*v));
+	uint64_t *v = malloc((n + 1) * sizeof(*v)), *sorted = malloc((n + 1) * sizeof(*v));
 	const struct mce_dynrel **rel = malloc((n + 1) * sizeof(*rel));
 	struct km_funcs fl = { 0 };
 	int ret = -1;
 
 	memset(st, 0, sizeof(*st));
-	if (!v || !rel) {
+	if (!v || !sorted || !rel) {
 		mce_fail(f, "out of memory");
 		goto out;
 	}
@@ -445,12 +534,16 @@ int km_sort(struct mce_file *f, const struct mc_arch *a, uint64_t start, uint64_
 			 st->zeroed ? "would come out" : "are");
 		goto out;
 	}
-	qsort(v, n, sizeof(*v), cmp_u64);
+	if (mc_sort_u64_into(v, n, NULL, sorted) < 0) {
+		mce_fail(f, "out of memory");
+		goto out;
+	}
 	st->entries = n;
 	st->addends = nrel != 0;
-	ret = write_back(f, start, n, v, rel, nrel, &st->changed);
+	ret = write_back(f, start, n, sorted, rel, nrel, &st->changed);
 out:
 	free(v);
+	free(sorted);
 	free(rel);
 	free(fl.v);
 	return ret;

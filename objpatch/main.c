@@ -25,7 +25,7 @@ static const struct {
 	{ "inspect", cmd_inspect, "inspect [-j|-p] [--functions] [--lines] FILE..." },
 	{ "check", cmd_check, "check [--kernel[=6.1|6.12]] [-v] FILE..." },
 	{ "sort", cmd_sort, "sort [--kernel[=6.1|6.12]] [-i|--in-place] [-v] IMAGE..." },
-	{ "sorttable", cmd_sorttable, "sorttable [-s NMFILE] VMLINUX..." },
+	{ "sorttable", cmd_sorttable, "sorttable [-i] [-s NMFILE] VMLINUX..." },
 	{ "nop", cmd_nop, "nop [-v] FILE..." },
 	{ "link", cmd_link, "link [--nop] [--no-sort] [--check] [--runtime] [--libmcloc] [-v] -- LINK-COMMAND..." },
 	{ "tramp", cmd_tramp, "tramp --arch ARCH -o FILE.o|FILE.S" },

@@ -332,8 +332,8 @@ variant612() {
 	esac
 }
 
-# identical612_test ARCH: sort --kernel, objpatch sorttable -s and objpatch
-# under the name sorttable all give the bytes of 6.12's "sorttable -s
+# identical612_test ARCH: sort --kernel, objpatch sorttable -s (also -i, in
+# the file's own inode) and objpatch under the name sorttable all give the bytes of 6.12's "sorttable -s
 # NMFILE vmlinux" (link-vmlinux.sh's step) on a shuffled 6.12 image.
 identical612_test() {
 	local variant
@@ -347,7 +347,7 @@ identical612_test() {
 		cp "$d/vmlinux" "$T/theirs"
 		$KT shuffle "$T/theirs" $seed
 		cp "$T/theirs" "$T/before"
-		for w in ours sub link; do cp "$T/theirs" "$T/$w"; done
+		for w in ours sub link inplace; do cp "$T/theirs" "$T/$w"; done
 		"$BATS_FILE_TMPDIR/sorttable-6.12/$variant" -s "$d/nm-sort" "$T/theirs"
 		! cmp -s "$T/before" "$T/theirs"
 		run "$OBJPATCH" sort --kernel "$T/ours"
@@ -357,11 +357,51 @@ identical612_test() {
 		cmp "$T/theirs" "$T/sub"
 		"$T/bin/sorttable" -s "$d/nm-sort" "$T/link"
 		cmp "$T/theirs" "$T/link"
+		local ino
+		ino=$(stat -c %i "$T/inplace")
+		"$OBJPATCH" sorttable -i -s "$d/nm-sort" "$T/inplace"
+		cmp "$T/theirs" "$T/inplace"
+		[ "$(stat -c %i "$T/inplace")" = "$ino" ]
 	done
 }
 
 @test "x86_64: sort --kernel gives the 6.12 sorttable's bytes (6.4's ORC layout, weak entries zeroed)" {
 	identical612_test x86_64
+}
+
+@test "sorttable -s reads an odd listing as 6.12's does: runs of blanks, tabs, CRs, 17-digit and non-hex fields, no last newline" {
+	# objpatch reads nm -S's usual lines at once and anything else field
+	# by field as fscanf does; both readings must agree with sorttable's.
+	sorttable 6.12 orc
+	image x86_64 6.12
+	local d=$BATS_FILE_TMPDIR/x86_64-6.12
+	$PY - "$d/nm-sort" "$T/odd" <<'EOF'
+import sys
+out = []
+for i, line in enumerate(open(sys.argv[1]).read().splitlines()):
+    k = i % 9
+    if k == 1:
+        line = line.replace(" ", "  ", 1)
+    elif k == 2:
+        line = line.replace(" ", "\t")
+    elif k == 3:
+        line += "\r"
+    elif k == 4 and line[:1] != " ":
+        line = "0" + line
+    elif k == 5:
+        line = " \n" + line
+    elif k == 6:
+        line = line.replace(" ", " g", 1)
+    out.append(line)
+open(sys.argv[2], "w").write("\n".join(out))
+EOF
+	! cmp -s "$d/nm-sort" "$T/odd"
+	cp "$d/vmlinux" "$T/theirs"
+	$KT shuffle "$T/theirs" 3
+	cp "$T/theirs" "$T/ours"
+	"$BATS_FILE_TMPDIR/sorttable-6.12/orc" -s "$T/odd" "$T/theirs"
+	"$OBJPATCH" sorttable -s "$T/odd" "$T/ours"
+	cmp "$T/theirs" "$T/ours"
 }
 
 @test "i386: sort --kernel gives the 6.12 sorttable's bytes" {
@@ -505,7 +545,7 @@ PYEOF
 	ln -s "$OBJPATCH" "$T/bin/sorttable"
 	run "$T/bin/sorttable"
 	assert_failure 2
-	assert_output --partial "usage: sorttable [-s NMFILE] vmlinux..."
+	assert_output --partial "usage: sorttable [-i] [-s NMFILE] vmlinux..."
 	run "$OBJPATCH" sorttable -x v
 	assert_failure 2
 	image i386
