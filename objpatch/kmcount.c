@@ -276,6 +276,7 @@ static char nm_letter(const struct mce_file *f, const struct mce_sym *m)
 struct named {
 	const char *name;
 	size_t idx;
+	char letter;		/* nm_letter()'s, worked out once */
 };
 
 static int by_name(const void *x, const void *y)
@@ -284,6 +285,14 @@ static int by_name(const void *x, const void *y)
 	int c = strcmp(a->name, b->name);
 
 	return c ? c : (a->idx > b->idx) - (a->idx < b->idx);
+}
+
+/* V as W lowercase hex digits into BUF at AT: past them. */
+static size_t put_hex(char *buf, size_t at, uint64_t v, int w)
+{
+	for (int i = w - 1; i >= 0; i--, v >>= 4)
+		buf[at + (size_t)i] = "0123456789abcdef"[v & 15];
+	return at + (size_t)w;
 }
 
 /* The text of "nm -S" on F, into *OUT (*LEN bytes, malloc'd). */
@@ -296,14 +305,17 @@ static int nm_listing(struct mce_file *f, char **out, size_t *len)
 
 	if (!v)
 		return mce_fail(f, "out of memory");
-	for (size_t i = 1; i < f->nsyms; i++)
-		if (nm_letter(f, &f->syms[i]))
-			v[n++] = (struct named){ f->syms[i].name, i };
+	for (size_t i = 1; i < f->nsyms; i++) {
+		char c = nm_letter(f, &f->syms[i]);
+
+		if (c)
+			v[n++] = (struct named){ f->syms[i].name, i, c };
+	}
 	qsort(v, n, sizeof(*v), by_name);
 	for (size_t k = 0; k < n; k++) {
 		const struct mce_sym *m = &f->syms[v[k].idx];
-		char c = nm_letter(f, m);
-		size_t need = strlen(m->name) + 2 * (size_t)w + 8;
+		char c = v[k].letter;
+		size_t namelen = strlen(m->name), need = namelen + 2 * (size_t)w + 8;
 
 		if (at + need > cap) {
 			char *nb;
@@ -316,15 +328,24 @@ static int nm_listing(struct mce_file *f, char **out, size_t *len)
 			}
 			buf = nb;
 		}
-		if (m->raw_shndx == SHN_UNDEF)
-			at += (size_t)sprintf(buf + at, "%*s %c %s\n", w, "", c, m->name);
-		else if (m->size)
-			at += (size_t)sprintf(buf + at, "%0*llx %0*llx %c %s\n", w,
-					      (unsigned long long)m->value, w,
-					      (unsigned long long)m->size, c, m->name);
-		else
-			at += (size_t)sprintf(buf + at, "%0*llx %c %s\n", w,
-					      (unsigned long long)m->value, c, m->name);
+		/* nm's "%0*llx %0*llx %c %s\n", without the size when it is 0
+		 * and with blanks for an undefined symbol's address. */
+		if (m->raw_shndx == SHN_UNDEF) {
+			memset(buf + at, ' ', (size_t)w);
+			at += (size_t)w;
+		} else {
+			at = put_hex(buf, at, m->value, w);
+		}
+		buf[at++] = ' ';
+		if (m->raw_shndx != SHN_UNDEF && m->size) {
+			at = put_hex(buf, at, m->size, w);
+			buf[at++] = ' ';
+		}
+		buf[at++] = c;
+		buf[at++] = ' ';
+		memcpy(buf + at, m->name, namelen);
+		at += namelen;
+		buf[at++] = '\n';
 	}
 	free(v);
 	*out = buf;
