@@ -30,7 +30,7 @@ bool mc_ccargs_takes_value(const char *a)
 		"-isystem", "-idirafter", "-iprefix", "-iwithprefix", "-iquote", "-isysroot",
 		"-Xpreprocessor", "-Xassembler", "-Xlinker", "-Xclang", "-L", "-l", "-u",
 		"-T", "-aux-info", "-dumpbase", "-dumpdir", "--param", "-arch", "-target",
-		"-z", "--sysroot", "-B", "-e", "-wrapper",
+		"-z", "--sysroot", "-B", "-e", "-wrapper", "-dumpbase-ext",
 	};
 
 	return LISTED(a, opts, false);
@@ -51,7 +51,7 @@ bool mc_ccargs_is_source(const char *a)
 
 static bool is_launcher(const char *cmd)
 {
-	static const char *const launchers[] = { "ccache", "sccache", "distcc", "icecc" };
+	static const char *const launchers[] = { "ccache", "sccache", "distcc", "icecc", "icerun" };
 	const char *base = strrchr(cmd, '/') ? strrchr(cmd, '/') + 1 : cmd;
 
 	return LISTED(base, launchers, false);
@@ -61,12 +61,13 @@ static bool is_launcher(const char *cmd)
  * and stop, whatever else its command line holds. */
 static bool is_query(const char *a)
 {
-	static const char *const pre[] = {
-		"-print-", "--print-", "-dumpmachine", "-dumpversion", "-dumpfullversion",
-		"-dumpspecs", "--version", "--help", "--target-help", "-###",
+	static const char *const pre[] = { "-print-", "--print-", "--help=" };
+	static const char *const exact[] = {
+		"-dumpmachine", "-dumpversion", "-dumpfullversion", "-dumpspecs",
+		"--version", "--help", "--target-help", "-###",
 	};
 
-	return LISTED(a, pre, true);
+	return LISTED(a, pre, true) || LISTED(a, exact, false);
 }
 
 const char *mc_ccargs_driver(int argc, char *const *argv)
@@ -87,18 +88,21 @@ bool mc_ccargs_no_link(const struct mc_ccargs *c)
 
 void mc_ccargs_read(int argc, char *const *argv, struct mc_ccargs *c)
 {
+	/* (The linker's own options are no driver's: ld's -M prints a map,
+	 * and its --print-map, --version-script=... link.) */
+	bool driver = argc > 0 && mc_linker_prefix(mc_ccargs_driver(argc, argv)) < 0;
 	bool other = false;
 
 	*c = (struct mc_ccargs){ 0 };
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 
-		if (is_query(a))
+		if (driver && is_query(a))
 			c->query = true;
-		if (!strcmp(a, "-c"))
+		if (driver && !strcmp(a, "-c"))
 			c->objects = true;
-		else if (!strcmp(a, "-S") || !strcmp(a, "-E") || !strcmp(a, "-M") ||
-			 !strcmp(a, "-MM") || !strcmp(a, "-fsyntax-only"))
+		else if (driver && (!strcmp(a, "-S") || !strcmp(a, "-E") || !strcmp(a, "-M") ||
+				    !strcmp(a, "-MM") || !strcmp(a, "-fsyntax-only")))
 			other = true;
 		else if ((!strcmp(a, "-o") || !strcmp(a, "--output")) && i + 1 < argc)
 			c->output = argv[c->output_arg = ++i];
@@ -120,12 +124,17 @@ void mc_ccargs_read(int argc, char *const *argv, struct mc_ccargs *c)
 
 int mc_linker_prefix(const char *argv0)
 {
-	size_t l = strlen(argv0);
-	const char *dot = strstr(argv0, "ld.");
+	/* The command's own name, not its directory's ("old.d/gcc" is no
+	 * linker): "ld" or "TRIPLET-ld", or either with ".bfd", ".gold"... */
+	const char *base = strrchr(argv0, '/') ? strrchr(argv0, '/') + 1 : argv0;
+	size_t l = strlen(base);
+	const char *dot = strstr(base, "ld.");
 
-	if (l >= 2 && !strcmp(argv0 + l - 2, "ld"))
-		return (int)(l - 2);
-	return dot ? (int)(dot - argv0) : -1;
+	if (l >= 2 && !strcmp(base + l - 2, "ld") && (l == 2 || base[l - 3] == '-'))
+		return (int)(base - argv0) + (int)l - 2;
+	if (dot && (dot == base || dot[-1] == '-'))
+		return (int)(dot - argv0);
+	return -1;
 }
 
 int mc_run(char *const *argv, const char *what)

@@ -122,7 +122,8 @@ int cmd_sorttable(int argc, char **argv, const struct op_common *c)
 	int opt;
 
 	(void)c;
-	while ((opt = getopt(argc, argv, "+is:v")) != -1) {
+	/* (Permuting, as sorttable's own getopt does: -s may follow the image.) */
+	while ((opt = getopt(argc, argv, "is:v")) != -1) {
 		if (opt == 'i') {
 			o.in_place = true;
 		} else if (opt == 's') {

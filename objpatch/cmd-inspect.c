@@ -25,6 +25,13 @@ struct summary {
 	size_t duplicates;
 };
 
+/* An entry that is 0, as 6.12's sorttable leaves a replaced weak
+ * function's: no site, whatever its state says. */
+static bool is_zero(const struct op_entry *e)
+{
+	return !e->resolved && !e->addr;
+}
+
 static void summarize(const struct op_sites *s, struct summary *sum)
 {
 	size_t n;
@@ -33,7 +40,7 @@ static void summarize(const struct op_sites *s, struct summary *sum)
 	memset(sum, 0, sizeof(*sum));
 	sum->sorted = true;
 	for (size_t i = 0; i < s->n; i++) {
-		if (!s->v[i].resolved && !s->v[i].addr)
+		if (is_zero(&s->v[i]))
 			sum->zero++;
 		else
 			sum->states[s->v[i].state]++;
@@ -87,7 +94,7 @@ static const char *where(struct mce_file *f, const struct op_entry *e, char *buf
 static void state_text(const struct op_entry *e, char *buf, size_t n)
 {
 	if (!e->classified) {
-		snprintf(buf, n, !e->resolved && !e->addr ? "zero" : "not decoded");
+		snprintf(buf, n, is_zero(e) ? "zero" : "not decoded");
 		return;
 	}
 	switch (e->state) {
@@ -171,9 +178,9 @@ static int inspect_one(const char *path, const struct op_common *c, bool functio
 			if (mce_linked(&f))
 				json_u64(j, "address", e->addr);
 			json_str(j, "where", where(&f, e, buf, sizeof(buf)));
-			json_str(j, "state", op_state_name[e->state]);
+			json_str(j, "state", is_zero(e) ? "zero" : op_state_name[e->state]);
 			json_u64(j, "length", e->len);
-			if (e->state == OP_CALL)
+			if (e->state == OP_CALL && !is_zero(e))
 				json_str(j, "target", e->target);
 			if (e->state == OP_OTHER)
 				json_str(j, "bytes", e->bytes);

@@ -634,7 +634,8 @@ static int no_call_left(struct mce_file *f, const struct mc_arch *a)
 	if (!c.n)
 		return 0;
 	return mce_fail(f, "%zu call%s to %s in no call-site table (the first at %s): "
-			"run recordmcount on every object compiled with -pg", c.n,
+			"run recordmcount on every object compiled with -pg (with "
+			"--gc-sections, recordmcount -g: else ld.bfd and lld drop the tables)", c.n,
 			c.n == 1 ? "" : "s", c.callee, c.first);
 }
 

@@ -25,9 +25,12 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 int km_version_parse(const char *s, enum km_version *v)
 {
@@ -67,12 +70,21 @@ enum km_version km_detect(struct mce_file *f)
 	size_t len;
 	unsigned major, minor;
 
+	char ver[32];
+
 	mce_sym_lookup_many(f, names, 1, &banner, 0);
 	if (banner > 0 && mce_sym_peek(f, (size_t)banner, &m) == 0 &&
 	    (p = string_at(f, m.value, &len)) && len > sizeof(prefix) + 4 &&
-	    !memcmp(p, prefix, sizeof(prefix) - 1) &&
-	    sscanf(p + sizeof(prefix) - 1, "%u.%u", &major, &minor) == 2)
-		return major > 6 || (major == 6 && minor >= 12) ? KM_6_12 : KM_6_1;
+	    !memcmp(p, prefix, sizeof(prefix) - 1)) {
+		/* (Only the section's own bytes: the string need not end in it.) */
+		size_t n = len - (sizeof(prefix) - 1);
+
+		n = n < sizeof(ver) - 1 ? n : sizeof(ver) - 1;
+		memcpy(ver, p + sizeof(prefix) - 1, n);
+		ver[n] = 0;
+		if (sscanf(ver, "%u.%u", &major, &minor) == 2)
+			return major > 6 || (major == 6 && minor >= 12) ? KM_6_12 : KM_6_1;
+	}
 	return mce_sec_by_name(f, ".orc_header") ? KM_6_12 : KM_6_1;
 }
 
@@ -353,40 +365,67 @@ static int nm_listing(struct mce_file *f, char **out, size_t *len)
 	return 0;
 }
 
+/* Past this, NMFILE is no nm -S listing (a kernel's is a few MB), and
+ * reading on (/dev/zero, a pipe that never ends) would only fill memory. */
+#define KM_LISTING_MAX (1u << 30)
+
+/* NMFILE (a regular file, or a pipe such as <(nm -S vmlinux)) into *OUT. */
 static int read_listing(struct mce_file *f, const char *path, char **out, size_t *len)
 {
-	FILE *fp = fopen(path, "r");
-	size_t cap = 65536, n = 0, k;
-	char *buf = malloc(cap);
+	/* O_NONBLOCK: a FIFO's open would otherwise wait for a writer. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	size_t cap = 65536, n = 0;
+	struct stat st;
+	char *buf = NULL;
+	ssize_t k;
 
-	if (!fp || !buf) {
-		free(buf);
-		if (fp)
-			fclose(fp);
-		return mce_fail(f, "%s: %s", path, fp ? "out of memory" : strerror(errno));
+	if (fd < 0)
+		return mce_fail(f, "%s: %s", path, strerror(errno));
+	const char *bad = fstat(fd, &st) < 0	     ? strerror(errno)
+			  : S_ISDIR(st.st_mode)	     ? "is a directory"
+			  : S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode) ? NULL
+			  : "not a regular file or a pipe";
+
+	if (bad) {
+		close(fd);
+		return mce_fail(f, "%s: %s", path, bad);
 	}
-	while ((k = fread(buf + n, 1, cap - n, fp)) > 0) {
-		n += k;
-		if (n == cap) {
-			char *nb = realloc(buf, cap *= 2);
+	fcntl(fd, F_SETFL, 0);	/* (a pipe's reads may wait for its writer) */
+	if (!(buf = malloc(cap)))
+		goto nomem;
+	while ((k = read(fd, buf + n, cap - n)) != 0) {
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0) {
+			int e = errno;
 
-			if (!nb) {
+			free(buf);
+			close(fd);
+			return mce_fail(f, "%s: cannot read: %s", path, strerror(e));
+		}
+		n += (size_t)k;
+		if (n == cap) {
+			char *nb;
+
+			if (cap >= KM_LISTING_MAX) {
 				free(buf);
-				fclose(fp);
-				return mce_fail(f, "out of memory");
+				close(fd);
+				return mce_fail(f, "%s: more than %u MiB: not an nm -S listing", path,
+						KM_LISTING_MAX >> 20);
 			}
+			if (!(nb = realloc(buf, cap *= 2)))
+				goto nomem;
 			buf = nb;
 		}
 	}
-	if (ferror(fp)) {
-		free(buf);
-		fclose(fp);
-		return mce_fail(f, "%s: read error", path);
-	}
-	fclose(fp);
+	close(fd);
 	*out = buf;
 	*len = n;
 	return 0;
+nomem:
+	free(buf);
+	close(fd);
+	return mce_fail(f, "out of memory");
 }
 
 /* FL by address, the listing's order kept among equals, as glibc's qsort

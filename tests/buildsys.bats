@@ -70,6 +70,34 @@ same_answer() {
 	done
 }
 
+@test "ld's own options are no compiler queries: --version-script=, --print-map, -M link, and the table is still sorted and NOPed" {
+	cd "$T/src"
+	cat > lib.c <<-'C'
+		int lib_b(int x) { return x * 2; }
+		int lib_a(int x) { return lib_b(x) + 1; }
+	C
+	printf '{ global: lib_a; local: *; };\n' > v.map
+	gcc -pg -mfentry -fPIC -O1 -c lib.c -o lib.o
+	"$RECORDMCOUNT" lib.o
+	local opts
+	for opts in "--version-script=v.map" "--print-map --version-script=v.map" "-M"; do
+		# shellcheck disable=SC2086
+		run "$OBJPATCH" link --nop --check -- ld -shared -o lib.so lib.o $opts
+		assert_success
+		run "$OBJPATCH" check lib.so
+		assert_success
+		run "$OBJPATCH" -j inspect lib.so
+		assert_output --partial '"nop":2'
+	done
+	# (A driver in a directory whose name holds "ld." is still a driver.)
+	mkdir -p old.d
+	ln -sf "$(command -v gcc)" old.d/gcc
+	run "$OBJPATCH" link --nop --check -- old.d/gcc -shared -o lib2.so lib.o
+	assert_success
+	run "$OBJPATCH" check lib2.so
+	assert_success
+}
+
 @test "autotools and libtool: CC wraps recordmcount and objpatch link; probes still answer right" {
 	need autoreconf
 	need libtoolize

@@ -540,6 +540,43 @@ PYEOF
 	assert_output --partial "__mcount_loc: every entry is zero: the kernel would trace nothing"
 }
 
+@test "sorttable -s: options after the image, as sorttable's getopt takes them; an NMFILE that is no listing gets one line and the image stays" {
+	sorttable 6.12 orc
+	image x86_64 6.12
+	local d=$BATS_FILE_TMPDIR/x86_64-6.12
+	cp "$d/vmlinux" "$T/theirs"
+	$KT shuffle "$T/theirs" 4
+	cp "$T/theirs" "$T/ours"
+	cp "$T/theirs" "$T/orig"
+	"$BATS_FILE_TMPDIR/sorttable-6.12/orc" "$T/theirs" -s "$d/nm-sort"
+	"$OBJPATCH" sorttable "$T/ours" -s "$d/nm-sort"
+	cmp "$T/theirs" "$T/ours"
+	mkfifo "$T/fifo"
+	for bad in /dev/zero "$T" "$T/missing"; do
+		cp "$T/orig" "$T/v"
+		run timeout 60 "$OBJPATCH" sorttable -s "$bad" "$T/v"
+		assert_failure 1
+		[ "${#lines[@]}" -eq 1 ]
+		assert_output --partial "$bad: "
+		cmp "$T/v" "$T/orig"
+	done
+	# A FIFO with no writer reads as an empty listing, at once, as an
+	# empty file does (sorttable then zeroes nothing either).
+	cp "$T/orig" "$T/v"
+	: > "$T/empty"
+	cp "$T/orig" "$T/e"
+	run timeout 60 "$OBJPATCH" sorttable -s "$T/fifo" "$T/v"
+	assert_success
+	"$OBJPATCH" sorttable -s "$T/empty" "$T/e"
+	cmp "$T/v" "$T/e"
+	# The zero entries of a 6.12 sort are "zero" to inspect -j, not calls.
+	run "$OBJPATCH" -j inspect "$T/ours"
+	local zeros
+	zeros=$(grep -o '"state":"zero"' <<< "$output" | wc -l)
+	[ "$zeros" -gt 0 ]
+	[ "$(grep -o '"zero":[0-9]*' <<< "$output" | head -1)" = "\"zero\":$zeros" ]
+}
+
 @test "sorttable's command line: usage errors exit 2, and every image is sorted" {
 	mkdir -p "$T/bin"
 	ln -s "$OBJPATCH" "$T/bin/sorttable"
