@@ -206,13 +206,11 @@ run() {
 	build "$arch" "$variant"
 	counts=$("$kdir/mcount-entries.py" "$dir/vmlinux" "$dir/mcount.entries")
 	line=$(boot)
-	if [ "$variant" = kernel ]; then
-		label="gcc/kernel tools"
-		[ "$arch" = x86_64 ] && label="gcc -mrecord-mcount, scripts/sorttable" ||
-			label="scripts/recordmcount, scripts/sorttable"
-	else
-		label="mcloc recordmcount, sorted by $( [ "$sort_with" = objpatch ] && echo objpatch || echo scripts/sorttable)"
-	fi
+	case $variant/$arch in
+	kernel/x86_64) label="gcc -mrecord-mcount, scripts/sorttable" ;;
+	kernel/*) label="scripts/recordmcount, scripts/sorttable" ;;
+	*) label="recordmcount --kernel, ${sort_with/#objpatch/objpatch sorttable}" ;;
+	esac
 	printf '%-7s %-6s (%s)\n' "$arch" "$variant" "$label"
 	printf '        __mcount_loc: %s entries, %s nonzero\n' ${counts% *} ${counts#* }
 	if [ -n "$line" ]; then
@@ -225,21 +223,30 @@ run() {
 	eval "counts_$variant=\"\$counts\" line_$variant=\"\$line\""
 }
 
+# Whether the mcloc kernel's figure $3 equals the kernel tools' $2.
+compare() {
+	if [ -n "$2" ] && [ "$2" = "$3" ]; then
+		echo "        $1 equal: yes"
+	else
+		echo "        $1 equal: NO (mcloc ${3:-none}, kernel ${2:-none})"
+		status=1
+	fi
+}
+
 status=0
 for arch in $arches; do
 	arch_setup "$arch"
 	run "$arch" kernel
 	run "$arch" mcloc
-	same() { [ "$1" = "$2" ] && [ -n "$1" ] && echo yes || { echo "NO ($2 vs $1)"; status=1; }; }
 	echo "$arch: mcloc's kernel against the kernel tools' one:"
-	echo "        __mcount_loc entries equal: $(same "$counts_kernel" "$counts_mcloc")"
+	compare "__mcount_loc entries (all, nonzero)" "$counts_kernel" "$counts_mcloc"
 	if cmp -s "$cache/boot-$arch-kernel/mcount.entries" "$cache/boot-$arch-mcloc/mcount.entries"; then
 		echo "        the same addresses: yes"
 	else
 		echo "        the same addresses: NO (diff $cache/boot-$arch-{kernel,mcloc}/mcount.entries)"; status=1
 	fi
 	for f in available_filter_functions enabled_functions; do
-		echo "        $f equal: $(same "$(val $f "$line_kernel")" "$(val $f "$line_mcloc")")"
+		compare "$f" "$(val $f "$line_kernel")" "$(val $f "$line_mcloc")"
 	done
 	for v in kernel mcloc; do
 		eval "l=\$line_$v"
