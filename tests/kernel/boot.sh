@@ -8,6 +8,10 @@
 #   RECORDMCOUNT, OBJPATCH  the tools under test (default: build/ here)
 #   BOOT_SORT=objpatch      sort the "mcloc" kernels' tables with objpatch
 #                           (default); =sorttable keeps the kernel's tool
+#   BOOT_MCLOC=rerecord     make the "mcloc" kernel from the "kernel" one's
+#                           objects, every table made again by recordmcount
+#                           (default, minutes); =compile builds it all again
+#                           with recordmcount in the compiles (see README)
 #   MCLOC_KERNEL_CACHE      where the source and the builds live
 #                           (default ~/.cache/mcloc-kernel; dirs boot-*)
 #   KERNEL_SOURCE           the tarball (/usr/src/linux-source-6.12.tar.xz)
@@ -17,6 +21,7 @@ here=$(cd "$(dirname "$0")/../.." && pwd)
 rmc=$(realpath "${RECORDMCOUNT:-$here/build/recordmcount/recordmcount}")
 op=$(realpath "${OBJPATCH:-$here/build/objpatch/objpatch}")
 sort_with=${BOOT_SORT:-objpatch}
+mcloc_way=${BOOT_MCLOC:-rerecord}
 jobs=${JOBS:-2}
 cache=${MCLOC_KERNEL_CACHE:-$HOME/.cache/mcloc-kernel}
 tarball=${KERNEL_SOURCE:-/usr/src/linux-source-6.12.tar.xz}
@@ -27,6 +32,7 @@ arches=${1:-all}
 
 die() { echo "boot.sh: error: $*" >&2; exit 1; }
 case $sort_with in objpatch|sorttable) ;; *) die "BOOT_SORT must be objpatch or sorttable";; esac
+case $mcloc_way in rerecord|compile) ;; *) die "BOOT_MCLOC must be rerecord or compile";; esac
 [ -x "$rmc" ] || die "no recordmcount at $rmc (build mcloc, or set RECORDMCOUNT)"
 [ -x "$op" ] || die "no objpatch at $op (build mcloc, or set OBJPATCH)"
 [ -f "$tarball" ] || die "no $tarball (apt-get install linux-source-6.12)"
@@ -144,19 +150,39 @@ EOS
 	chmod +x "$dir/mcloc-cc"
 }
 
+# The "mcloc" build as a copy of the "kernel" one, each object's table
+# thrown away and made again by `recordmcount --kernel --force`: the
+# compiler's code is the same bytes in both kernels, only the tables'
+# maker differs.  The objects are those that have a table (the ones the
+# kernel traces), not vmlinux.o, which the link makes again.
+rerecord() {
+	local from=$cache/boot-$1-kernel n
+	rm -rf "$dir"
+	cp -a "$from" "$dir"
+	rm -f "$dir/vmlinux.presort" "$dir/.boot-sort"
+	n=$(cd "$dir" && grep -rlZF --include='*.o' __mcount_loc . |
+		grep -zvx ./vmlinux.o | tee "$dir/.boot-rerecorded" | tr -cd '\0' | wc -c)
+	(cd "$dir" && xargs -0 -r "$rmc" --kernel --force -q < .boot-rerecorded)
+	echo "$1/mcloc: recordmcount --kernel --force made the tables of $n objects again"
+}
+
 # Build variant $2 ("kernel" or "mcloc") of architecture $1 into $dir.
 build() {
 	local arch=$1 variant=$2 how=sorttable
 	dir=$cache/boot-$arch-$variant cc=
-	mkdir -p "$dir"
 	if [ "$variant" = mcloc ]; then
-		[ -f "$dir/.config" ] || cp "$cache/boot-$arch-kernel/.config" "$dir/.config"
 		how=$sort_with
-		if [ "$arch" = x86_64 ]; then
+		if [ "$mcloc_way" = rerecord ]; then
+			rerecord "$arch"
+		elif [ "$arch" = x86_64 ]; then
+			mkdir -p "$dir"
 			write_cc_wrapper
 			cc=$dir/mcloc-cc
 		fi
+		mkdir -p "$dir"
+		[ -f "$dir/.config" ] || cp "$cache/boot-$arch-kernel/.config" "$dir/.config"
 	fi
+	mkdir -p "$dir"
 	configure
 	kmake scripts
 	if [ "$variant" = mcloc ] && [ "$arch" = arm ]; then
