@@ -99,32 +99,34 @@ configure() {
 }
 
 # A tool of the build, kept under NAME.kernel and replaced by a script.
-# make would rebuild a hostprog it found stale, so look again every run.
+# make would rebuild a hostprog it found stale, so look again every run;
+# vmlinux depends on scripts/sorttable, so an unchanged script is left be.
 replace_hostprog() {
 	local prog=$dir/scripts/$1
 	if [ ! -f "$prog.kernel" ] || head -c4 "$prog" | grep -q ELF; then
 		mv -f "$prog" "$prog.kernel"
 	fi
-	printf '#!/bin/sh\n# boot.sh: %s\n%s\n' "$2" "$3" > "$prog"
-	chmod +x "$prog"
+	printf '#!/bin/sh\n# boot.sh: %s\n%s\n' "$2" "$3" > "$prog.new"
+	chmod +x "$prog.new"
+	if cmp -s "$prog.new" "$prog"; then rm "$prog.new"; else mv "$prog.new" "$prog"; fi
 }
 
 # The sorting step of link-vmlinux.sh: keep the image it is given (the
 # tables as the compiler and linker left them), then sort, with the
 # kernel's sorttable or with objpatch's drop-in for it.
 sort_step() {
-	local how=$1 cmd keep
+	local how=$1 cmd keep tag=$1
 	keep="for img; do :; done; cp \"\$img\" \"$dir/vmlinux.presort\""
 	if [ "$how" = objpatch ]; then
-		cmd="exec \"$op\" sorttable \"\$@\""
+		cmd="exec \"$op\" sorttable \"\$@\"" tag="objpatch $op"
 	else
 		cmd="exec \"$dir/scripts/sorttable.kernel\" \"\$@\""
 	fi
 	replace_hostprog sorttable "sort the tables ($how)" "$keep; $cmd"
 	# A changed sorter must reach the image: relink.
-	if [ "$(cat "$dir/.boot-sort" 2>/dev/null)" != "$how $op" ]; then
+	if [ "$(cat "$dir/.boot-sort" 2>/dev/null)" != "$tag" ]; then
 		rm -f "$dir/vmlinux"
-		echo "$how $op" > "$dir/.boot-sort"
+		echo "$tag" > "$dir/.boot-sort"
 	fi
 }
 
@@ -230,7 +232,7 @@ val() { sed -n "s/.*\\b$1=\\([^ ]*\\).*/\\1/p" <<<"$2"; }
 run() {
 	local arch=$1 variant=$2 label line counts
 	build "$arch" "$variant"
-	counts=$("$kdir/mcount-entries.py" "$dir/vmlinux" "$dir/mcount.entries")
+	counts=$("$kdir/kimage.py" mcount "$dir/vmlinux" "$dir/mcount.entries")
 	line=$(boot)
 	case $variant/$arch in
 	kernel/x86_64) label="gcc -mrecord-mcount, scripts/sorttable" ;;
@@ -271,6 +273,9 @@ for arch in $arches; do
 	else
 		echo "        the same addresses: NO (diff $cache/boot-$arch-{kernel,mcloc}/mcount.entries)"; status=1
 	fi
+	# With BOOT_MCLOC=rerecord only the version string (build number and
+	# time: .rodata, .data) and the build ID (.notes) should.
+	echo "        image sections that differ: $("$kdir/kimage.py" diff-sections "$cache/boot-$arch-"{kernel,mcloc}/vmlinux)"
 	for f in available_filter_functions enabled_functions; do
 		compare "$f" "$(val $f "$line_kernel")" "$(val $f "$line_mcloc")"
 	done
