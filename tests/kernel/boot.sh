@@ -162,6 +162,22 @@ rerecord() {
 	rm -rf "$dir"
 	cp -a "$from" "$dir"
 	rm -f "$dir/vmlinux.presort" "$dir/.boot-sort"
+	# The build's own tools (objtool) have the build directory's path in
+	# their commands: in the copy, `make prepare` builds them again, and
+	# every object, which depends on objtool, would be compiled again by
+	# gcc.  Give what it rebuilt the time of the copied build's objtool
+	# (the last thing its tools build made, older than any object), so
+	# that only the objects made again below count as new.
+	local ref=$from/tools/objtool/objtool
+	[ -f "$ref" ] || ref=$from/include/config/auto.conf
+	touch "$dir/.boot-copied"
+	kmake prepare
+	find "$dir" -newer "$dir/.boot-copied" -exec touch -h -r "$ref" {} +
+	touch "$dir/.boot-copied"
+	kmake prepare
+	# (make writes Makefile and .missing-syscalls.d every time.)
+	[ -z "$(find "$dir" -type f -newer "$dir/.boot-copied" ! -name Makefile ! -name .missing-syscalls.d)" ] ||
+		die "$1/mcloc: make prepare keeps rebuilding in the copy: $(find "$dir" -type f -newer "$dir/.boot-copied" | head -3)"
 	n=$(cd "$dir" && grep -rlZF --include='*.o' __mcount_loc . |
 		grep -zvx ./vmlinux.o | tee "$dir/.boot-rerecorded" | tr -cd '\0' | wc -c)
 	(cd "$dir" && xargs -0 -r "$rmc" --kernel --force -q < .boot-rerecorded)
