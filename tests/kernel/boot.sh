@@ -242,6 +242,17 @@ boot() {
 	tr -d '\r' < "$log" | sed -n 's/^MCLOC-BOOT: //p' | tail -1
 }
 
+# objpatch's own verdict on an image: "clean", or its problem count and
+# first line (one line a problem).
+check_image() {
+	local out
+	if out=$("$op" check --kernel "$1" 2>&1); then
+		echo clean
+	else
+		echo "$(grep -c . <<<"$out") problem line(s), first: $(head -1 <<<"$out")"
+	fi
+}
+
 val() { sed -n "s/.*\\b$1=\\([^ ]*\\).*/\\1/p" <<<"$2"; }
 
 # Build, boot and report one variant; sets ent_$variant etc. for compare.
@@ -257,6 +268,7 @@ run() {
 	esac
 	printf '%-7s %-6s (%s)\n' "$arch" "$variant" "$label"
 	printf '        __mcount_loc: %s entries, %s nonzero\n' ${counts% *} ${counts#* }
+	echo "        objpatch check --kernel: $(check_image "$dir/vmlinux")"
 	if [ -n "$line" ]; then
 		printf '        booted: yes; available_filter_functions %s, enabled_functions %s, trace entries %s, function tracer %s, ftrace_bug %s\n' \
 			"$(val available_filter_functions "$line")" "$(val enabled_functions "$line")" \
