@@ -184,10 +184,18 @@ rerecord() {
 	echo "$1/mcloc: recordmcount --kernel --force made the tables of $n objects again"
 }
 
+# The build directory of architecture $1's variant $2: the two ways of
+# making the "mcloc" kernel keep apart, so that each stays incremental.
+vdir() {
+	local d=$cache/boot-$1-$2
+	[ "$2/$mcloc_way" = mcloc/compile ] && d=$d-compile
+	echo "$d"
+}
+
 # Build variant $2 ("kernel" or "mcloc") of architecture $1 into $dir.
 build() {
 	local arch=$1 variant=$2 how=sorttable
-	dir=$cache/boot-$arch-$variant cc=
+	dir=$(vdir "$arch" "$variant") cc=
 	if [ "$variant" = mcloc ]; then
 		how=$sort_with
 		if [ "$mcloc_way" = rerecord ]; then
@@ -296,14 +304,15 @@ for arch in $arches; do
 	run "$arch" mcloc
 	echo "$arch: mcloc's kernel against the kernel tools' one:"
 	compare "__mcount_loc entries (all, nonzero)" "$counts_kernel" "$counts_mcloc"
-	if cmp -s "$cache/boot-$arch-kernel/mcount.entries" "$cache/boot-$arch-mcloc/mcount.entries"; then
+	k=$(vdir "$arch" kernel) m=$(vdir "$arch" mcloc)
+	if cmp -s "$k/mcount.entries" "$m/mcount.entries"; then
 		echo "        the same addresses: yes"
 	else
-		echo "        the same addresses: NO (diff $cache/boot-$arch-{kernel,mcloc}/mcount.entries)"; status=1
+		echo "        the same addresses: NO (diff $k/mcount.entries $m/mcount.entries)"; status=1
 	fi
 	# With BOOT_MCLOC=rerecord only the version string (build number and
 	# time: .rodata, .data) and the build ID (.notes) should.
-	echo "        image sections that differ: $("$kdir/kimage.py" diff-sections "$cache/boot-$arch-"{kernel,mcloc}/vmlinux)"
+	echo "        image sections that differ: $("$kdir/kimage.py" diff-sections "$k/vmlinux" "$m/vmlinux")"
 	for f in available_filter_functions enabled_functions; do
 		compare "$f" "$(val $f "$line_kernel")" "$(val $f "$line_mcloc")"
 	done
