@@ -311,7 +311,8 @@ for arch in $arches; do
 		echo "        the same addresses: NO (diff $k/mcount.entries $m/mcount.entries)"; status=1
 	fi
 	# With BOOT_MCLOC=rerecord only the version string (build number and
-	# time: .rodata, .data) and the build ID (.notes) should.
+	# time: .rodata, .data) and the build ID (.notes) should; compile adds
+	# .init.data (times in the built-in default initramfs).
 	echo "        image sections that differ: $("$kdir/kimage.py" diff-sections "$k/vmlinux" "$m/vmlinux")"
 	for f in available_filter_functions enabled_functions; do
 		compare "$f" "$(val $f "$line_kernel")" "$(val $f "$line_mcloc")"
