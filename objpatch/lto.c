@@ -251,17 +251,19 @@ static const struct mc_arch *open_sites(struct mce_file *f, const char *tmp, con
 
 /* The table object: N address-sized words in an "aw" __mcount_loc, each
  * the table's own address (a placeholder that needs, in a PIE, the same
- * relative relocation a real entry does), kept under --gc-sections. */
-static int table_object(const char *cc, const char *tmp, size_t n, unsigned addrsize,
+ * relative relocation a real entry does), kept under --gc-sections.  Its
+ * source and object are made in DIR, a directory private to this run
+ * (mkdtemp: mode 0700, a name nobody could have prepared), so no planted
+ * symlink is ever followed. */
+static int table_object(const char *cc, const char *dir, size_t n, unsigned addrsize,
 			char *obj, size_t len)
 {
 	char src[4096];
 	FILE *o;
 
-	/* (Beside the output this run made, whose name is its own.) */
-	snprintf(src, sizeof(src), "%s.lto.s", tmp);
-	snprintf(obj, len, "%s.lto.o", tmp);
-	o = fopen(src, "w");
+	snprintf(src, sizeof(src), "%s/t.s", dir);
+	snprintf(obj, len, "%s/t.o", dir);
+	o = fopen(src, "wx");
 	if (!o) {
 		mc_error(src, "cannot create: %s", strerror(errno));
 		return -1;
@@ -283,6 +285,32 @@ static int table_object(const char *cc, const char *tmp, size_t n, unsigned addr
 
 	unlink(src);
 	return ret;
+}
+
+/* The link CMD[0..N) once more, with the table object of NSITES entries
+ * made in a private directory beside TMP; every file made is removed. */
+static int relink_with_table(char **cmd, int n, const char *tmp, size_t nsites,
+			     unsigned addrsize)
+{
+	char dir[4000], obj[4096];
+	int status = 1;
+
+	if ((size_t)snprintf(dir, sizeof(dir), "%s.lto.XXXXXX", tmp) >= sizeof(dir) ||
+	    !mkdtemp(dir)) {
+		mc_error(tmp, "cannot make a temporary directory beside it: %s", strerror(errno));
+		return 1;
+	}
+	/* (The driver behind a launcher such as ccache: "ccache -c" is
+	 * ccache's own --cleanup.) */
+	if (table_object(mc_ccargs_driver(n, cmd), dir, nsites, addrsize, obj,
+			 sizeof(obj)) == 0) {
+		cmd[n] = obj;
+		status = mc_run(cmd, "the link command");
+		cmd[n] = NULL;
+	}
+	unlink(obj);
+	rmdir(dir);
+	return status;
 }
 
 /* The N placeholders of the table object in F: where the first is. */
@@ -363,7 +391,6 @@ int op_lto_record(const struct op_lto *l, char **cmd, int n, const char *tmp,
 {
 	struct mce_file f;
 	struct addrs x = { 0 };
-	char obj[4096];
 	unsigned addrsize = 8;
 	bool ok;
 
@@ -377,13 +404,8 @@ int op_lto_record(const struct op_lto *l, char **cmd, int n, const char *tmp,
 		return 1;
 	if (!x.n)	/* (op_lto_untraced says whether it should have some) */
 		return fill_table(l, tmp, out, 0);
-	if (table_object(cmd[0], tmp, x.n, addrsize, obj, sizeof(obj)) < 0)
-		return 1;
-	cmd[n] = obj;
-	int status = mc_run(cmd, "the link command");
+	int status = relink_with_table(cmd, n, tmp, x.n, addrsize);
 
-	cmd[n] = NULL;
-	unlink(obj);
 	if (status)
 		return status;
 	return fill_table(l, tmp, out, x.n);

@@ -37,7 +37,8 @@ int op_lto_args(const struct op_lto *l, char **cmd, int n);
  * calls of the code the LTO step made, from the relocations that
  * --emit-relocs kept, into a __mcount_loc table of the output.  The link
  * runs once more, with a table of as many entries (an object assembled
- * beside TMP by the command's own driver), and the entries are filled in with the
+ * in a private directory beside TMP by the command's driver, behind any
+ * launcher, and removed), and the entries are filled in with the
  * sites of that link; then the relocation sections only --emit-relocs put
  * there are emptied.  OUT names the output in messages.  Returns 0, or 1
  * after one diagnostic line.

@@ -182,3 +182,66 @@ assert_lto_traced() {
 	assert_success
 	assert_output ""
 }
+
+# plant_cc: $T/plantcc, a gcc that, the first time it runs, plants
+# symlinks to $T/victim.s and $T/victim.o where the old LTO temporaries
+# went (beside each temporary output in $T/shared), and with FAIL2 set
+# fails any link given the table object.
+plant_cc() {
+	mkdir -p "$T/shared"
+	chmod 1777 "$T/shared"
+	echo precious > "$T/victim.s"
+	echo precious > "$T/victim.o"
+	cat > "$T/plantcc" <<-SH
+	#!/bin/bash
+	if [ ! -e $T/planted ]; then
+		touch $T/planted
+		for t in $T/shared/.prog.mcloc-*; do
+			ln -sf $T/victim.s "\$t.lto.s"; ln -sf $T/victim.o "\$t.lto.o"
+		done
+	elif [ -n "\${FAIL2:-}" ] && [[ "\$*" == *lto.*/t.o* ]]; then
+		exit 1
+	fi
+	exec gcc "\$@"
+	SH
+	chmod +x "$T/plantcc"
+}
+
+@test "LTO table temporaries: planted symlinks not followed, nothing left behind, on success or failure" {
+	gcc_lto_inputs
+	plant_cc
+	run "$OBJPATCH" link --nop -- "$T/plantcc" -flto main.o helper.o -o shared/prog -L. -ll
+	assert_success
+	run cat "$T/victim.s" "$T/victim.o"
+	assert_output $'precious\nprecious'
+	run summary shared/prog
+	refute_output --regexp "^0 "
+	find shared -type l -delete
+	run ls -A shared
+	assert_output prog
+	# The second link (with the table object) fails: nothing is left.
+	rm -f "$T/planted" shared/prog
+	run env FAIL2=1 "$OBJPATCH" link --nop -- "$T/plantcc" -flto main.o helper.o -o shared/prog -L. -ll
+	assert_failure
+	run cat "$T/victim.s" "$T/victim.o"
+	assert_output $'precious\nprecious'
+	find shared -type l -delete
+	run ls -A shared
+	assert_output ""
+}
+
+@test "LTO table object assembled by the driver behind a launcher (ccache gcc)" {
+	gcc_lto_inputs
+	# A stand-in for ccache: an option first is its own (-c: --cleanup).
+	mkdir "$T/bin"
+	cat > "$T/bin/ccache" <<-'SH'
+	#!/bin/sh
+	case $1 in -*) echo "ccache: own option $1" >&2; exit 1;; esac
+	exec "$@"
+	SH
+	chmod +x "$T/bin/ccache"
+	run "$OBJPATCH" link --nop --check -- "$T/bin/ccache" gcc -flto main.o helper.o -o prog -L. -ll
+	assert_success
+	run summary prog
+	refute_output --regexp "^0 "
+}
