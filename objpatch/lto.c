@@ -112,9 +112,13 @@ void op_lto_scan(int argc, char **argv, struct op_lto *l)
 		static const char *const strip[] = { "--strip-all", "-s", NULL };
 		static const char *const gc[] = { "--gc-sections", NULL };
 
-		l->user_emit_relocs |= linker_option(a, l->ld, emit);
-		l->user_strip |= linker_option(a, l->ld, strip) || (!l->ld && !strcmp(a, "-s"));
-		gc_sections |= linker_option(a, l->ld, gc);
+		/* (-Xlinker OPT, CMake's LINKER: prefix, is OPT as ld takes it.) */
+		bool xl = !l->ld && !strcmp(a, "-Xlinker") && i + 1 < argc;
+		const char *o = xl ? argv[i + 1] : a;
+
+		l->user_emit_relocs |= linker_option(o, l->ld || xl, emit);
+		l->user_strip |= linker_option(o, l->ld || xl, strip) || (!l->ld && !strcmp(a, "-s"));
+		gc_sections |= linker_option(o, l->ld || xl, gc);
 		gold |= !strcmp(a, "-fuse-ld=gold");
 		if (mc_ccargs_takes_value(a))
 			i++;
@@ -348,6 +352,31 @@ static int drop_emitted_relocs(struct mce_file *f)
 	return 0;
 }
 
+/* With the user's own --emit-relocs, the relocations of the table object
+ * (each "the table + 0", the placeholders) would contradict the words the
+ * sites were written into: those at [AT, AT + N words) become R_*_NONE,
+ * and the relocations of the user's own objects stay. */
+static int retire_table_relocs(struct mce_file *f, const struct mc_arch *a, uint64_t at,
+			       size_t n)
+{
+	uint64_t end = at + n * f->addrsize;
+
+	for (size_t k = 1; k < f->shnum; k++) {
+		struct mce_sec *rs = &f->secs[k];
+
+		if ((rs->sh.sh_type != SHT_REL && rs->sh.sh_type != SHT_RELA) ||
+		    (rs->sh.sh_flags & SHF_ALLOC) || !rs->sh.sh_info ||
+		    rs->sh.sh_info >= f->shnum ||
+		    strcmp(f->secs[rs->sh.sh_info].name, LTO_TABLE) || mce_load_rels(f, rs) < 0)
+			continue;
+		for (size_t i = 0; i < rs->nrels; i++)
+			if (rs->rels[i].offset >= at && rs->rels[i].offset < end &&
+			    mce_rel_retire(f, rs, i, a->none_reloc) < 0)
+				return -1;
+	}
+	return 0;
+}
+
 /* The second link's output TMP: its N placeholders take its sites. */
 static int fill_table(const struct op_lto *l, const char *tmp, const char *out, size_t n)
 {
@@ -371,7 +400,9 @@ static int fill_table(const struct op_lto *l, const char *tmp, const char *out, 
 	memcpy(v, x.v, x.n * sizeof(*v));
 	if ((n && a->relative_reloc && mce_dynrels_load(&f, a->relative_reloc) < 0) ||
 	    (n && find_placeholders(&f, n, &at) < 0) || (n && mce_words_write(&f, at, n, v) < 0) ||
-	    (!l->user_emit_relocs && drop_emitted_relocs(&f) < 0) || mce_write(&f, tmp) < 0) {
+	    (!l->user_emit_relocs && drop_emitted_relocs(&f) < 0) ||
+	    (n && l->user_emit_relocs && retire_table_relocs(&f, a, at, n) < 0) ||
+	    mce_write(&f, tmp) < 0) {
 		mc_error(out, "%s", f.err);
 		goto out;
 	}

@@ -245,3 +245,22 @@ plant_cc() {
 	run summary prog
 	refute_output --regexp "^0 "
 }
+
+@test "a user's own --emit-relocs through -Xlinker stays; -q keeps no placeholder relocation of the table" {
+	gcc_lto_inputs
+	for form in "-Xlinker --emit-relocs" "-Xlinker -q"; do
+		# shellcheck disable=SC2086
+		"$OBJPATCH" link --nop -- gcc -flto $form main.o helper.o -o prog -L. -ll
+		run sh -c "readelf -SW prog | awk '\$2 == \".rela.text\" { print \$6 }'"
+		refute_output ""
+		refute_output "000000"
+		run summary prog
+		refute_output --regexp "^0 "
+	done
+	"$OBJPATCH" link --nop -- gcc -flto -Wl,-q main.o helper.o -o prog -L. -ll
+	run summary prog
+	refute_output --regexp "^0 "
+	# The words hold the sites: no relocation still says "the table + 0".
+	run sh -c "readelf -rW prog | sed -n '/rela__mcount_loc/,/^\$/p' | grep -E '^[0-9a-f]{8,} ' | grep -v _NONE"
+	assert_output ""
+}
