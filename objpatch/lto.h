@@ -21,6 +21,7 @@ struct op_lto {
 	bool record;		/* record the LTO step's code after the link */
 	const char *unrecorded;	/* why this link's LTO code cannot be recorded */
 	bool ld;		/* the command is the linker itself */
+	char uninspected[256];	/* an archive whose members could not all be read */
 };
 
 /* Read the link command ARGV[0..ARGC). */

@@ -264,3 +264,34 @@ plant_cc() {
 	run sh -c "readelf -rW prog | sed -n '/rela__mcount_loc/,/^\$/p' | grep -E '^[0-9a-f]{8,} ' | grep -v _NONE"
 	assert_output ""
 }
+
+@test "LTO objects through a response file or an archive (named, or -lNAME in an -L directory) are recorded" {
+	gcc_lto_inputs
+	mkdir "sub dir"
+	mv main.o "sub dir/"
+	# GCC's quoting: "..." groups, a backslash takes the next character.
+	printf '"sub dir/main.o"\n  helper\\.o\n' > objs.rsp
+	run "$OBJPATCH" link --nop --check -- gcc -flto @objs.rsp -o p1 -L. -ll
+	assert_success
+	run summary p1
+	refute_output --regexp "^0 "
+	gcc-ar rcs libx.a "sub dir/main.o" helper.o
+	run "$OBJPATCH" link --nop --check -- gcc -flto -Wl,--whole-archive libx.a -Wl,--no-whole-archive -o p2 -L. -ll
+	assert_success
+	run summary p2
+	refute_output --regexp "^0 "
+	mkdir lib
+	mv libx.a lib/
+	run "$OBJPATCH" link --nop --check -- gcc -flto -Wl,--whole-archive -Llib -lx -Wl,--no-whole-archive -o p3 -L. -ll
+	assert_success
+	run summary p3
+	refute_output --regexp "^0 "
+}
+
+@test "an archive that could not be inspected (thin) and no table: one warning line" {
+	gcc_lto_inputs
+	gcc-ar rcsT libthin.a main.o helper.o
+	run "$OBJPATCH" link --nop -- gcc -flto libthin.a -o p -L. -ll
+	assert_success
+	assert_output "p: warning: objpatch: it has no call-site table, and the archive libthin.a could not be inspected for inputs compiled for tracing"
+}
