@@ -171,12 +171,12 @@ static bool scan_archive(const char *path, struct op_lto *l)
 		goto out;
 	is_ar = true;
 	elf_version(EV_CURRENT);
-	ar = elf_begin(fd, ELF_C_READ, NULL);
+	ar = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (!ar || elf_kind(ar) != ELF_K_AR) {
 		uninspected(l, path);
 		goto out;
 	}
-	for (Elf_Cmd cmd = ELF_C_READ; (m = elf_begin(fd, cmd, ar)); ) {
+	for (Elf_Cmd cmd = ELF_C_READ_MMAP; (m = elf_begin(fd, cmd, ar)); ) {
 		Elf_Arhdr *h = elf_getarhdr(m);
 		size_t n = 0;
 		char *p = elf_rawfile(m, &n);
@@ -303,7 +303,7 @@ static void scan_args(struct scan *sc, int argc, char **argv)
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
 
-		if (a[0] == '@' && !l->ld) {
+		if (a[0] == '@') {
 			scan_rsp(sc, a);
 			continue;
 		}
