@@ -36,6 +36,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define LTO_TABLE "__mcount_loc"
@@ -217,6 +218,9 @@ static void scan_lib(struct scan *sc, const char *name)
 				return;
 			}
 		}
+	/* (Asked of the driver only if the output has no table.) */
+	if (!sc->depth && name[0] != ':' && sc->l->nsearched < 16)
+		sc->l->searched[sc->l->nsearched++] = name;
 }
 
 /* The response file @PATH, split as GCC splits it (libiberty's
@@ -337,6 +341,7 @@ void op_lto_scan(int argc, char **argv, struct op_lto *l)
 	bool gc_sections, gold;
 
 	*l = (struct op_lto){ .ld = mc_linker_prefix(argv[0]) >= 0 };
+	l->driver = l->ld ? NULL : mc_ccargs_driver(argc, argv);
 	scan_ldirs(&sc, argc - 1, argv + 1);
 	scan_args(&sc, argc - 1, argv + 1);
 	gc_sections = sc.gc_sections;
@@ -675,9 +680,64 @@ static bool has_table(const char *tmp)
 	return found;
 }
 
-int op_lto_untraced(const struct op_lto *l, const char *tmp, const char *out, bool check)
+/* Where the DRIVER's search path finds FILE (-print-file-name), into
+ * PATH; false if nowhere. */
+static bool driver_finds(const char *driver, const char *file, char *path, size_t len)
 {
+	char opt[300];
+	int fds[2], status;
+	ssize_t n = 0, r;
+	pid_t pid;
+
+	snprintf(opt, sizeof(opt), "-print-file-name=%s", file);
+	if (pipe(fds) < 0)
+		return false;
+	pid = fork();
+	if (pid == 0) {
+		char *argv[] = { (char *)driver, opt, NULL };
+
+		dup2(fds[1], STDOUT_FILENO);
+		close(fds[0]);
+		close(fds[1]);
+		execvp(driver, argv);
+		_exit(127);
+	}
+	close(fds[1]);
+	while (pid > 0 && (size_t)n + 1 < len &&
+	       (r = read(fds[0], path + n, len - 1 - (size_t)n)) > 0)
+		n += r;
+	close(fds[0]);
+	if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) ||
+	    WEXITSTATUS(status))
+		return false;
+	path[n] = 0;
+	path[strcspn(path, "\n")] = 0;
+	return path[0] == '/' && access(path, F_OK) == 0;
+}
+
+/* The -lNAME archives that only the driver's search path finds (the
+ * linker takes libNAME.so first), scanned into L. */
+static void scan_searched(struct op_lto *l)
+{
+	char file[280], path[4096];
+
+	for (int i = 0; l->driver && i < l->nsearched; i++) {
+		snprintf(file, sizeof(file), "lib%s.so", l->searched[i]);
+		if (driver_finds(l->driver, file, path, sizeof(path)))
+			continue;
+		snprintf(file, sizeof(file), "lib%s.a", l->searched[i]);
+		if (driver_finds(l->driver, file, path, sizeof(path)))
+			scan_archive(path, l);
+	}
+}
+
+int op_lto_untraced(const struct op_lto *lto, const char *tmp, const char *out, bool check)
+{
+	struct op_lto lc = *lto, *l = &lc;
 	const char *why;
+
+	if (!l->traced && l->nsearched && !has_table(tmp))
+		scan_searched(l);
 
 	/* (Bitcode keeps -pg in function attributes that only LLVM reads;
 	 * what it was compiled with shows in the relocations of the code

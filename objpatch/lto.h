@@ -22,6 +22,10 @@ struct op_lto {
 	const char *unrecorded;	/* why this link's LTO code cannot be recorded */
 	bool ld;		/* the command is the linker itself */
 	char uninspected[256];	/* an archive whose members could not all be read */
+	const char *driver;	/* the compiler driver, behind any launcher */
+	const char *searched[16]; /* -lNAME of the command line not in its -L
+				 * directories: the driver's search path's */
+	int nsearched;
 };
 
 /* Read the link command ARGV[0..ARGC). */

@@ -295,3 +295,12 @@ plant_cc() {
 	assert_success
 	assert_output "p: warning: objpatch: it has no call-site table, and the archive libthin.a could not be inspected for inputs compiled for tracing"
 }
+
+@test "an -lNAME archive of LTO objects that only the driver's search path finds: no table warns" {
+	gcc_lto_inputs
+	mkdir lp
+	gcc-ar rcs lp/libx.a main.o helper.o
+	run env LIBRARY_PATH="$T/lp" "$OBJPATCH" link --nop -- gcc -flto -Wl,--whole-archive -lx -Wl,--no-whole-archive -o p -L. -ll
+	assert_success
+	assert_output "p: warning: objpatch: its GCC LTO inputs were compiled with -pg, but it has no call-site table: nothing in it can be traced"
+}
