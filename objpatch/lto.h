@@ -21,6 +21,11 @@ struct op_lto {
 	bool record;		/* record the LTO step's code after the link */
 	const char *unrecorded;	/* why this link's LTO code cannot be recorded */
 	bool ld;		/* the command is the linker itself */
+	char uninspected[256];	/* an archive whose members could not all be read */
+	const char *driver;	/* the compiler driver, behind any launcher */
+	const char *searched[16]; /* -lNAME of the command line not in its -L
+				 * directories: the driver's search path's */
+	int nsearched;
 };
 
 /* Read the link command ARGV[0..ARGC). */
@@ -37,7 +42,8 @@ int op_lto_args(const struct op_lto *l, char **cmd, int n);
  * calls of the code the LTO step made, from the relocations that
  * --emit-relocs kept, into a __mcount_loc table of the output.  The link
  * runs once more, with a table of as many entries (an object assembled
- * beside TMP by the command's own driver), and the entries are filled in with the
+ * in a private directory beside TMP by the command's driver, behind any
+ * launcher, and removed), and the entries are filled in with the
  * sites of that link; then the relocation sections only --emit-relocs put
  * there are emptied.  OUT names the output in messages.  Returns 0, or 1
  * after one diagnostic line.

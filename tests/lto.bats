@@ -182,3 +182,125 @@ assert_lto_traced() {
 	assert_success
 	assert_output ""
 }
+
+# plant_cc: $T/plantcc, a gcc that, the first time it runs, plants
+# symlinks to $T/victim.s and $T/victim.o where the old LTO temporaries
+# went (beside each temporary output in $T/shared), and with FAIL2 set
+# fails any link given the table object.
+plant_cc() {
+	mkdir -p "$T/shared"
+	chmod 1777 "$T/shared"
+	echo precious > "$T/victim.s"
+	echo precious > "$T/victim.o"
+	cat > "$T/plantcc" <<-SH
+	#!/bin/bash
+	if [ ! -e $T/planted ]; then
+		touch $T/planted
+		for t in $T/shared/.prog.mcloc-*; do
+			ln -sf $T/victim.s "\$t.lto.s"; ln -sf $T/victim.o "\$t.lto.o"
+		done
+	elif [ -n "\${FAIL2:-}" ] && [[ "\$*" == *lto.*/t.o* ]]; then
+		exit 1
+	fi
+	exec gcc "\$@"
+	SH
+	chmod +x "$T/plantcc"
+}
+
+@test "LTO table temporaries: planted symlinks not followed, nothing left behind, on success or failure" {
+	gcc_lto_inputs
+	plant_cc
+	run "$OBJPATCH" link --nop -- "$T/plantcc" -flto main.o helper.o -o shared/prog -L. -ll
+	assert_success
+	run cat "$T/victim.s" "$T/victim.o"
+	assert_output $'precious\nprecious'
+	run summary shared/prog
+	refute_output --regexp "^0 "
+	find shared -type l -delete
+	run ls -A shared
+	assert_output prog
+	# The second link (with the table object) fails: nothing is left.
+	rm -f "$T/planted" shared/prog
+	run env FAIL2=1 "$OBJPATCH" link --nop -- "$T/plantcc" -flto main.o helper.o -o shared/prog -L. -ll
+	assert_failure
+	run cat "$T/victim.s" "$T/victim.o"
+	assert_output $'precious\nprecious'
+	find shared -type l -delete
+	run ls -A shared
+	assert_output ""
+}
+
+@test "LTO table object assembled by the driver behind a launcher (ccache gcc)" {
+	gcc_lto_inputs
+	# A stand-in for ccache: an option first is its own (-c: --cleanup).
+	mkdir "$T/bin"
+	cat > "$T/bin/ccache" <<-'SH'
+	#!/bin/sh
+	case $1 in -*) echo "ccache: own option $1" >&2; exit 1;; esac
+	exec "$@"
+	SH
+	chmod +x "$T/bin/ccache"
+	run "$OBJPATCH" link --nop --check -- "$T/bin/ccache" gcc -flto main.o helper.o -o prog -L. -ll
+	assert_success
+	run summary prog
+	refute_output --regexp "^0 "
+}
+
+@test "a user's own --emit-relocs through -Xlinker stays; -q keeps no placeholder relocation of the table" {
+	gcc_lto_inputs
+	for form in "-Xlinker --emit-relocs" "-Xlinker -q"; do
+		# shellcheck disable=SC2086
+		"$OBJPATCH" link --nop -- gcc -flto $form main.o helper.o -o prog -L. -ll
+		run sh -c "readelf -SW prog | awk '\$2 == \".rela.text\" { print \$6 }'"
+		refute_output ""
+		refute_output "000000"
+		run summary prog
+		refute_output --regexp "^0 "
+	done
+	"$OBJPATCH" link --nop -- gcc -flto -Wl,-q main.o helper.o -o prog -L. -ll
+	run summary prog
+	refute_output --regexp "^0 "
+	# The words hold the sites: no relocation still says "the table + 0".
+	run sh -c "readelf -rW prog | sed -n '/rela__mcount_loc/,/^\$/p' | grep -E '^[0-9a-f]{8,} ' | grep -v _NONE"
+	assert_output ""
+}
+
+@test "LTO objects through a response file or an archive (named, or -lNAME in an -L directory) are recorded" {
+	gcc_lto_inputs
+	mkdir "sub dir"
+	mv main.o "sub dir/"
+	# GCC's quoting: "..." groups, a backslash takes the next character.
+	printf '"sub dir/main.o"\n  helper\\.o\n' > objs.rsp
+	run "$OBJPATCH" link --nop --check -- gcc -flto @objs.rsp -o p1 -L. -ll
+	assert_success
+	run summary p1
+	refute_output --regexp "^0 "
+	gcc-ar rcs libx.a "sub dir/main.o" helper.o
+	run "$OBJPATCH" link --nop --check -- gcc -flto -Wl,--whole-archive libx.a -Wl,--no-whole-archive -o p2 -L. -ll
+	assert_success
+	run summary p2
+	refute_output --regexp "^0 "
+	mkdir lib
+	mv libx.a lib/
+	run "$OBJPATCH" link --nop --check -- gcc -flto -Wl,--whole-archive -Llib -lx -Wl,--no-whole-archive -o p3 -L. -ll
+	assert_success
+	run summary p3
+	refute_output --regexp "^0 "
+}
+
+@test "an archive that could not be inspected (thin) and no table: one warning line" {
+	gcc_lto_inputs
+	gcc-ar rcsT libthin.a main.o helper.o
+	run "$OBJPATCH" link --nop -- gcc -flto libthin.a -o p -L. -ll
+	assert_success
+	assert_output "p: warning: objpatch: it has no call-site table, and the archive libthin.a could not be inspected for inputs compiled for tracing"
+}
+
+@test "an -lNAME archive of LTO objects that only the driver's search path finds: no table warns" {
+	gcc_lto_inputs
+	mkdir lp
+	gcc-ar rcs lp/libx.a main.o helper.o
+	run env LIBRARY_PATH="$T/lp" "$OBJPATCH" link --nop -- gcc -flto -Wl,--whole-archive -lx -Wl,--no-whole-archive -o p -L. -ll
+	assert_success
+	assert_output "p: warning: objpatch: its GCC LTO inputs were compiled with -pg, but it has no call-site table: nothing in it can be traced"
+}
