@@ -45,6 +45,7 @@ struct checker {
 	bool kernel;		/* --kernel: the kernel's conventions */
 	enum km_version kversion;	/* with kernel: whose (KM_DETECT: the image's) */
 	size_t in_no_function;	/* entries --kernel accepted there */
+	size_t misplaced;	/* patchable entries not at their function's entry */
 };
 
 static void problem(struct checker *k, uint32_t shndx, uint64_t off, bool placed,
@@ -133,6 +134,14 @@ static void check_placement(struct checker *k, const struct op_entry *e)
 		 * after a landing pad that opens it. */
 		uint64_t s2;
 		long next = mce_label_before(k->f, e->shndx, e->off + e->len, &s2);
+		char why[256];
+
+		/* (One line for the image: every function is compiled alike.) */
+		if (op_entry_misplaced(k->f, k->a, e, why, sizeof(why))) {
+			if (!k->misplaced++)
+				problem(k, e->shndx, e->off, true, "%s", why);
+			return;
+		}
 
 		if (next >= 0 && s2 >= e->off && s2 <= e->off + e->len) {
 			check_runtime_entry(k, e, &t, s2);

@@ -440,7 +440,12 @@ static int convert_raw_entry(struct mce_file *f, const struct mc_arch *a,
 	struct mc_text t = mc_text_of(f, tx, 0);
 	unsigned k = mc_nop_prefix(a, &t, e->off, a->nops[0].len);
 	uint8_t buf[2 * MC_MAX_SITE];
+	char why[256];
 
+	/* (Converting from a place before the entry would leave a NOP
+	 * that every call to the function lands inside.) */
+	if (op_entry_misplaced(f, a, e, why, sizeof(why)))
+		return mce_fail(f, "%s", why);
 	if (!k || k > sizeof(buf) || !a->entry_nop)
 		return mce_fail(f, "no %u-byte NOP for a patchable entry", a->nops[0].len);
 	memcpy(buf, a->nops[0].bytes, a->nops[0].len);

@@ -206,6 +206,32 @@ static bool raw_entry_run(const struct mc_arch *a, const struct mc_text *t, uint
 	return true;
 }
 
+const char *op_entry_misplaced(struct mce_file *f, const struct mc_arch *a,
+			       const struct op_entry *e, char *buf, size_t n)
+{
+	uint64_t fn_at;
+	long fn;
+
+	if (!a->entry_nop || e->state != OP_PATCHABLE)
+		return NULL;
+	fn = mce_label_before(f, e->shndx, e->off + e->len, &fn_at);
+	if (fn >= 0 && fn_at > e->off) {
+		snprintf(buf, n, "-fpatchable-function-entry=N,M with M>0 (the entry %llu "
+			 "bytes before its function, at %s): on %s use "
+			 "-fpatchable-function-entry=%u (M=0) or -pg -mfentry",
+			 (unsigned long long)(fn_at - e->off), f->syms[fn].name, a->name,
+			 a->nops[0].len);
+		return buf;
+	}
+	if (e->len < a->nops[0].len) {
+		snprintf(buf, n, "only %u bytes of patchable NOPs at the entry: on %s use "
+			 "-fpatchable-function-entry=%u (M=0) or -pg -mfentry", e->len,
+			 a->name, a->nops[0].len);
+		return buf;
+	}
+	return NULL;
+}
+
 void op_classify(struct mce_file *f, const struct mc_arch *a, uint32_t shndx,
 		 uint64_t off, struct op_entry *e, struct op_callee_memo *memo)
 {
