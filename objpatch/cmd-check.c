@@ -136,8 +136,10 @@ static void check_placement(struct checker *k, const struct op_entry *e)
 		long next = mce_label_before(k->f, e->shndx, e->off + e->len, &s2);
 		char why[256];
 
-		/* (One line for the image: every function is compiled alike.) */
-		if (op_entry_misplaced(k->f, k->a, e, why, sizeof(why))) {
+		/* (One line for the image: every function is compiled alike.
+		 * The kernel's x86 CALL_PADDING is =16,16 padding, which
+		 * ftrace does not patch.) */
+		if (!k->kernel && op_entry_misplaced(k->f, k->a, e, why, sizeof(why))) {
 			if (!k->misplaced++)
 				problem(k, e->shndx, e->off, true, "%s", why);
 			return;
@@ -352,6 +354,7 @@ static int check_one(const char *file, const char *path, const struct op_common 
 	size_t zeros = 0;
 	for (size_t i = 0; i < s.n; i++) {
 		const struct op_entry *e = &s.v[i];
+		char why[256];
 
 		if (!e->resolved) {
 			/* 6.12's sorttable zeroes the entries of replaced weak
@@ -383,6 +386,12 @@ static int check_one(const char *file, const char *path, const struct op_common 
 		}
 		if (!e->classified)
 			continue;	/* (nothing decoded: said once, below) */
+		if (e->state == OP_OTHER && !k.kernel &&
+		    op_entry_misplaced(&f, k.a, e, why, sizeof(why))) {
+			if (!k.misplaced++)
+				problem(&k, e->shndx, e->off, true, "%s", why);
+			continue;
+		}
 		if (e->state == OP_OTHER) {
 			problem(&k, e->shndx, e->off, true, "%s entry %u: neither a call to an "
 				"mcount symbol nor a NOP (%s)", e->table, e->idx,

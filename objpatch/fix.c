@@ -468,6 +468,11 @@ static int nop_sites(struct mce_file *f, const struct mc_arch *a, const struct o
 		struct mce_sec *tx;
 		struct mc_site site = { .off = e->off, .len = e->len };
 
+		if (e->state == OP_OTHER && op_entry_misplaced(f, a, e, f->err, sizeof(f->err))) {
+			mc_error(f->path, "%s: %s", mce_where(f, e->shndx, e->off, where,
+							       sizeof(where)), f->err);
+			return -1;
+		}
 		if (e->state == OP_PATCHABLE && e->raw && convert_raw_entry(f, a, e, st) < 0) {
 			mc_error(f->path, "%s: %s", mce_where(f, e->shndx, e->off, where,
 							       sizeof(where)), f->err);

@@ -320,3 +320,27 @@ C
 		done
 	done
 }
+
+@test "x86_64 -fpatchable-function-entry=3 and =4: too few NOPs for the site, refused by check and link --nop in one line" {
+	[ "$(uname -m)" = x86_64 ] || skip "x86_64 only"
+	cat > "$T/ps.c" <<-'C'
+	#include <stdio.h>
+	__attribute__((noinline)) int work(int x) { return x + 1; }
+	int main(int c, char **v) { (void)v; printf("%d\n", work(c)); return 0; }
+	C
+	for cc in gcc clang; do
+		command -v $cc >/dev/null || { echo "# $cc is not installed" >&3; continue; }
+		for n in 3 4 4,2; do
+			o="$T/ps-$cc-${n/,/-}"
+			$cc -O2 -fpatchable-function-entry=$n -c "$T/ps.c" -o "$o.o"
+			run "$OBJPATCH" check "$o.o"
+			assert_failure 1
+			[ "${#lines[@]}" -eq 1 ]
+			assert_output --partial ": on x86_64 use -fpatchable-function-entry=5 (M=0) or -pg -mfentry"
+			run "$OBJPATCH" link --nop -- $cc "$o.o" -o "$o"
+			assert_failure 1
+			[ "${#lines[@]}" -eq 1 ]
+			assert_output --partial ": on x86_64 use -fpatchable-function-entry=5 (M=0) or -pg -mfentry"
+		done
+	done
+}
