@@ -259,9 +259,11 @@ static int discover_main(char *err, size_t errlen)
 #else
 		struct mcr_site st;
 
-		if (mcr_site_find(tab[i], fentry, &st))
-			continue;	/* refused below, by registration */
+		/* A site refused here stays in the table: registration
+		 * refuses it again, and counts it for its one line. */
 		tab[k++] = tab[i];
+		if (mcr_site_find(tab[i], fentry, &st))
+			continue;
 		/* Every compiled-in call becomes a NOP: the starting state. */
 		if (st.is_call) {
 			pk[np].addr = tab[i];

@@ -45,6 +45,7 @@ struct checker {
 	bool kernel;		/* --kernel: the kernel's conventions */
 	enum km_version kversion;	/* with kernel: whose (KM_DETECT: the image's) */
 	size_t in_no_function;	/* entries --kernel accepted there */
+	size_t misplaced;	/* patchable entries not at their function's entry */
 };
 
 static void problem(struct checker *k, uint32_t shndx, uint64_t off, bool placed,
@@ -133,6 +134,16 @@ static void check_placement(struct checker *k, const struct op_entry *e)
 		 * after a landing pad that opens it. */
 		uint64_t s2;
 		long next = mce_label_before(k->f, e->shndx, e->off + e->len, &s2);
+		char why[256];
+
+		/* (One line for the image: every function is compiled alike.
+		 * The kernel's x86 CALL_PADDING is =16,16 padding, which
+		 * ftrace does not patch.) */
+		if (!k->kernel && op_entry_misplaced(k->f, k->a, e, why, sizeof(why))) {
+			if (!k->misplaced++)
+				problem(k, e->shndx, e->off, true, "%s", why);
+			return;
+		}
 
 		if (next >= 0 && s2 >= e->off && s2 <= e->off + e->len) {
 			check_runtime_entry(k, e, &t, s2);
@@ -343,6 +354,7 @@ static int check_one(const char *file, const char *path, const struct op_common 
 	size_t zeros = 0;
 	for (size_t i = 0; i < s.n; i++) {
 		const struct op_entry *e = &s.v[i];
+		char why[256];
 
 		if (!e->resolved) {
 			/* 6.12's sorttable zeroes the entries of replaced weak
@@ -374,6 +386,12 @@ static int check_one(const char *file, const char *path, const struct op_common 
 		}
 		if (!e->classified)
 			continue;	/* (nothing decoded: said once, below) */
+		if (e->state == OP_OTHER && !k.kernel &&
+		    op_entry_misplaced(&f, k.a, e, why, sizeof(why))) {
+			if (!k.misplaced++)
+				problem(&k, e->shndx, e->off, true, "%s", why);
+			continue;
+		}
 		if (e->state == OP_OTHER) {
 			problem(&k, e->shndx, e->off, true, "%s entry %u: neither a call to an "
 				"mcount symbol nor a NOP (%s)", e->table, e->idx,

@@ -440,7 +440,12 @@ static int convert_raw_entry(struct mce_file *f, const struct mc_arch *a,
 	struct mc_text t = mc_text_of(f, tx, 0);
 	unsigned k = mc_nop_prefix(a, &t, e->off, a->nops[0].len);
 	uint8_t buf[2 * MC_MAX_SITE];
+	char why[256];
 
+	/* (Converting from a place before the entry would leave a NOP
+	 * that every call to the function lands inside.) */
+	if (op_entry_misplaced(f, a, e, why, sizeof(why)))
+		return mce_fail(f, "%s", why);
 	if (!k || k > sizeof(buf) || !a->entry_nop)
 		return mce_fail(f, "no %u-byte NOP for a patchable entry", a->nops[0].len);
 	memcpy(buf, a->nops[0].bytes, a->nops[0].len);
@@ -463,6 +468,11 @@ static int nop_sites(struct mce_file *f, const struct mc_arch *a, const struct o
 		struct mce_sec *tx;
 		struct mc_site site = { .off = e->off, .len = e->len };
 
+		if (e->state == OP_OTHER && op_entry_misplaced(f, a, e, f->err, sizeof(f->err))) {
+			mc_error(f->path, "%s: %s", mce_where(f, e->shndx, e->off, where,
+							       sizeof(where)), f->err);
+			return -1;
+		}
 		if (e->state == OP_PATCHABLE && e->raw && convert_raw_entry(f, a, e, st) < 0) {
 			mc_error(f->path, "%s: %s", mce_where(f, e->shndx, e->off, where,
 							       sizeof(where)), f->err);

@@ -188,22 +188,68 @@ static bool is_mcount_target(const struct mce_file *f, uint32_t sym)
 	return sym < f->nsyms && mc_is_mcount_name(f->syms[sym].name);
 }
 
+/* Bytes of whole NOPs from OFF (up to 255). */
+static unsigned nop_run(const struct mc_arch *a, const struct mc_text *t, uint64_t off)
+{
+	unsigned len, run;
+
+	for (run = 0; run < 255 && off + run < t->size && (len = a->any_nop(t, off + run));)
+		run += len;
+	return run;
+}
+
 /* NOPs a compiler padded a patchable entry with, not yet the site's NOP,
  * long enough to become it (mc_nop_prefix): E says so, and its length
  * the whole run of NOPs. */
 static bool raw_entry_run(const struct mc_arch *a, const struct mc_text *t, uint64_t off,
 			  struct op_entry *e)
 {
-	unsigned len, run;
+	unsigned run;
 
 	if (!a->nops || !mc_nop_prefix(a, t, off, a->nops[0].len))
 		return false;
-	for (run = 0; run < 255 && off + run < t->size && (len = a->any_nop(t, off + run));)
-		run += len;
+	run = nop_run(a, t, off);
 	e->state = OP_PATCHABLE;
 	e->raw = true;
 	e->len = (uint8_t)(run > 255 ? 255 : run);
 	return true;
+}
+
+const char *op_entry_misplaced(struct mce_file *f, const struct mc_arch *a,
+			       const struct op_entry *e, char *buf, size_t n)
+{
+	uint64_t fn_at;
+	unsigned run = e->len;
+	long fn;
+
+	if (!a->entry_nop || !a->any_nop)
+		return NULL;
+	if (e->state == OP_OTHER && !strcmp(e->table, "__patchable_function_entries")) {
+		/* (Too few NOPs to be a patchable run: =N with N < 5.) */
+		struct mc_text t = mc_text_of(f, &f->secs[e->shndx], 0);
+
+		run = t.buf && e->off < t.size ? nop_run(a, &t, e->off) : 0;
+	} else if (e->state != OP_PATCHABLE) {
+		return NULL;
+	}
+	if (!run)
+		return NULL;
+	fn = mce_label_before(f, e->shndx, e->off + run, &fn_at);
+	if (fn >= 0 && fn_at > e->off) {
+		snprintf(buf, n, "-fpatchable-function-entry=N,M with M>0 (the entry %llu "
+			 "bytes before its function, at %s): on %s use "
+			 "-fpatchable-function-entry=%u (M=0) or -pg -mfentry",
+			 (unsigned long long)(fn_at - e->off), f->syms[fn].name, a->name,
+			 a->nops[0].len);
+		return buf;
+	}
+	if (run < a->nops[0].len) {
+		snprintf(buf, n, "only %u bytes of patchable NOPs at the entry: on %s use "
+			 "-fpatchable-function-entry=%u (M=0) or -pg -mfentry", run,
+			 a->name, a->nops[0].len);
+		return buf;
+	}
+	return NULL;
 }
 
 void op_classify(struct mce_file *f, const struct mc_arch *a, uint32_t shndx,

@@ -118,6 +118,16 @@ const uint64_t *op_table_words(struct mce_file *f, const struct mc_arch *a,
 void op_classify(struct mce_file *f, const struct mc_arch *a, uint32_t shndx,
 		 uint64_t off, struct op_entry *e, struct op_callee_memo *memo);
 
+/*
+ * On an ISA whose patchable entries become the site's NOP where the table
+ * points (a->entry_nop: x86), the runtime calls from that address, so it
+ * must be the function's entry: -fpatchable-function-entry=N,M with M > 0
+ * puts it M NOPs before.  NULL when E is fine; else the one line to
+ * refuse it with, written into BUF.
+ */
+const char *op_entry_misplaced(struct mce_file *f, const struct mc_arch *a,
+			       const struct op_entry *e, char *buf, size_t n);
+
 /* Open FILE (a relocatable object, or a linked image of an architecture
  * objpatch can decode linked code of) read-only, with mce_open_flags()'s
  * FLAGS; or print one diagnostic and return NULL. */

@@ -284,3 +284,63 @@ C
 	90
 	OUT
 }
+
+@test "x86_64 -fpatchable-function-entry=N,M with M>0: nop, link --nop and check refuse in one line; nothing is broken" {
+	[ "$(uname -m)" = x86_64 ] || skip "x86_64 only"
+	cat > "$T/pm.c" <<-'C'
+	#include <stdio.h>
+	__attribute__((noinline)) int work(int x) { return x + 1; }
+	int main(int c, char **v) { (void)v; printf("%d\n", work(c)); return 0; }
+	C
+	want="-fpatchable-function-entry=N,M with M>0 (the entry"
+	for cc in gcc clang; do
+		command -v $cc >/dev/null || { echo "# $cc is not installed" >&3; continue; }
+		for nm in 5,3 6,1 7,2 10,5; do
+			o="$T/pm-$cc-${nm/,/-}"
+			$cc -O2 -fpatchable-function-entry=$nm -c "$T/pm.c" -o "$o.o"
+			run "$OBJPATCH" check "$o.o"
+			assert_failure 1
+			[ "${#lines[@]}" -eq 1 ]
+			[[ $output == "$o.o: error: objpatch: "*": $want ${nm#*,} bytes before its function, at work): on x86_64 use -fpatchable-function-entry=5 (M=0) or -pg -mfentry" ]]
+			$cc "$o.o" -o "$o"
+			cp "$o" "$o.orig"
+			run "$OBJPATCH" nop "$o"
+			assert_failure 1
+			[ "${#lines[@]}" -eq 1 ]
+			assert_output --partial "$want ${nm#*,} bytes before its function, at work)"
+			cmp "$o" "$o.orig"
+			run "$o"
+			assert_success
+			assert_output 2
+			run "$OBJPATCH" link --nop -- $cc "$o.o" -o "$o.linked"
+			assert_failure 1
+			[ "${#lines[@]}" -eq 1 ]
+			assert_output --partial "$want ${nm#*,} bytes before its function, at work)"
+			[ ! -e "$o.linked" ] || { run "$o.linked"; assert_success; assert_output 2; }
+		done
+	done
+}
+
+@test "x86_64 -fpatchable-function-entry=3 and =4: too few NOPs for the site, refused by check and link --nop in one line" {
+	[ "$(uname -m)" = x86_64 ] || skip "x86_64 only"
+	cat > "$T/ps.c" <<-'C'
+	#include <stdio.h>
+	__attribute__((noinline)) int work(int x) { return x + 1; }
+	int main(int c, char **v) { (void)v; printf("%d\n", work(c)); return 0; }
+	C
+	for cc in gcc clang; do
+		command -v $cc >/dev/null || { echo "# $cc is not installed" >&3; continue; }
+		for n in 3 4 4,2; do
+			o="$T/ps-$cc-${n/,/-}"
+			$cc -O2 -fpatchable-function-entry=$n -c "$T/ps.c" -o "$o.o"
+			run "$OBJPATCH" check "$o.o"
+			assert_failure 1
+			[ "${#lines[@]}" -eq 1 ]
+			assert_output --partial ": on x86_64 use -fpatchable-function-entry=5 (M=0) or -pg -mfentry"
+			run "$OBJPATCH" link --nop -- $cc "$o.o" -o "$o"
+			assert_failure 1
+			[ "${#lines[@]}" -eq 1 ]
+			assert_output --partial ": on x86_64 use -fpatchable-function-entry=5 (M=0) or -pg -mfentry"
+		done
+	done
+}

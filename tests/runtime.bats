@@ -637,3 +637,47 @@ in_parent $ppid"
 	4
 	OUT
 }
+
+@test "-fpatchable-function-entry=5 linked normally, libmcloc LD_PRELOADed: the skipped sites said in one line" {
+	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
+	cat > "$T/pp.c" <<-'C'
+	#include <stdio.h>
+	__attribute__((noinline)) int work_a(int x) { return x + 1; }
+	__attribute__((noinline)) int work_b(int x) { return work_a(x) * 2; }
+	int main(int c, char **v) { (void)v; printf("%d\n", work_b(c)); return 0; }
+	C
+	for cc in gcc clang; do
+		command -v $cc >/dev/null || { echo "# $cc is not installed" >&3; continue; }
+		$cc -O2 -fpatchable-function-entry=5 "$T/pp.c" -o "$T/pp-$cc"
+		run env LD_PRELOAD="$LIBDIR/libmcloc.so" MCLOC_TRACER=function MCLOC_OUTPUT=/dev/null "$T/pp-$cc"
+		assert_success
+		[ "${#lines[@]}" -eq 2 ]
+		assert_line --index 0 --regexp "^libmcloc: /proc/self/exe: 3 sites skipped: .*: link with objpatch link --nop$"
+		assert_line --index 1 4
+	done
+}
+
+@test "-fpatchable-function-entry=N,M with M>0 on x86_64: link --nop --runtime refuses in one line; linked normally it runs under libmcloc" {
+	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
+	cat > "$T/pm.c" <<-'C'
+	#include <stdio.h>
+	__attribute__((noinline)) int work_a(int x) { return x + 1; }
+	int main(int c, char **v) { (void)v; printf("%d\n", work_a(c)); return 0; }
+	C
+	for cc in gcc clang; do
+		command -v $cc >/dev/null || { echo "# $cc is not installed" >&3; continue; }
+		for nm in 5,3 6,1 7,2 10,5; do
+			o="$T/pm-$cc-${nm/,/-}"
+			$cc -O2 -fpatchable-function-entry=$nm -c "$T/pm.c" -o "$o.o"
+			run "$OBJPATCH" link --nop --runtime -- $cc "$o.o" -o "$o" -L"$LIBDIR" -lmcloc
+			assert_failure 1
+			[ "${#lines[@]}" -eq 1 ]
+			assert_output --partial "M>0 (the entry ${nm#*,} bytes before its function, at "
+			[ ! -e "$o" ] || { run env LD_LIBRARY_PATH="$LIBDIR" MCLOC_TRACER=function MCLOC_OUTPUT=/dev/null "$o"; assert_success; }
+			$cc "$o.o" -o "$o.plain"
+			run env LD_PRELOAD="$LIBDIR/libmcloc.so" MCLOC_TRACER=function MCLOC_OUTPUT=/dev/null "$o.plain"
+			assert_success
+			assert_line 2
+		done
+	done
+}
