@@ -23,6 +23,7 @@
 #include "timing.h"
 #include "rcu.h"
 #include "trace.h"
+#include "../base/grow.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -288,17 +289,13 @@ static void collect_site(uintptr_t site, const char *name, uint32_t state, void 
 	(void)state;
 	if (fnmatch(c->glob, name, 0))
 		return;
-	if (c->n == c->cap) {
-		size_t cap = c->cap ? 2 * c->cap : 64;
-		uintptr_t *v = realloc(c->v, cap * sizeof(*v));
+	uintptr_t *v = mc_grown(c->v, &c->cap, c->n, sizeof(*v), 64);
 
-		if (!v) {
-			c->failed = true;
-			return;
-		}
-		c->v = v;
-		c->cap = cap;
+	if (!v) {
+		c->failed = true;
+		return;
 	}
+	c->v = v;
 	c->v[c->n++] = site;
 }
 

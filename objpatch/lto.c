@@ -18,9 +18,11 @@
  * same compiler flag without the driver's startup file.
  */
 #include "lto.h"
+
 #include "objpatch.h"
 
 #include "../arch/arch.h"
+#include "../base/grow.h"
 #include "../common/command.h"
 #include "../common/diag.h"
 #include "../common/lto.h"
@@ -382,17 +384,13 @@ static void push_addr(void *ctx, const struct mc_site *s)
 {
 	struct addrs *x = ctx;
 
-	if (x->n == x->cap) {
-		size_t cap = x->cap ? 2 * x->cap : 256;
-		uint64_t *v = realloc(x->v, cap * sizeof(*v));
+	uint64_t *v = mc_grown(x->v, &x->cap, x->n, sizeof(*v), 256);
 
-		if (!v) {
-			x->oom = true;
-			return;
-		}
-		x->v = v;
-		x->cap = cap;
+	if (!v) {
+		x->oom = true;
+		return;
 	}
+	x->v = v;
 	x->v[x->n++] = x->base + s->off;
 }
 

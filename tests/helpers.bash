@@ -83,3 +83,16 @@ san_preload() {
 	[ -n "${MCLOC_SANITIZED:-}" ] || return 0
 	echo "$(cc -print-file-name=libasan.so) $(cc -print-file-name=libubsan.so)"
 }
+
+# installed_ccs: gcc and clang, those installed, one a line (a TAP note on
+# fd 3 for each that is not, so that a test run over both says so).
+installed_ccs() {
+	local cc
+	for cc in gcc clang; do
+		if command -v $cc >/dev/null; then
+			echo $cc
+		else
+			echo "# $cc is not installed" >&3
+		fi
+	done
+}

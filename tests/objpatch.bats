@@ -285,16 +285,20 @@ C
 	OUT
 }
 
-@test "x86_64 -fpatchable-function-entry=N,M with M>0: nop, link --nop and check refuse in one line; nothing is broken" {
-	[ "$(uname -m)" = x86_64 ] || skip "x86_64 only"
-	cat > "$T/pm.c" <<-'C'
+# work_source FILE: the patchable-entry tests' program, work() called once.
+work_source() {
+	cat > "$1" <<-'C'
 	#include <stdio.h>
 	__attribute__((noinline)) int work(int x) { return x + 1; }
 	int main(int c, char **v) { (void)v; printf("%d\n", work(c)); return 0; }
 	C
+}
+
+@test "x86_64 -fpatchable-function-entry=N,M with M>0: nop, link --nop and check refuse in one line; nothing is broken" {
+	[ "$(uname -m)" = x86_64 ] || skip "x86_64 only"
+	work_source "$T/pm.c"
 	want="-fpatchable-function-entry=N,M with M>0 (the entry"
-	for cc in gcc clang; do
-		command -v $cc >/dev/null || { echo "# $cc is not installed" >&3; continue; }
+	for cc in $(installed_ccs); do
 		for nm in 5,3 6,1 7,2 10,5; do
 			o="$T/pm-$cc-${nm/,/-}"
 			$cc -O2 -fpatchable-function-entry=$nm -c "$T/pm.c" -o "$o.o"
@@ -323,13 +327,8 @@ C
 
 @test "x86_64 -fpatchable-function-entry=3 and =4: too few NOPs for the site, refused by check and link --nop in one line" {
 	[ "$(uname -m)" = x86_64 ] || skip "x86_64 only"
-	cat > "$T/ps.c" <<-'C'
-	#include <stdio.h>
-	__attribute__((noinline)) int work(int x) { return x + 1; }
-	int main(int c, char **v) { (void)v; printf("%d\n", work(c)); return 0; }
-	C
-	for cc in gcc clang; do
-		command -v $cc >/dev/null || { echo "# $cc is not installed" >&3; continue; }
+	work_source "$T/ps.c"
+	for cc in $(installed_ccs); do
 		for n in 3 4 4,2; do
 			o="$T/ps-$cc-${n/,/-}"
 			$cc -O2 -fpatchable-function-entry=$n -c "$T/ps.c" -o "$o.o"

@@ -604,14 +604,19 @@ in_parent $ppid"
 	assert_line "PASSED: 0 failures"
 }
 
-@test "-fpatchable-function-entry=5 on x86_64: skipped sites said in one line; traced once linked with --nop" {
-	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
-	cat > "$T/pf.c" <<-'C'
+# work_ab_source FILE: the patchable-entry tests' program, work_b() calling work_a().
+work_ab_source() {
+	cat > "$1" <<-'C'
 	#include <stdio.h>
 	__attribute__((noinline)) int work_a(int x) { return x + 1; }
 	__attribute__((noinline)) int work_b(int x) { return work_a(x) * 2; }
 	int main(int c, char **v) { (void)v; printf("%d\n", work_b(c)); return 0; }
 	C
+}
+
+@test "-fpatchable-function-entry=5 on x86_64: skipped sites said in one line; traced once linked with --nop" {
+	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
+	work_ab_source "$T/pf.c"
 	cc -O2 -fpatchable-function-entry=5 -c "$T/pf.c" -o "$T/pf.o"
 	"$OBJPATCH" link --runtime -- cc "$T/pf.o" -o "$T/raw" -L"$LIBDIR" -lmcloc
 	"$OBJPATCH" link --nop --runtime --check -- cc "$T/pf.o" -o "$T/nop" -L"$LIBDIR" -lmcloc
@@ -640,14 +645,8 @@ in_parent $ppid"
 
 @test "-fpatchable-function-entry=5 linked normally, libmcloc LD_PRELOADed: the skipped sites said in one line" {
 	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
-	cat > "$T/pp.c" <<-'C'
-	#include <stdio.h>
-	__attribute__((noinline)) int work_a(int x) { return x + 1; }
-	__attribute__((noinline)) int work_b(int x) { return work_a(x) * 2; }
-	int main(int c, char **v) { (void)v; printf("%d\n", work_b(c)); return 0; }
-	C
-	for cc in gcc clang; do
-		command -v $cc >/dev/null || { echo "# $cc is not installed" >&3; continue; }
+	work_ab_source "$T/pp.c"
+	for cc in $(installed_ccs); do
 		$cc -O2 -fpatchable-function-entry=5 "$T/pp.c" -o "$T/pp-$cc"
 		run env LD_PRELOAD="$LIBDIR/libmcloc.so" MCLOC_TRACER=function MCLOC_OUTPUT=/dev/null "$T/pp-$cc"
 		assert_success
@@ -664,8 +663,7 @@ in_parent $ppid"
 	__attribute__((noinline)) int work_a(int x) { return x + 1; }
 	int main(int c, char **v) { (void)v; printf("%d\n", work_a(c)); return 0; }
 	C
-	for cc in gcc clang; do
-		command -v $cc >/dev/null || { echo "# $cc is not installed" >&3; continue; }
+	for cc in $(installed_ccs); do
 		for nm in 5,3 6,1 7,2 10,5; do
 			o="$T/pm-$cc-${nm/,/-}"
 			$cc -O2 -fpatchable-function-entry=$nm -c "$T/pm.c" -o "$o.o"
