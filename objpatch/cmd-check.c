@@ -459,7 +459,8 @@ static int check_files(char *const *paths, int n, const char *name,
 	if (c->json)
 		json_begin(&j, NULL, '[');
 	for (int i = 0; i < n; i++)
-		if (check_one(paths[i], name ? name : paths[i], c, &j, kernel, kversion,
+		if (!op_skip_bitcode(paths[i], "check") &&
+		    check_one(paths[i], name ? name : paths[i], c, &j, kernel, kversion,
 			      &total) != 0)
 			status = 1;
 	if (c->json) {

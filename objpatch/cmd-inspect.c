@@ -293,7 +293,8 @@ int cmd_inspect(int argc, char **argv, const struct op_common *c)
 	if (c->json && !functions)
 		json_begin(&j, NULL, '[');
 	for (int i = optind; i < argc; i++)
-		if (inspect_one(argv[i], c, functions, lines, &j) < 0)
+		if (!op_skip_bitcode(argv[i], "inspect") &&
+		    inspect_one(argv[i], c, functions, lines, &j) < 0)
 			status = 1;
 	if (c->json && !functions) {
 		json_end(&j, ']');

@@ -2,6 +2,7 @@
 #include "sites.h"
 
 #include "../common/diag.h"
+#include "../common/lto.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,14 @@
 const char *const op_state_name[] = { "call", "nop", "patchable", "other" };
 
 static const char *const table_names[] = { "__mcount_loc", "__patchable_function_entries" };
+
+bool op_skip_bitcode(const char *path, const char *what)
+{
+	if (!mce_is_bitcode(path))
+		return false;
+	mc_note(path, "LLVM bitcode (LTO): no machine code until the link, nothing to %s", what);
+	return true;
+}
 
 const struct mc_arch *op_open_as(struct mce_file *f, const char *path, const char *name,
 				 unsigned flags)

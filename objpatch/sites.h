@@ -128,6 +128,10 @@ void op_classify(struct mce_file *f, const struct mc_arch *a, uint32_t shndx,
 const char *op_entry_misplaced(struct mce_file *f, const struct mc_arch *a,
 			       const struct op_entry *e, char *buf, size_t n);
 
+/* Whether PATH is LLVM bitcode (clang -flto's objects), which has no
+ * machine code to WHAT until the link: said as a note (-v), and skipped. */
+bool op_skip_bitcode(const char *path, const char *what);
+
 /* Open FILE (a relocatable object, or a linked image of an architecture
  * objpatch can decode linked code of) read-only, with mce_open_flags()'s
  * FLAGS; or print one diagnostic and return NULL. */

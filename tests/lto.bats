@@ -126,6 +126,21 @@ assert_lto_traced() {
 	assert_success
 }
 
+@test "objpatch check and inspect pass over LTO objects (README's check of every *.o), a note with -v" {
+	need clang
+	gcc -O2 -pg -mfentry -flto -c "$LTO_SRC/lib.c" -o "$T/g.o"
+	clang -O2 -pg -mfentry -flto -c "$LTO_SRC/lib.c" -o "$T/c.o"
+	clang -O2 -pg -mfentry -flto=thin -c "$LTO_SRC/lib.c" -o "$T/t.o"
+	run "$OBJPATCH" check "$T/g.o" "$T/c.o" "$T/t.o"
+	assert_success
+	assert_output ""
+	run "$OBJPATCH" check -v "$T/c.o"
+	assert_success
+	assert_output "$T/c.o: note: objpatch: LLVM bitcode (LTO): no machine code until the link, nothing to check"
+	run "$OBJPATCH" inspect "$T/c.o" "$T/t.o"
+	assert_success
+}
+
 @test "gcc -flto with ld.bfd: program and shared library recorded, NOPed, traced, no gmon.out" {
 	need_ld gcc bfd
 	lto_build gcc -flto bfd
