@@ -367,7 +367,10 @@ static int check_one(const char *file, const char *path, const struct op_common 
 				problem(&k, 0, 0, false, "%s entry %u has no relocation "
 					"(a zero entry)", e->table, e->idx);
 			else if (!e->addr)
-				problem(&k, 0, 0, false, "%s entry %u is zero", e->table, e->idx);
+				problem(&k, 0, 0, false, "%s entry %u is zero%s", e->table, e->idx,
+					k.kversion == KM_6_12 ? "" :
+					" (6.12's sorttable zeroes a replaced weak function's: "
+					"check --kernel takes a 6.12 kernel's conventions)");
 			else
 				problem(&k, 0, 0, false, "%s entry %u (0x%llx) points outside "
 					"every section", e->table, e->idx,

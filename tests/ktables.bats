@@ -512,6 +512,10 @@ PYEOF
 	run "$OBJPATCH" check --kernel=6.1 "$T/new"
 	assert_failure 1
 	assert_output --partial "__mcount_loc entry 0 is zero"
+	# Without --kernel, each zero says where to look.
+	run "$OBJPATCH" check "$T/new"
+	assert_failure 1
+	assert_output --partial "__mcount_loc entry 0 is zero (6.12's sorttable zeroes a replaced weak function's: check --kernel takes a 6.12 kernel's conventions)"
 	run "$OBJPATCH" sort --kernel=6.2 "$T/new"
 	assert_failure 2
 	# x86_64 without a banner: its .orc_header says 6.4 or later.
