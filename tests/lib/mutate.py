@@ -401,7 +401,7 @@ def m_code(rnd, elf, b):
 
 def m_truncate(rnd, elf, b):
     cuts = [rnd.randrange(len(b))]
-    for s in elf.secs:
+    for s in getattr(elf, "secs", ()):  # (none once an earlier mutation broke the ELF)
         cuts += [s["offset"], s["offset"] + s["size"] - 1, s["at"] + 3]
     cut = max(0, min(len(b) - 1, rnd.choice(cuts)))
     del b[cut:]
