@@ -252,6 +252,19 @@ const char *op_entry_misplaced(struct mce_file *f, const struct mc_arch *a,
 			 a->nops[0].len);
 		return buf;
 	}
+	/* An entry inside a function, past its start (and past a landing pad
+	 * that may open it), is no function's entry: nothing says a thread
+	 * cannot be in the middle of its NOPs. */
+	if (fn >= 0 && fn_at < e->off) {
+		struct mc_text t = mc_text_of(f, &f->secs[e->shndx], 0);
+
+		if (!a->landing_pad || !t.buf || fn_at + a->landing_pad(&t, fn_at) != e->off) {
+			snprintf(buf, n, "patchable NOPs not at a function entry (in %s): the "
+				 "site's NOP is made only at a function's own entry",
+				 f->syms[fn].name);
+			return buf;
+		}
+	}
 	if (run < a->nops[0].len) {
 		snprintf(buf, n, "only %u bytes of patchable NOPs at the entry: on %s use "
 			 "-fpatchable-function-entry=%u (M=0) or -pg -mfentry", run,
