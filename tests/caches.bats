@@ -59,7 +59,7 @@ same_as_local() {
 	run "$OBJPATCH" -j inspect "$T/$1/prog"
 	assert_output --regexp '"call": ?0,'
 	refute_output --regexp '"nop": ?0,'
-	run "$T/$1/prog"
+	run env LD_PRELOAD="$(san_preload)" ASAN_OPTIONS=detect_leaks=0 "$T/$1/prog"
 	assert_output 42
 }
 

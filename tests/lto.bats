@@ -93,7 +93,7 @@ assert_lto_traced() {
 		run sh -c "readelf -SW '$T/$f' | awk '\$2 ~ /^\\.rel/ && \$2 !~ /(dyn|plt)\$/ && \$6 != \"000000\"'"
 		assert_output ""
 	done
-	run env LD_LIBRARY_PATH="$LIBDIR" MCLOC_TRACER=function MCLOC_OUTPUT="$T/trace.txt" "$T/prog"
+	run env LD_LIBRARY_PATH="$LIBDIR" LD_PRELOAD="$(san_preload)" ASAN_OPTIONS=detect_leaks=0 MCLOC_TRACER=function MCLOC_OUTPUT="$T/trace.txt" "$T/prog"
 	assert_success
 	assert_output 73
 	[ ! -e "$T/gmon.out" ]
