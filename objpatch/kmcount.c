@@ -224,21 +224,20 @@ static int parse_listing(const char *text, size_t len, struct km_funcs *fl)
 			break;
 		if ((q = nm_record(p, end, &a, &sz, &type))) {
 			p = q;
-			if ((type == 't' || type == 'T' || type == 'W') && push_func(fl, a, sz) < 0)
-				return -1;
-			continue;
+		} else {
+			p = skip_space(field(p, end, 16, addr), end);
+			if (p == end)
+				break;
+			p = skip_space(field(p, end, 16, size), end);
+			if (p == end)
+				break;
+			type = *p++;
+			p = skip_space(field(skip_space(p, end), end, SIZE_MAX, NULL), end);
+			a = hex_field(addr);
+			sz = hex_field(size);
 		}
-		p = skip_space(field(p, end, 16, addr), end);
-		if (p == end)
-			break;
-		p = skip_space(field(p, end, 16, size), end);
-		if (p == end)
-			break;
-		type = *p++;
-		p = skip_space(field(skip_space(p, end), end, SIZE_MAX, NULL), end);
-		if (type != 't' && type != 'T' && type != 'W')
-			continue;
-		if (push_func(fl, hex_field(addr), hex_field(size)) < 0)
+		/* (Functions: text, global text, weak.) */
+		if ((type == 't' || type == 'T' || type == 'W') && push_func(fl, a, sz) < 0)
 			return -1;
 	}
 	return 0;
