@@ -37,8 +37,77 @@ int mce_patch(struct mce_file *f, struct mce_sec *s, uint64_t off,
 		return mce_fail(f, "cannot patch %zu bytes at %s+0x%llx", len, s->name,
 			    (unsigned long long)off);
 	memcpy((uint8_t *)d->d_buf + off, bytes, len);
-	s->dirty = f->dirty = true;
+	mce_sec_edited(f, s, off, len);
 	return 0;
+}
+
+/* The gap between R and [LO, HI): 0 when they touch. */
+static uint64_t gap(const struct mce_range *r, uint64_t lo, uint64_t hi)
+{
+	return hi < r->lo ? r->lo - hi : lo > r->hi ? lo - r->hi : 0;
+}
+
+/*
+ * A few ranges, not one: a kernel's .init.data has main_extable_sort_needed
+ * and __mcount_loc 30 KB apart, with holes of the sparse file between
+ * them, whose every page a read would make the kernel allocate and zero.
+ */
+int mce_sec_replace(struct mce_file *f, struct mce_sec *s, void *buf)
+{
+	Elf_Data *d = mce_sec_data(f, s), *nd;
+
+	if (!d || d->d_type != ELF_T_BYTE || !d->d_buf || d->d_size != s->sh.sh_size) {
+		free(buf);
+		return d ? mce_fail(f, "cannot replace the contents of %s", s->name) : -1;
+	}
+	if (!(nd = calloc(1, sizeof(*nd)))) {
+		free(buf);
+		return mce_fail(f, "out of memory");
+	}
+	/* (What pointed into the old bytes may go on reading them.) */
+	if ((s->owned && mce_keep(f, s->owned) < 0) || (s->owned && mce_keep(f, s->data) < 0)) {
+		free(buf);
+		free(nd);
+		return -1;
+	}
+	*nd = *d;
+	nd->d_buf = buf;
+	s->data = nd;
+	s->owned = buf;
+	mce_sec_edited(f, s, 0, s->sh.sh_size);
+	return 0;
+}
+
+void mce_sec_edited(struct mce_file *f, struct mce_sec *s, uint64_t off, uint64_t len)
+{
+	const unsigned max = sizeof(s->edits) / sizeof(s->edits[0]);
+	uint64_t hi = off + len;
+	unsigned best = 0;
+
+	if (!s->dirty) {
+		s->edit_known = true;
+		s->nedits = 0;
+	}
+	s->dirty = f->dirty = true;
+	if (!s->edit_known)
+		return;
+	for (unsigned k = 1; k < s->nedits; k++)
+		if (gap(&s->edits[k], off, hi) < gap(&s->edits[best], off, hi))
+			best = k;
+	if (s->nedits == max || (s->nedits && !gap(&s->edits[best], off, hi))) {
+		struct mce_range *r = &s->edits[best];
+
+		r->lo = off < r->lo ? off : r->lo;
+		r->hi = hi > r->hi ? hi : r->hi;
+		return;
+	}
+	s->edits[s->nedits++] = (struct mce_range){ off, hi };
+}
+
+void mce_sec_rewritten(struct mce_file *f, struct mce_sec *s)
+{
+	s->edit_known = false;
+	s->dirty = f->dirty = true;
 }
 
 int mce_reserve_sections(struct mce_file *f, size_t extra)
@@ -74,7 +143,7 @@ long mce_add_section(struct mce_file *f, const char *name, GElf_Word type,
 			     .sh_link = link, .sh_info = info, .sh_addralign = align,
 			     .sh_entsize = entsize };
 	s->is_rela = type == SHT_RELA;
-	s->dirty = f->dirty = true;
+	mce_sec_rewritten(f, s);
 	if ((type == SHT_REL || type == SHT_RELA) && info < f->shnum &&
 	    !f->secs[info].rela)
 		f->secs[info].rela = s;
@@ -159,7 +228,7 @@ long mce_section_symbol(struct mce_file *f, uint32_t shndx)
 		} else if (s->sh.sh_type == SHT_GROUP && s->sh.sh_link == f->symtab->idx &&
 			   s->sh.sh_info == first_global) {
 			s->sh.sh_info = (GElf_Word)moved_to;
-			s->dirty = f->dirty = true;
+			mce_sec_rewritten(f, s);
 		}
 	}
 	return (long)first_global;
@@ -237,7 +306,7 @@ int mce_sec_empty(struct mce_file *f, struct mce_sec *s)
 	s->nrels = 0;
 	free(s->byoff);
 	s->byoff = NULL;
-	s->dirty = f->dirty = true;
+	mce_sec_rewritten(f, s);
 	return 0;
 }
 
@@ -248,7 +317,7 @@ int mce_sec_shrink(struct mce_file *f, struct mce_sec *s, uint64_t size)
 				s->name, (unsigned long long)size);
 	if (size != s->sh.sh_size) {
 		s->sh.sh_size = size;
-		s->dirty = f->dirty = true;
+		mce_sec_rewritten(f, s);
 	}
 	return 0;
 }

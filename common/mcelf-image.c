@@ -254,7 +254,7 @@ int mce_word_write(struct mce_file *f, uint64_t va, uint64_t value)
 	if (!p)
 		return mce_fail(f, "no contents at address 0x%llx", (unsigned long long)va);
 	mce_put_addr(f, p, value);
-	s->dirty = f->dirty = true;
+	mce_sec_edited(f, s, (uint64_t)(p - (uint8_t *)s->data->d_buf), f->addrsize);
 	d = f->dynrels_loaded ? (struct mce_dynrel *)mce_dynrel_at(f, va) : NULL;
 	if (d && d->rs && d->rs->is_rela) {
 		d->addend = (int64_t)value;
@@ -333,6 +333,8 @@ long mce_words_write(struct mce_file *f, uint64_t va, size_t n, const uint64_t *
 	if (!mce_dynrels_within(f, va, va + n * f->addrsize)) {
 		/* Nothing to keep in step: store straight into the data,
 		 * skipping the runs that are the same already. */
+		uint64_t at = (uint64_t)(p - (uint8_t *)s->data->d_buf);
+
 		if (f->addrsize == 8 && f->msb == (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__)) {
 			for (size_t i = 0; i < n; i += 512) {
 				size_t len = (n - i < 512 ? n - i : 512) * 8;
@@ -341,11 +343,10 @@ long mce_words_write(struct mce_file *f, uint64_t va, size_t n, const uint64_t *
 					if (!changed)
 						mc_prefault_write(p + i * 8, (n - i) * 8);
 					memcpy(p + i * 8, vals + i, len);
+					mce_sec_edited(f, s, at + i * 8, len);
 					changed++;
 				}
 			}
-			if (changed)
-				s->dirty = f->dirty = true;
 			return changed;
 		}
 		for (size_t i = 0; i < n; i++, p += f->addrsize) {
@@ -353,11 +354,10 @@ long mce_words_write(struct mce_file *f, uint64_t va, size_t n, const uint64_t *
 
 			if (mce_get_addr(f, p) != want) {
 				mce_put_addr(f, p, want);
+				mce_sec_edited(f, s, at + i * f->addrsize, f->addrsize);
 				changed++;
 			}
 		}
-		if (changed)
-			s->dirty = f->dirty = true;
 		return changed;
 	}
 	for (size_t i = 0; i < n; i++) {

@@ -435,6 +435,46 @@ void mce_unguard_map(struct mce_file *f)
 		}
 }
 
+/* A view is a file with only its map, path and size set: the guard's
+ * list takes it as it takes an image. */
+struct mce_view {
+	struct mce_file f;
+};
+
+const void *mce_view_open(struct mce_view **vp, const char *path, int fd, size_t size)
+{
+	struct mce_view *v = calloc(1, sizeof(*v));
+	void *map;
+
+	*vp = NULL;
+	if (!v)
+		return NULL;
+	map = mmap(NULL, size ? size : 1, PROT_READ, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED) {
+		int e = errno;
+
+		free(v);
+		errno = e;
+		return NULL;
+	}
+	v->f.path = path;
+	v->f.map = map;
+	v->f.size = size;
+	v->f.fd = -1;
+	mce_guard_map(&v->f);
+	*vp = v;
+	return map;
+}
+
+void mce_view_close(struct mce_view *v)
+{
+	if (!v)
+		return;
+	mce_unguard_map(&v->f);
+	munmap(v->f.map, v->f.size ? v->f.size : 1);
+	free(v);
+}
+
 int mce_open_flags(struct mce_file *f, const char *path, unsigned flags)
 {
 	bool writable = flags & MCE_OPEN_WRITABLE;

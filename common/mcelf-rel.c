@@ -341,7 +341,13 @@ int mce_store_rel(struct mce_file *f, struct mce_sec *rs, size_t i)
 		if (!gelf_update_rel(d, (int)i, &rl))
 			return mce_fail(f, "%s: cannot update relocation %zu", rs->name, i);
 	}
-	rs->dirty = f->dirty = true;
+	/* (Relocation I's bytes in the file: I entries in.) */
+	size_t sz = gelf_fsize(f->elf, rs->is_rela ? ELF_T_RELA : ELF_T_REL, 1, EV_CURRENT);
+
+	if (sz)
+		mce_sec_edited(f, rs, i * sz, sz);
+	else
+		mce_sec_rewritten(f, rs);
 	return 0;
 }
 
@@ -373,6 +379,6 @@ long mce_rels_clear(struct mce_file *f, struct mce_sec *rs)
 	memset(rs->rels, 0, rs->nrels * sizeof(*rs->rels));
 	free(rs->byoff);
 	rs->byoff = NULL;
-	rs->dirty = f->dirty = true;
+	mce_sec_rewritten(f, rs);
 	return (long)live;
 }

@@ -170,7 +170,7 @@ static int strtab_add(struct mce_file *f, const char *const *names, size_t n,
 	st->data = nd;
 	st->owned = buf;
 	st->sh.sh_size = at;
-	st->dirty = f->dirty = true;
+	mce_sec_rewritten(f, st);
 	return 0;
 }
 
@@ -259,7 +259,7 @@ long mce_add_locals(struct mce_file *f, const struct mce_sym *syms, size_t n)
 		} else if (s->sh.sh_type == SHT_GROUP && s->sh.sh_link == f->symtab->idx &&
 			   s->sh.sh_info >= first) {
 			s->sh.sh_info += (GElf_Word)n;
-			s->dirty = f->dirty = true;
+			mce_sec_rewritten(f, s);
 		}
 	}
 	ret = (long)first;

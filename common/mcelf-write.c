@@ -287,6 +287,28 @@ static int write_patched(struct mce_file *f, int fd, const struct out *o)
 	return ftruncate(fd, (off_t)o->total);
 }
 
+/*
+ * Whether only S's edited ranges need writing over the image, the rest
+ * being the file's already: its data are the bytes written (BYTES), and
+ * it has kept its place and size.  A megabyte of .init.data patched for
+ * main_extable_sort_needed and __mcount_loc was otherwise compared and
+ * written whole, page faults and all.
+ */
+static bool edited_only(struct mce_file *f, const struct mce_sec *s, const void *bytes)
+{
+	GElf_Shdr old;
+
+	if (!s->dirty || !s->edit_known || s->is_new || !s->scn || !s->data ||
+	    bytes != s->data->d_buf || !gelf_getshdr(s->scn, &old) ||
+	    old.sh_offset != s->sh.sh_offset || old.sh_size != s->sh.sh_size ||
+	    s->sh.sh_offset + s->sh.sh_size > f->size)
+		return false;
+	for (unsigned k = 0; k < s->nedits; k++)
+		if (s->edits[k].lo >= s->edits[k].hi || s->edits[k].hi > s->sh.sh_size)
+			return false;
+	return true;
+}
+
 static int build_image(struct mce_file *f, struct out *o)
 {
 	const void **bytes = calloc(f->shnum, sizeof(*bytes));
@@ -560,11 +582,22 @@ static int build_image(struct mce_file *f, struct out *o)
 			goto oom;
 		for (size_t i = 1; i < f->shnum; i++) {
 			const struct mce_sec *s = &f->secs[i];
+			const uint8_t *b = bytes[i];
 
-			if (s->sh.sh_type != SHT_NOBITS && bytes[i] &&
-			    (s->dirty || s->is_new || bytes[i] != f->map + s->sh.sh_offset) &&
-			    out_patch(o, s->sh.sh_offset, bytes[i], s->sh.sh_size) < 0)
-				goto oom;
+			if (s->sh.sh_type == SHT_NOBITS || !b ||
+			    !(s->dirty || s->is_new || bytes[i] != f->map + s->sh.sh_offset))
+				continue;
+			if (!edited_only(f, s, b)) {
+				if (out_patch(o, s->sh.sh_offset, b, s->sh.sh_size) < 0)
+					goto oom;
+				continue;
+			}
+			for (unsigned k = 0; k < s->nedits; k++) {
+				const struct mce_range *r = &s->edits[k];
+
+				if (out_patch(o, s->sh.sh_offset + r->lo, b + r->lo, r->hi - r->lo) < 0)
+					goto oom;
+			}
 		}
 		if (out_patch(o, shoff, shfile, f->shnum * shsz) < 0)
 			goto oom;
@@ -716,26 +749,19 @@ static void differs(const uint8_t *now, const uint8_t *was, size_t len, size_t *
  */
 static long spans_of(struct mce_file *f, const struct out *o, struct span *v, uint8_t **saved)
 {
-	struct mce_file *view = calloc(1, sizeof(*view));
+	struct mce_view *view;
+	const uint8_t *now_file = mce_view_open(&view, f->path, f->fd, f->size);
 	size_t total = 0;
 	long n = 0;
 
 	*saved = NULL;
-	if (!view)
+	if (!now_file)
 		return -1;
-	view->path = f->path;
-	view->size = f->size;
-	view->map = mmap(NULL, f->size, PROT_READ, MAP_SHARED, f->fd, 0);
-	if (view->map == MAP_FAILED) {
-		free(view);
-		return -1;
-	}
-	mce_guard_map(view);
 	for (size_t i = 0; i < o->n; i++) {
 		const uint8_t *now = o->iov[i].iov_base;
 		size_t a, b;
 
-		differs(now, view->map + o->at[i], o->iov[i].iov_len, &a, &b);
+		differs(now, now_file + o->at[i], o->iov[i].iov_len, &a, &b);
 		if (a < b) {
 			v[n++] = (struct span){ o->at[i] + a, b - a, now + a, NULL };
 			total += b - a;
@@ -748,15 +774,13 @@ static long spans_of(struct mce_file *f, const struct out *o, struct span *v, ui
 		total = 0;
 		for (long k = 0; k < n; k++) {
 			v[k].was = *saved + total;
-			memcpy(v[k].was, view->map + v[k].at, v[k].len);
+			memcpy(v[k].was, now_file + v[k].at, v[k].len);
 			total += v[k].len;
 		}
 	} else {
 		n = -1;
 	}
-	mce_unguard_map(view);
-	munmap(view->map, view->size);
-	free(view);
+	mce_view_close(view);
 	return n;
 }
 

@@ -43,6 +43,14 @@ struct mce_sec {
 	size_t *byoff;		/* rels' indexes by offset; see mce_rels_within() */
 	bool rels_loaded;
 	bool dirty;		/* contents changed: rewrite from data */
+	/* With EDIT_KNOWN, the edits lie in these NEDITS ranges of the
+	 * data's bytes: only they are written over a linked image
+	 * (mce_sec_edited()). */
+	bool edit_known;
+	unsigned nedits;
+	struct mce_range {
+		uint64_t lo, hi;
+	} edits[4];
 	bool is_new;
 	bool is_rela;		/* SHT_RELA (else SHT_REL), for relocation sections */
 };
@@ -133,6 +141,33 @@ int mce_syms_need(struct mce_file *f);
 /* Symbol I, from f->syms or straight from the table (0, or -1). */
 int mce_sym_peek(struct mce_file *f, size_t i, struct mce_sym *m);
 void mce_close(struct mce_file *f);
+
+/*
+ * A read-only view of FD's first SIZE bytes (FD stays the caller's), for
+ * an input other than the image (an nm listing) or the image's file as it
+ * is now: mapped shared, under the same SIGBUS guard as an image, so that
+ * a file shrinking while it is read ends the run with one line naming
+ * PATH, before anything is written.  NULL with errno.
+ */
+struct mce_view;
+const void *mce_view_open(struct mce_view **v, const char *path, int fd, size_t size);
+void mce_view_close(struct mce_view *v);
+
+/*
+ * Mark S changed: LEN bytes of its data at OFF (mce_sec_edited()), or all
+ * of it, size and all (mce_sec_rewritten()).  Every change to a
+ * section's data goes through one of them: a linked image is rewritten
+ * over only the bytes they name.
+ */
+void mce_sec_edited(struct mce_file *f, struct mce_sec *s, uint64_t off, uint64_t len);
+/*
+ * S's contents become BUF (malloc'ed, as many bytes as S has), which the
+ * file now owns, even on failure.  A whole table rewritten, without
+ * copying it over the private mapping: that copy took a page fault and a
+ * page copy per 4 KB of a kernel's ORC tables.  0, or -1.
+ */
+int mce_sec_replace(struct mce_file *f, struct mce_sec *s, void *buf);
+void mce_sec_rewritten(struct mce_file *f, struct mce_sec *s);
 
 /* A defined function symbol's place, for passes over every symbol. */
 struct mce_func {
