@@ -75,10 +75,51 @@ static int NAME(T *v, size_t n, uint64_t all_or, uint64_t all_and)	\
 RADIX_SORT(radix_kv, struct mc_kv, KV_KEY)
 RADIX_SORT(radix_u64, uint64_t, U64_KEY)
 
+/*
+ * V, whose every value is its pair's place (the usual case: a
+ * permutation is being worked out), sorted through one word per pair
+ * when the keys' range leaves room for the place below: (key - MIN) << B
+ * | place.  The place in the low bits makes any sort stable, half the
+ * bytes move, and the words get mc_sort_u64_into()'s merge of interleaved
+ * ascending runs, which an image's tables are (ORC, __ex_table).  The
+ * words live in V's
+ * own memory, the packed ones in its first half and the sorted ones in
+ * its second (word I overwrites pair I / 2, already read; pair J, written
+ * back in order, overwrites sorted words 2J - N and 2J - N + 1, already
+ * read): fresh pages cost more than the sort.  1 when it did not apply,
+ * 0 when done, -1 when out of memory.
+ */
+static int sort_packed(struct mc_kv *v, size_t n, uint64_t min, uint64_t max)
+{
+	unsigned b = 64 - (unsigned)__builtin_clzll(n - 1);
+	uint64_t mask = ((uint64_t)1 << b) - 1, *w = (uint64_t *)v, *out = w + n;
+
+	if (b >= 64 || (max - min) >> (64 - b))
+		return 1;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t key = v[i].key;
+
+		w[i] = (key - min) << b | i;
+	}
+	if (mc_sort_u64_into(w, n, NULL, out) < 0) {
+		/* (Put back as it was.) */
+		for (size_t i = n; i-- > 0;)
+			v[i] = (struct mc_kv){ (w[i] >> b) + min, i };
+		return -1;
+	}
+	for (size_t j = 0; j < n; j++) {
+		uint64_t x = out[j];
+
+		v[j] = (struct mc_kv){ (x >> b) + min, x & mask };
+	}
+	return 0;
+}
+
 int mc_sort_kv(struct mc_kv *v, size_t n)
 {
-	uint64_t all_or = 0, all_and = ~(uint64_t)0;
-	bool sorted = true;
+	uint64_t all_or = 0, all_and = ~(uint64_t)0, min = ~(uint64_t)0, max = 0;
+	bool sorted = true, places = true;
+	int r;
 
 	if (n < 64) {
 		/* insertion sort: stable, and cheaper than the counting */
@@ -95,10 +136,17 @@ int mc_sort_kv(struct mc_kv *v, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		all_or |= v[i].key;
 		all_and &= v[i].key;
+		min = v[i].key < min ? v[i].key : min;
+		max = v[i].key > max ? v[i].key : max;
+		places &= v[i].val == i;
 		if (i && v[i].key < v[i - 1].key)
 			sorted = false;
 	}
-	return sorted ? 0 : radix_kv(v, n, all_or, all_and);
+	if (sorted)
+		return 0;
+	if (places && (r = sort_packed(v, n, min, max)) <= 0)
+		return r;
+	return radix_kv(v, n, all_or, all_and);
 }
 
 /* Merge the sorted A[0..NA) and B[0..NB) into OUT. */
@@ -117,7 +165,9 @@ static void merge(const uint64_t *a, size_t na, const uint64_t *b, size_t nb, ui
 	}
 	memcpy(out + k, a + i, (na - i) * sizeof(*out));
 	k += na - i;
-	memcpy(out + k, b + j, (nb - j) * sizeof(*out));
+	/* (B's rest may be in its place already: merge_scattered().) */
+	if (out + k != b + j)
+		memcpy(out + k, b + j, (nb - j) * sizeof(*out));
 }
 
 /*
@@ -144,8 +194,8 @@ static inline bool skipped(const uint64_t *skip, size_t i)
 static size_t label_piles(const uint64_t *src, size_t n, const uint64_t *skip, uint8_t *pile,
 			  size_t *count)
 {
-	uint64_t tail[PILES];
-	size_t np = 0;
+	uint64_t tail[PILES], above = 0;
+	size_t np = 0, last = PILES;
 
 	for (size_t i = 0; i < n; i++) {
 		uint64_t x = src[i];
@@ -153,6 +203,14 @@ static size_t label_piles(const uint64_t *src, size_t n, const uint64_t *skip, u
 
 		if (skipped(skip, i)) {
 			pile[i] = SKIPPED;
+			continue;
+		}
+		/* A run goes on the pile of the key before it while no other
+		 * pile's tail (ABOVE: the least above it) comes between. */
+		if (last < PILES && tail[last] <= x && x < above) {
+			tail[last] = x;
+			pile[i] = (uint8_t)last;
+			count[last]++;
 			continue;
 		}
 		for (size_t p = 0; p < np; p++)
@@ -167,6 +225,11 @@ static size_t label_piles(const uint64_t *src, size_t n, const uint64_t *skip, u
 		tail[best] = x;
 		pile[i] = (uint8_t)best;
 		count[best]++;
+		last = best;
+		above = UINT64_MAX;
+		for (size_t p = 0; p < np; p++)
+			if (p != best && tail[p] > x && tail[p] < above)
+				above = tail[p];
 	}
 	return np;
 }
@@ -207,44 +270,55 @@ static void merge_cursors(const uint64_t *src, size_t n, const uint8_t *pile, si
 	}
 }
 
-/* Scatter the NP piles of SRC into TMP, then merge neighbours until one
- * is left, ending in OUT.  (OUT and TMP hold the kept keys.) */
+/*
+ * Scatter the NP piles of SRC, smallest first, then merge them into one
+ * in that order, ending in OUT (OUT and TMP hold the kept keys).  An
+ * image's piles are one large one (.text) and a few small ones: merging
+ * the small ones first moves each key of the large one once, where
+ * rounds of neighbours moved it once per round.
+ *
+ * Merge K takes the piles merged so far from one buffer and pile K from
+ * the scatter buffer, into the other buffer.  When that is the scatter
+ * buffer, pile K lies at the end of the output's place: the output
+ * catches up with its reads only once the rest is spent, when what is
+ * left of pile K is already in place.
+ */
 static void merge_scattered(const uint64_t *src, size_t n, const uint8_t *pile, size_t np,
 			    const size_t *count, uint64_t *out, uint64_t *tmp)
 {
-	size_t start[PILES + 1], fill[PILES], rounds = 0, total;
+	size_t order[PILES], start[PILES], fill[PILES], at = 0;
 
-	start[0] = 0;
 	for (size_t p = 0; p < np; p++) {
-		start[p + 1] = start[p] + count[p];
-		fill[p] = start[p];
+		size_t k = p;
+
+		for (; k > 0 && count[order[k - 1]] > count[p]; k--)
+			order[k] = order[k - 1];
+		order[k] = p;
 	}
-	total = start[np];
-	for (size_t w = np; w > 1; w = (w + 1) / 2)
-		rounds++;
-	/* Start in whichever buffer makes the last round land in OUT. */
-	uint64_t *dst = rounds % 2 ? tmp : out, *other = rounds % 2 ? out : tmp;
+	for (size_t k = 0; k < np; k++) {
+		start[order[k]] = fill[order[k]] = at;
+		at += count[order[k]];
+	}
+	/* np - 1 merges alternate the buffers: start where the last lands in OUT. */
+	uint64_t *scat = (np - 1) % 2 ? tmp : out, *other = scat == out ? tmp : out;
 	for (size_t i = 0; i < n; i++)
 		if (pile[i] != SKIPPED)
-			dst[fill[pile[i]]++] = src[i];
-	uint64_t *from = dst, *to = other;
-	while (np > 1) {
-		size_t w = 0;
+			scat[fill[pile[i]]++] = src[i];
+	if (np == 1) {
+		if (scat != out)
+			memcpy(out, scat, count[0] * sizeof(*out));
+		return;
+	}
+	const uint64_t *have = scat;
+	size_t len = count[order[0]];
 
-		for (size_t p = 0; p < np; p += 2) {
-			if (p + 1 < np)
-				merge(from + start[p], start[p + 1] - start[p], from + start[p + 1],
-				      start[p + 2] - start[p + 1], to + start[p]);
-			else
-				memcpy(to + start[p], from + start[p],
-				       (start[p + 1] - start[p]) * sizeof(*to));
-			start[w++] = start[p];
-		}
-		start[w] = total;
-		np = w;
-		uint64_t *t = from;
-		from = to;
-		to = t;
+	for (size_t k = 1; k < np; k++) {
+		uint64_t *to = have == scat ? other : scat;
+		size_t p = order[k];
+
+		merge(have, len, scat + start[p], count[p], to);
+		len += count[p];
+		have = to;
 	}
 }
 

@@ -80,6 +80,44 @@ static void interleaved(uint64_t *v, size_t n, size_t k)
 	}
 }
 
+/* K ascending sequences interleaved, the first holding most keys. */
+static void interleaved_skewed(uint64_t *v, size_t n, size_t k)
+{
+	uint64_t next[64];
+
+	for (size_t p = 0; p < k; p++)
+		next[p] = 0xffffffff81000000ull + p * 0x1000000ull;
+	for (size_t i = 0; i < n; i++) {
+		size_t p = rnd() % 5 ? 0 : rnd() % k;
+
+		v[i] = next[p];
+		next[p] += rnd() % 7 ? 1 + rnd() % 300 : 0;
+	}
+}
+
+static int cmp_kv(const void *a, const void *b)
+{
+	const struct mc_kv *x = a, *y = b;
+
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	return (x->val > y->val) - (x->val < y->val);
+}
+
+/* mc_sort_kv on KV (N pairs, whose values ascend) agrees with a sort by
+ * (key, value): the stable order. */
+static bool kv_sorts_stably(struct mc_kv *kv, size_t n)
+{
+	struct mc_kv *want = malloc(n * sizeof(*want));
+	bool same;
+
+	memcpy(want, kv, n * sizeof(*want));
+	qsort(want, n, sizeof(*want), cmp_kv);
+	same = mc_sort_kv(kv, n) == 0 && !memcmp(kv, want, n * sizeof(*kv));
+	free(want);
+	return same;
+}
+
 struct rec { uint64_t key; uint64_t pos; unsigned char pad[56]; };
 
 static int cmp_rec(const void *a, const void *b, void *arg)
@@ -177,12 +215,20 @@ static void test_sort(void)
 		strcat(what, ", some keys skipped");
 		ok(sorts_like_qsort_skip(v, N, skip), what);
 	}
+	/* An image's piles: one large (.text), the others small, merged
+	 * smallest first, in place in the scatter buffer every other time. */
+	for (size_t k = 5; k <= 16; k += 11) {
+		interleaved_skewed(v, N, k);
+		snprintf(what, sizeof(what), "mc_sort_u64_into: %zu sequences, one holding most keys", k);
+		ok(sorts_like_qsort(v, N), what);
+		strcat(what, ", some keys skipped");
+		ok(sorts_like_qsort_skip(v, N, skip), what);
+	}
 	free(skip);
 	for (size_t i = 0; i < 5; i++)
 		v[i] = 5 - i;
 	ok(sorts_like_qsort(v, 0) && sorts_like_qsort(v, 1) && sorts_like_qsort(v, 5),
 	   "mc_sort_u64_into: 0, 1 and 5 keys");
-	free(v);
 
 	struct mc_kv *kv = malloc(N * sizeof(*kv));
 	for (size_t i = 0; i < N; i++)
@@ -193,7 +239,23 @@ static void test_sort(void)
 		    (kv[i].key == kv[i - 1].key && kv[i].val < kv[i - 1].val))
 			stable = 0;
 	ok(stable, "mc_sort_kv: sorted, equal keys in their first order");
+	/* Packed into words (values that are places, a narrow key range),
+	 * merged as piles or radix-sorted; and the pairs as they are. */
+	interleaved_skewed(v, N, 9);
+	for (size_t i = 0; i < N; i++)
+		kv[i] = (struct mc_kv){ v[i], i };
+	ok(kv_sorts_stably(kv, N), "mc_sort_kv: interleaved runs, values their places (packed)");
+	for (size_t i = 0; i < N; i++)
+		kv[i] = (struct mc_kv){ 0xffffffff81000000ull + rnd() % 0x100000, i };
+	ok(kv_sorts_stably(kv, N), "mc_sort_kv: random addresses, values their places (packed, radix)");
+	for (size_t i = 0; i < N; i++)
+		kv[i] = (struct mc_kv){ rnd() % 3 ? rnd() : 7, i };
+	ok(kv_sorts_stably(kv, N), "mc_sort_kv: full-range keys (no room to pack)");
+	for (size_t i = 0; i < N; i++)
+		kv[i] = (struct mc_kv){ rnd() % 5000, 3 * i + 1 };
+	ok(kv_sorts_stably(kv, N), "mc_sort_kv: values that are not places");
 	free(kv);
+	free(v);
 	test_sort_nearly();
 }
 
