@@ -7,23 +7,28 @@
  *   - It reads the file as a stream of whitespace-separated fields, four
  *     to a record (at most 16 characters of the address, at most 16 of
  *     the size, one character of type, the name), whatever the lines.  A
- *     symbol without a size (nm prints none for size 0) or an undefined
- *     one (no address) shifts the fields of the records after it; the
- *     records it takes for functions (type t, T or W) are what counts.
+ *     line without a size (nm prints none for size 0) is still one
+ *     record, whose type is the name's first character and whose size is
+ *     the type letter read as hex; a name of one character, an undefined
+ *     symbol's line (no address) or a name with whitespace shifts the
+ *     fields of the records after it, until a line happens to realign
+ *     them.  The records it takes for functions (type t, T or W) are
+ *     what counts.
  *   - It sorts them by address, keeping the file's order among equals
  *     (glibc's qsort, a merge sort), and looks each entry up with glibc's
  *     bsearch, an entry being the function's when it lies in [address -
  *     before, address + size).  Overlapping functions make that search
  *     miss some entries a scan would find; those are zeroed too.
- * Without NMFILE, the listing is made from the image's symbol table the
- * way nm -S prints it (sorted by name, its type letters), so that sort
- * --kernel gives the bytes link-vmlinux.sh's two steps give.
+ * Without NMFILE, the listing is the image's symbol table as nm -S would
+ * print it (sorted by name, its type letters), so that sort --kernel
+ * gives the bytes link-vmlinux.sh's two steps give; only its lines from
+ * the first that shifts on are printed and read back (nm_functions()).
  */
 #include "kmcount.h"
 
 #include "../common/mcsort.h"
+#include "../common/prefault.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -122,6 +127,38 @@ static bool is_space(char c)
 	return c == ' ' || (c >= '\t' && c <= '\r');
 }
 
+/*
+ * Past the run of non-space bytes at P (a name), before END, and with
+ * NUL, before a zero byte too: eight bytes a step, a whitespace byte (9
+ * to 13, or 32) found by arithmetic on the word.  A byte of 128 or more
+ * is never whitespace: LOW keeps the tests on the low seven bits, and the
+ * top bit of each byte of X rules those bytes out.
+ */
+static const char *past_name(const char *p, const char *end, bool nul)
+{
+	const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
+
+	for (; end - p >= 8; p += 8) {
+		uint64_t x, low, sp, ws, zero;
+
+		memcpy(&x, p, 8);
+		low = x & ~high;
+		/* bytes equal to 32: low ^ 32 is 0; bytes 9..13: low + (127 - 13)
+		 * has no top bit, low + (128 - 9) has it; zero bytes: low + 127
+		 * has no top bit. */
+		sp = ((low ^ 0x20 * ones) + 0x7f * ones) & high;
+		ws = ~((low + (127 - 13) * ones) & high) & ((low + (128 - 9) * ones) & high);
+		zero = nul ? ~(low + 0x7f * ones) & high : 0;
+		ws = ((~sp & high) | ws | zero) & ~x & high;
+		if (ws)	/* (the byte first in memory: lowest or highest) */
+			return p + (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? __builtin_ctzll(ws)
+									     : __builtin_clzll(ws)) / 8;
+	}
+	while (p < end && !is_space(*p) && (!nul || *p))
+		p++;
+	return p;
+}
+
 static const char *skip_space(const char *p, const char *end)
 {
 	while (p < end && is_space(*p))
@@ -173,6 +210,48 @@ static const char *hex_run(const char *p, const char *end, uint64_t *v)
 }
 
 /*
+ * 8 hex digits at P, by arithmetic on the word: their value into *V, or
+ * false when a byte is no hex digit.  A digit's value is its low nibble,
+ * plus 9 for a letter (bit 6); the nibbles are then gathered in pairs,
+ * the first in memory the most significant.  (A kernel's listing has
+ * 19,000 records, 32 digits each: a loop over them was a fifth of the
+ * drop-in's time.)
+ */
+static bool hex8(const char *p, uint32_t *v)
+{
+	const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
+	uint64_t x, low, fold, digit, letter;
+
+	memcpy(&x, p, 8);
+	if (__BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__)
+		x = __builtin_bswap64(x);	/* (the first byte lowest) */
+	low = x & ~high;
+	fold = low | 0x20 * ones;	/* 'A'-'F' as 'a'-'f' */
+	/* [A, B] holds a seven-bit byte Y when Y + 128 - A has the top bit
+	 * and Y + 127 - B has not. */
+	digit = (low + (128 - '0') * ones) & ~(low + (127 - '9') * ones);
+	letter = (fold + (128 - 'a') * ones) & ~(fold + (127 - 'f') * ones);
+	if (((digit | letter) & ~x & high) != high)
+		return false;
+	x = (x & 0x0f * ones) + ((x >> 6) & ones) * 9;
+	x = ((x << 4) + (x >> 8)) & 0x00ff00ff00ff00ffull;
+	x = ((x << 8) + (x >> 16)) & 0x0000ffff0000ffffull;
+	*v = (uint32_t)((x << 16) + (x >> 32));
+	return true;
+}
+
+/* Exactly 16 hex digits at P (the caller knows they are there). */
+static bool hex16(const char *p, uint64_t *v)
+{
+	uint32_t hi, lo;
+
+	if (!hex8(p, &hi) || !hex8(p + 8, &lo))
+		return false;
+	*v = (uint64_t)hi << 32 | lo;
+	return true;
+}
+
+/*
  * A record of nm -S's usual shape at P, "ADDR SIZE TYPE NAME" with one
  * space between the fields, read at once: past the name, or NULL when P
  * starts anything else, which parse_listing() then reads field by field.
@@ -182,29 +261,28 @@ static const char *hex_run(const char *p, const char *end, uint64_t *v)
 static const char *nm_record(const char *p, const char *end, uint64_t *addr, uint64_t *size,
 			     char *type)
 {
+	/* (nm's own: both fields 16 digits wide, on a 64-bit image.) */
+	if (end - p >= 37 && p[16] == ' ' && p[33] == ' ' && !is_space(p[34]) &&
+	    p[35] == ' ' && !is_space(p[36]) && hex16(p, addr) && hex16(p + 17, size)) {
+		*type = p[34];
+		return past_name(p + 36, end, false);
+	}
 	if (!(p = hex_run(p, end, addr)) || !(p = hex_run(p, end, size)) ||
 	    end - p < 3 || !is_space(p[1]) || is_space(p[2]))
 		return NULL;
 	*type = p[0];
-	for (p += 2; p < end && !is_space(*p); p++)
-		;
-	return p;
+	return past_name(p + 2, end, false);
 }
 
-/* At most MAX non-space characters from P into OUT (MAX + 1 bytes; NULL
- * to skip them): past them. */
-static const char *field(const char *p, const char *end, size_t max, char *out)
+/* At most 16 non-space characters from P into OUT (17 bytes), as "%16s"
+ * takes them: past them. */
+static const char *field(const char *p, const char *end, char *out)
 {
 	size_t n = 0;
 
-	while (p < end && n < max && !is_space(*p)) {
-		if (out)
-			out[n] = *p;
-		n++;
-		p++;
-	}
-	if (out)
-		out[n] = 0;
+	while (p < end && n < 16 && !is_space(*p))
+		out[n++] = *p++;
+	out[n] = 0;
 	return p;
 }
 
@@ -225,14 +303,14 @@ static int parse_listing(const char *text, size_t len, struct km_funcs *fl)
 		if ((q = nm_record(p, end, &a, &sz, &type))) {
 			p = q;
 		} else {
-			p = skip_space(field(p, end, 16, addr), end);
+			p = skip_space(field(p, end, addr), end);
 			if (p == end)
 				break;
-			p = skip_space(field(p, end, 16, size), end);
+			p = skip_space(field(p, end, size), end);
 			if (p == end)
 				break;
 			type = *p++;
-			p = skip_space(field(skip_space(p, end), end, SIZE_MAX, NULL), end);
+			p = skip_space(past_name(skip_space(p, end), end, false), end);
 			a = hex_field(addr);
 			sz = hex_field(size);
 		}
@@ -281,103 +359,376 @@ static char nm_letter(const struct mce_file *f, const struct mce_sym *m)
 	} else {
 		c = '?';
 	}
-	return m->bind == STB_LOCAL ? c : (char)toupper((unsigned char)c);
+	/* (toupper() without the locale's table) */
+	return m->bind == STB_LOCAL || c < 'a' || c > 'z' ? c : (char)(c - 'a' + 'A');
 }
 
+/* A line of the listing, all it needs read once, in the symbol table's
+ * order: read in name order, the symbols' scattered bytes were most of
+ * the listing's cost. */
 struct named {
 	const char *name;
-	size_t idx;
-	char letter;		/* nm_letter()'s, worked out once */
+	uint64_t value, size;
+	uint32_t len;
+	char letter;		/* nm_letter()'s */
+	bool undef;
+	bool spaced;		/* whitespace in the name */
 };
 
-static int by_name(const void *x, const void *y)
-{
-	const struct named *a = x, *b = y;
-	int c = strcmp(a->name, b->name);
+/* What the name sort reads of a line: the name's first 16 bytes as two
+ * name_word()s, read in the table's order, and the name. */
+struct name_key {
+	uint64_t word[2];
+	const char *name;
+};
 
-	return c ? c : (a->idx > b->idx) - (a->idx < b->idx);
+/* The 8 bytes of NAME from AT on (its length is at least AT), the first
+ * the most significant, zeros past its end: strcmp's order. */
+static uint64_t name_word(const char *name, size_t at)
+{
+	uint64_t w = 0;
+	int i = 0;
+
+	for (const char *p = name + at; i < 8; i++, p++) {
+		w = w << 8 | (unsigned char)*p;
+		if (!*p) {
+			/* (the zeros past the end) */
+			for (i++; i < 8; i++)
+				w <<= 8;
+			break;
+		}
+	}
+	return w;
 }
 
-/* V as W lowercase hex digits into BUF at AT: past them. */
-static size_t put_hex(char *buf, size_t at, uint64_t v, int w)
+/* name_word() of the LEFT bytes at P (the rest of a name), without a
+ * byte loop when they fill the word. */
+static uint64_t word_of(const char *p, size_t left)
 {
-	for (int i = w - 1; i >= 0; i--, v >>= 4)
-		buf[at + (size_t)i] = "0123456789abcdef"[v & 15];
-	return at + (size_t)w;
+	uint64_t w = 0;
+
+	if (left < 8)
+		return left ? name_word(p, 0) : 0;
+	memcpy(&w, p, 8);
+	return __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? __builtin_bswap64(w) : w;
 }
 
-/* The text of "nm -S" on F, into *OUT (*LEN bytes, malloc'd). */
-static int nm_listing(struct mce_file *f, char **out, size_t *len)
+/* K's name's word at DEPTH (a multiple of 8, within the name): the first
+ * two were read with the symbol, in order; later ones are misses. */
+static uint64_t word_at(const struct name_key *k, size_t depth)
 {
-	struct named *v = malloc((f->nsyms + 1) * sizeof(*v));
-	size_t n = 0, cap = 0, at = 0;
-	int w = (int)f->addrsize * 2;
-	char *buf = NULL;
+	return depth < 16 ? k->word[depth / 8] : name_word(k->name, depth);
+}
 
-	if (!v)
-		return mce_fail(f, "out of memory");
-	for (size_t i = 1; i < f->nsyms; i++) {
-		char c = nm_letter(f, &f->syms[i]);
+/* Whether line X comes before line Y in K: by name from byte DEPTH on
+ * (the bytes before it are the same), then by place in the symbol table,
+ * which is their order in K. */
+static bool named_before(const struct name_key *k, uint32_t x, uint32_t y, size_t depth)
+{
+	for (; depth < 16; depth += 8) {
+		uint64_t a = k[x].word[depth / 8], b = k[y].word[depth / 8];
 
-		if (c)
-			v[n++] = (struct named){ f->syms[i].name, i, c };
+		if (a != b)
+			return a < b;
+		if (!(a & 0xff))	/* (both names end here) */
+			return x < y;
 	}
-	qsort(v, n, sizeof(*v), by_name);
-	for (size_t k = 0; k < n; k++) {
-		const struct mce_sym *m = &f->syms[v[k].idx];
-		char c = v[k].letter;
-		size_t namelen = strlen(m->name), need = namelen + 2 * (size_t)w + 8;
+	int c = strcmp(k[x].name + depth, k[y].name + depth);
 
-		if (at + need > cap) {
-			char *nb;
+	return c ? c < 0 : x < y;
+}
 
-			cap = 2 * cap + need + 65536;
-			if (!(nb = realloc(buf, cap))) {
-				free(buf);
-				free(v);
-				return mce_fail(f, "out of memory");
-			}
-			buf = nb;
+/*
+ * ORD[0..N), places in K whose names agree on their first DEPTH bytes,
+ * in nm's order: by name, then (for equal names) by place.  A radix sort
+ * by the next eight bytes (the first two of them in K), then the same
+ * for each run that agrees on them and goes on: a kernel's 19,000 names
+ * share long prefixes (__pfx_, __ksymtab_), and strcmp through qsort was
+ * a quarter of sort --kernel.  The places move, not the lines.
+ */
+static int sort_names(const struct name_key *k, uint32_t *ord, size_t n, size_t depth)
+{
+	struct mc_kv *kv;
+
+	if (n < 16) {
+		for (size_t i = 1; i < n; i++) {
+			uint32_t x = ord[i];
+			size_t j = i;
+
+			for (; j > 0 && named_before(k, x, ord[j - 1], depth); j--)
+				ord[j] = ord[j - 1];
+			ord[j] = x;
 		}
-		/* nm's "%0*llx %0*llx %c %s\n", without the size when it is 0
-		 * and with blanks for an undefined symbol's address. */
-		if (m->raw_shndx == SHN_UNDEF) {
-			memset(buf + at, ' ', (size_t)w);
-			at += (size_t)w;
-		} else {
-			at = put_hex(buf, at, m->value, w);
-		}
-		buf[at++] = ' ';
-		if (m->raw_shndx != SHN_UNDEF && m->size) {
-			at = put_hex(buf, at, m->size, w);
-			buf[at++] = ' ';
-		}
-		buf[at++] = c;
-		buf[at++] = ' ';
-		memcpy(buf + at, m->name, namelen);
-		at += namelen;
-		buf[at++] = '\n';
+		return 0;
 	}
-	free(v);
-	*out = buf;
-	*len = at;
+	if (!(kv = malloc(n * sizeof(*kv))))
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		kv[i] = (struct mc_kv){ word_at(&k[ord[i]], depth), ord[i] };
+	/* (Stable: equal names keep their places' order.) */
+	if (mc_sort_kv(kv, n) < 0) {
+		free(kv);
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++)
+		ord[i] = (uint32_t)kv[i].val;
+	for (size_t i = 0, j; i < n; i = j) {
+		for (j = i + 1; j < n && kv[j].key == kv[i].key; j++)
+			;
+		/* (A word ending in a zero byte ends the names: they are equal.) */
+		if (j - i > 1 && (kv[i].key & 0xff) && sort_names(k, ord + i, j - i, depth + 8) < 0) {
+			free(kv);
+			return -1;
+		}
+	}
+	free(kv);
 	return 0;
+}
+
+/* V as W lowercase hex digits (8 or 16) into BUF at AT: past them.  Each
+ * nibble spread to a byte, then made a digit, eight at a time. */
+static size_t put_hex(char *buf, size_t at, uint64_t v, size_t w)
+{
+	const uint64_t ones = 0x0101010101010101ull;
+
+	for (size_t half = w / 8; half-- > 0; v >>= 32) {
+		uint64_t x = (uint32_t)v;
+
+		x = (x | x << 16) & 0x0000ffff0000ffffull;
+		x = (x | x << 8) & 0x00ff00ff00ff00ffull;
+		x = (x | x << 4) & 0x0f0f0f0f0f0f0f0full;
+		/* ten or more: 'a' - '0' - 10 more */
+		x += '0' * ones + (((x + 6 * ones) >> 4) & ones) * ('a' - '0' - 10);
+		/* (the most significant digit first in memory) */
+		if (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__)
+			x = __builtin_bswap64(x);
+		memcpy(buf + at + half * 8, &x, 8);
+	}
+	return at + w;
+}
+
+/*
+ * Whether M's line is not one record of sorttable's reading by itself
+ * (the header comment): an undefined symbol's (no address), a name of one
+ * byte without a size (the record takes the next line's address), or a
+ * name with whitespace in it.
+ */
+static bool shifts(const struct named *m)
+{
+	return m->undef || (!m->size && m->len < 2) || m->spaced;
+}
+
+/* Line M (nm's "%0*llx %0*llx %c %s\n", without the size when it is 0
+ * and with blanks for an undefined symbol's address) into BUF at AT:
+ * past it. */
+static size_t put_line(char *buf, size_t at, const struct named *m, size_t w)
+{
+	if (m->undef) {
+		memset(buf + at, ' ', w);
+		at += w;
+	} else {
+		at = put_hex(buf, at, m->value, w);
+	}
+	buf[at++] = ' ';
+	if (!m->undef && m->size) {
+		at = put_hex(buf, at, m->size, w);
+		buf[at++] = ' ';
+	}
+	buf[at++] = m->letter;
+	buf[at++] = ' ';
+	memcpy(buf + at, m->name, m->len);
+	at += m->len;
+	buf[at++] = '\n';
+	return at;
+}
+
+/* What sorttable takes from M's line when the line is one record: a
+ * function when its type is t, T or W, which for a line without a size
+ * is the name's first byte, the letter being read as the size. */
+static int push_line(struct km_funcs *fl, const struct named *m)
+{
+	char type = m->size ? m->letter : m->name[0];
+	int digit = hex_digit(m->letter);
+
+	if (type != 't' && type != 'T' && type != 'W')
+		return 0;
+	return push_func(fl, m->value, m->size ? m->size : digit < 0 ? 0 : (uint64_t)digit);
+}
+
+/* M's name's length, and whether it has whitespace, in one pass: the
+ * names lie in F's string table, which ends in a zero byte. */
+static void measure(const struct mce_file *f, struct named *m)
+{
+	const char *end = (const char *)f->strdata->d_buf + f->strdata->d_size;
+	const char *stop = past_name(m->name, end, true);
+
+	m->spaced = stop < end && *stop;
+	m->len = (uint32_t)(m->spaced ? strlen(m->name) : (size_t)(stop - m->name));
+}
+
+/* Symbol I of F as nm lists it into *M, its name measured: 1, 0 when
+ * nm does not list it, -1 for a bad symbol. */
+static int listed(struct mce_file *f, size_t i, struct named *m)
+{
+	struct mce_sym y;
+
+	if (mce_sym_peek(f, i, &y) < 0)
+		return -1;
+	if (!(m->letter = nm_letter(f, &y)))
+		return 0;
+	m->name = y.name;
+	m->value = y.value;
+	m->size = y.size;
+	m->undef = y.raw_shndx == SHN_UNDEF;
+	measure(f, m);
+	return 1;
+}
+
+/*
+ * The functions sorttable reads from "nm -S" on F, into FL (unsorted).
+ * Unless FULL, only the lines from the first that shifts() on (in nm's
+ * order) are sorted, printed and read back: each line before it is one
+ * record, whatever the order, taken straight from the symbol (in the
+ * symbol table's order; the same functions).  *ALL_SORTED: whether FL
+ * holds them in nm's order.  (A real kernel's first such line, an
+ * absolute "i", comes half way.)
+ */
+static int nm_functions(struct mce_file *f, bool full, struct km_funcs *fl, bool *all_sorted)
+{
+	struct named *v = malloc(f->nsyms * sizeof(*v) + 1);
+	struct name_key *keys = NULL;
+	uint32_t *ord = NULL;
+	size_t n = 0, at = 0, total = 0, w = f->addrsize * 2, before = 0, rest = 0;
+	const char *first = NULL;	/* the least name of a line that shifts */
+	char *buf = NULL;
+	int r = -1, k;
+
+	if (!v || f->nsyms > UINT32_MAX)
+		goto nomem;
+	mc_prefault_write(v, f->nsyms * sizeof(*v));
+	for (size_t i = 1; i < f->nsyms; i++) {
+		if ((k = listed(f, i, &v[n])) < 0)
+			goto out;
+		if (!k)
+			continue;
+		if (!full && shifts(&v[n]) && (!first || strcmp(v[n].name, first) < 0))
+			first = v[n].name;
+		n++;
+	}
+	/* The lines before FIRST, taken as they are; the rest, kept in V's
+	 * front (in the table's order) to be sorted.  (Names compared by
+	 * their first word, then, when those agree, by strcmp.) */
+	uint64_t first_word = first ? word_of(first, strlen(first)) : 0;
+
+	for (size_t j = 0; j < n; j++) {
+		uint64_t word = first ? word_of(v[j].name, v[j].len) : 0;
+
+		if (!full && (!first || word < first_word ||
+			      (word == first_word && strcmp(v[j].name, first) < 0))) {
+			if (push_line(fl, &v[j]) < 0)
+				goto nomem;
+			before++;
+		} else {
+			total += v[j].len + 2 * w + 5;
+			v[rest++] = v[j];
+		}
+	}
+	keys = malloc((rest + 1) * sizeof(*keys));
+	ord = malloc((rest + 1) * sizeof(*ord));
+	if (!keys || !ord)
+		goto nomem;
+	for (size_t j = 0; j < rest; j++) {
+		const struct named *m = &v[j];
+
+		keys[j] = (struct name_key){ { word_of(m->name, m->len),
+					       m->len > 8 ? word_of(m->name + 8, m->len - 8) : 0 },
+					     m->name };
+		ord[j] = (uint32_t)j;
+	}
+	if (sort_names(keys, ord, rest, 0) < 0 || !(buf = malloc(total + 1)))
+		goto nomem;
+	for (size_t j = 0; j < rest; j++) {
+		/* (The lines are read in name order, all over V and the names:
+		 * their misses overlap when asked for ahead.) */
+		if (j + 16 < rest)
+			__builtin_prefetch(&v[ord[j + 16]]);
+		at = put_line(buf, at, &v[ord[j]], w);
+	}
+	if (parse_listing(buf, at, fl) < 0)
+		goto nomem;
+	*all_sorted = before < 2;
+	r = 0;
+	goto out;
+nomem:
+	mce_fail(f, "out of memory");
+out:
+	free(v);
+	free(keys);
+	free(ord);
+	free(buf);
+	return r;
 }
 
 /* Past this, NMFILE is no nm -S listing (a kernel's is a few MB), and
  * reading on (/dev/zero, a pipe that never ends) would only fill memory. */
 #define KM_LISTING_MAX (1u << 30)
 
-/* NMFILE (a regular file, or a pipe such as <(nm -S vmlinux)) into *OUT. */
-static int read_listing(struct mce_file *f, const char *path, char **out, size_t *len)
+/* A listing's text: mapped (a regular file), or read into a buffer (a
+ * pipe). */
+struct listing {
+	const char *text;
+	size_t len;
+	struct mce_view *view;
+	char *buf;
+};
+
+static void listing_free(struct listing *l)
+{
+	mce_view_close(l->view);
+	free(l->buf);
+}
+
+/* The rest of FD, a pipe's, into L->buf. */
+static int read_pipe(struct mce_file *f, const char *path, int fd, struct listing *l)
+{
+	size_t cap = 65536, n = 0;
+	ssize_t k;
+
+	if (!(l->buf = malloc(cap)))
+		return mce_fail(f, "out of memory");
+	while ((k = read(fd, l->buf + n, cap - n)) != 0) {
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return mce_fail(f, "%s: cannot read: %s", path, strerror(errno));
+		n += (size_t)k;
+		if (n == cap) {
+			char *nb;
+
+			if (cap >= KM_LISTING_MAX)
+				return mce_fail(f, "%s: more than %u MiB: not an nm -S listing",
+						path, KM_LISTING_MAX >> 20);
+			if (!(nb = realloc(l->buf, cap *= 2)))
+				return mce_fail(f, "out of memory");
+			l->buf = nb;
+		}
+	}
+	l->text = l->buf;
+	l->len = n;
+	return 0;
+}
+
+/* NMFILE (a regular file, or a pipe such as <(nm -S vmlinux)) into L.  A
+ * file is mapped, not read: a copy of a kernel's megabyte listing, page
+ * faults and all, cost as much as reading it. */
+static int read_listing(struct mce_file *f, const char *path, struct listing *l)
 {
 	/* O_NONBLOCK: a FIFO's open would otherwise wait for a writer. */
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	size_t cap = 65536, n = 0;
 	struct stat st;
-	char *buf = NULL;
-	ssize_t k;
+	int r;
 
+	memset(l, 0, sizeof(*l));
 	if (fd < 0)
 		return mce_fail(f, "%s: %s", path, strerror(errno));
 	const char *bad = fstat(fd, &st) < 0	     ? strerror(errno)
@@ -386,45 +737,23 @@ static int read_listing(struct mce_file *f, const char *path, char **out, size_t
 			  : "not a regular file or a pipe";
 
 	if (bad) {
-		close(fd);
-		return mce_fail(f, "%s: %s", path, bad);
-	}
-	fcntl(fd, F_SETFL, 0);	/* (a pipe's reads may wait for its writer) */
-	if (!(buf = malloc(cap)))
-		goto nomem;
-	while ((k = read(fd, buf + n, cap - n)) != 0) {
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0) {
-			int e = errno;
-
-			free(buf);
-			close(fd);
-			return mce_fail(f, "%s: cannot read: %s", path, strerror(e));
-		}
-		n += (size_t)k;
-		if (n == cap) {
-			char *nb;
-
-			if (cap >= KM_LISTING_MAX) {
-				free(buf);
-				close(fd);
-				return mce_fail(f, "%s: more than %u MiB: not an nm -S listing", path,
-						KM_LISTING_MAX >> 20);
-			}
-			if (!(nb = realloc(buf, cap *= 2)))
-				goto nomem;
-			buf = nb;
-		}
+		r = mce_fail(f, "%s: %s", path, bad);
+	} else if (S_ISFIFO(st.st_mode)) {
+		fcntl(fd, F_SETFL, 0);	/* (a pipe's reads may wait for its writer) */
+		r = read_pipe(f, path, fd, l);
+	} else if ((uint64_t)st.st_size > KM_LISTING_MAX) {
+		r = mce_fail(f, "%s: more than %u MiB: not an nm -S listing", path,
+			     KM_LISTING_MAX >> 20);
+	} else if (!(l->text = mce_view_open(&l->view, path, fd, (size_t)st.st_size))) {
+		r = mce_fail(f, "%s: cannot read: %s", path, strerror(errno));
+	} else {
+		l->len = (size_t)st.st_size;
+		r = 0;
 	}
 	close(fd);
-	*out = buf;
-	*len = n;
-	return 0;
-nomem:
-	free(buf);
-	close(fd);
-	return mce_fail(f, "out of memory");
+	if (r < 0)
+		listing_free(l);
+	return r;
 }
 
 /* FL by address, the listing's order kept among equals, as glibc's qsort
@@ -455,26 +784,47 @@ static int sort_funcs(struct km_funcs *fl)
 	return 0;
 }
 
+static bool ends_ascend(const struct km_funcs *fl);
+
+/* Whether FL's functions end in the order they start however those of
+ * one address are ordered: these all end together. */
+static bool ends_ascend_in_any_order(const struct km_funcs *fl)
+{
+	for (size_t i = 1; i < fl->n; i++)
+		if (fl->v[i].addr == fl->v[i - 1].addr && fl->v[i].size != fl->v[i - 1].size)
+			return false;
+	return ends_ascend(fl);
+}
+
 static int load_funcs(struct mce_file *f, const struct km_opts *o, struct km_funcs *fl)
 {
-	char *text = NULL;
-	size_t len = 0;
-	int r;
+	struct listing l;
+	bool sorted = true;
+	int r = 0;
 
 	memset(fl, 0, sizeof(*fl));
 	if (o->from == KM_FUNCS_NONE)
 		return 0;
-	if (o->from == KM_FUNCS_FILE)
-		r = read_listing(f, o->nm_file, &text, &len);
-	else
-		r = mce_syms_need(f) < 0 ? -1 : nm_listing(f, &text, &len);
-	if (r < 0)
-		return -1;
-	r = parse_listing(text, len, fl);
-	free(text);
-	if (r < 0 || sort_funcs(fl) < 0)
-		return mce_fail(f, "out of memory");
-	return 0;
+	if (o->from == KM_FUNCS_FILE) {
+		if (read_listing(f, o->nm_file, &l) < 0)
+			return -1;
+		if (parse_listing(l.text, l.len, fl) < 0)
+			r = mce_fail(f, "out of memory");
+		listing_free(&l);
+	} else {
+		r = nm_functions(f, false, fl, &sorted);
+	}
+	for (;;) {
+		if (r == 0 && sort_funcs(fl) < 0)
+			r = mce_fail(f, "out of memory");
+		/* (Functions of one address with different sizes: the search's
+		 * answers may depend on their order, nm's.) */
+		if (r < 0 || sorted || ends_ascend_in_any_order(fl))
+			return r;
+		free(fl->v);
+		memset(fl, 0, sizeof(*fl));
+		r = nm_functions(f, true, fl, &sorted);
+	}
 }
 
 /* Whether KEY is some function's, by glibc's bsearch over FL. */
@@ -494,6 +844,61 @@ static bool in_function(const struct km_funcs *fl, uint64_t key, unsigned before
 			return true;
 	}
 	return false;
+}
+
+/*
+ * Whether FL's functions end in the order they start, none wrapping past
+ * the top of the address space.  Then, for any key, the functions
+ * bsearch would step right over (ending at or before it) come first, the
+ * ones it would step left over (starting above it) last, and those
+ * holding it in between: the search finds a function exactly when one
+ * holds the key, and one walk along the sorted keys answers for all.
+ * (Otherwise its answer depends on the order, and each key is searched.)
+ */
+static bool ends_ascend(const struct km_funcs *fl)
+{
+	uint64_t last = 0;
+
+	for (size_t i = 0; i < fl->n; i++) {
+		uint64_t end = fl->v[i].addr + fl->v[i].size;
+
+		if (end < fl->v[i].addr || end < last)
+			return false;
+		last = end;
+	}
+	return true;
+}
+
+/*
+ * Zero the entries of the sorted V[0..N) that lie in no function of FL,
+ * as sorttable does before it sorts: V stays sorted, the zeros first.
+ * Returns how many nonzero entries were zeroed.
+ */
+static size_t keep_in_functions(const struct km_funcs *fl, uint64_t *v, size_t n,
+				unsigned before)
+{
+	bool walk = ends_ascend(fl);
+	size_t j = 0, kept = 0, zeroed = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		uint64_t key = v[i];
+		bool in;
+
+		if (walk && key + before >= key) {
+			while (j < fl->n && key >= fl->v[j].addr + fl->v[j].size)
+				j++;
+			in = j < fl->n && !(key + before < fl->v[j].addr);
+		} else {
+			in = in_function(fl, key, before);
+		}
+		if (in)
+			v[kept++] = key;
+		else
+			zeroed += key != 0;
+	}
+	memmove(v + (n - kept), v, kept * sizeof(*v));
+	memset(v, 0, (n - kept) * sizeof(*v));
+	return zeroed;
 }
 
 /* ---- the table ------------------------------------------------------------ */
@@ -580,21 +985,18 @@ int km_sort(struct mce_file *f, const struct mc_arch *a, uint64_t start, uint64_
 	if (f->addrsize == 4)	/* (the addends of a 32-bit RELA are words) */
 		for (size_t i = 0; i < n; i++)
 			v[i] &= 0xffffffffu;
-	for (size_t i = 0; fl.n && i < n; i++)
-		if (!in_function(&fl, v[i], a->kernel_mcount_before)) {
-			st->zeroed += v[i] != 0;
-			v[i] = 0;
-		}
+	if (mc_sort_u64_into(v, n, NULL, sorted) < 0) {
+		mce_fail(f, "out of memory");
+		goto out;
+	}
+	if (fl.n)
+		st->zeroed = keep_in_functions(&fl, sorted, n, a->kernel_mcount_before);
 	for (size_t i = 0; i < n; i++)
-		nonzero += v[i] != 0;
+		nonzero += sorted[i] != 0;
 	if (n && !nonzero) {
 		mce_fail(f, "__mcount_loc: all %zu entries %s zero: the kernel would trace "
 			 "nothing (do the entries lie before their functions?)", n,
 			 st->zeroed ? "would come out" : "are");
-		goto out;
-	}
-	if (mc_sort_u64_into(v, n, NULL, sorted) < 0) {
-		mce_fail(f, "out of memory");
 		goto out;
 	}
 	st->entries = n;

@@ -369,18 +369,32 @@ identical612_test() {
 	identical612_test x86_64
 }
 
-@test "sorttable -s reads an odd listing as 6.12's does: runs of blanks, tabs, CRs, 17-digit and non-hex fields, no last newline" {
+@test "sorttable -s reads an odd listing as 6.12's does: runs of blanks, tabs, CRs, 17-digit, upper-case and non-hex fields, whitespace in names, no last newline" {
 	# objpatch reads nm -S's usual lines at once and anything else field
 	# by field as fscanf does; both readings must agree with sorttable's.
+	# "shift" also breaks the records' shape, which shifts fscanf's
+	# fields for the rest of the file; "shape" keeps nm's shape, so that
+	# the fast reading meets every oddity itself.
 	sorttable 6.12 orc
 	image x86_64 6.12
-	local d=$BATS_FILE_TMPDIR/x86_64-6.12
-	$PY - "$d/nm-sort" "$T/odd" <<'EOF'
+	local d=$BATS_FILE_TMPDIR/x86_64-6.12 how
+	for how in shift shape; do
+		$PY - "$d/nm-sort" "$T/odd" $how <<'EOF'
 import sys
 out = []
 for i, line in enumerate(open(sys.argv[1]).read().splitlines()):
     k = i % 9
-    if k == 1:
+    if sys.argv[3] == "shape":
+        if k == 1 and len(line) > 36:
+            line = line[:29] + "x" + line[30:]   # a size not hex: 0 to strtoull
+        elif k == 3:
+            head, _, name = line.rpartition(" ")  # whitespace and UTF-8 inside a name
+            line = head + " " + name[:3] + "\u00e9\x0bq" + name[3:]
+        elif k == 5:
+            line = line[:16].upper() + line[16:]
+        elif k == 7 and len(line) > 36:
+            line = line[:20] + "G" + line[21:]   # ends the size early
+    elif k == 1:
         line = line.replace(" ", "  ", 1)
     elif k == 2:
         line = line.replace(" ", "\t")
@@ -395,13 +409,14 @@ for i, line in enumerate(open(sys.argv[1]).read().splitlines()):
     out.append(line)
 open(sys.argv[2], "w").write("\n".join(out))
 EOF
-	! cmp -s "$d/nm-sort" "$T/odd"
-	cp "$d/vmlinux" "$T/theirs"
-	$KT shuffle "$T/theirs" 3
-	cp "$T/theirs" "$T/ours"
-	"$BATS_FILE_TMPDIR/sorttable-6.12/orc" -s "$T/odd" "$T/theirs"
-	"$OBJPATCH" sorttable -s "$T/odd" "$T/ours"
-	cmp "$T/theirs" "$T/ours"
+		! cmp -s "$d/nm-sort" "$T/odd"
+		cp "$d/vmlinux" "$T/theirs"
+		$KT shuffle "$T/theirs" 3
+		cp "$T/theirs" "$T/ours"
+		"$BATS_FILE_TMPDIR/sorttable-6.12/orc" -s "$T/odd" "$T/theirs"
+		"$OBJPATCH" sorttable -s "$T/odd" "$T/ours"
+		cmp "$T/theirs" "$T/ours"
+	done
 }
 
 @test "i386: sort --kernel gives the 6.12 sorttable's bytes" {
@@ -542,6 +557,93 @@ PYEOF
 	run "$OBJPATCH" check --kernel "$T/v"
 	assert_failure 1
 	assert_output --partial "__mcount_loc: every entry is zero: the kernel would trace nothing"
+}
+
+@test "sort --kernel reads the image's own symbols as nm -S and sorttable -s would: a one-letter symbol shifting what follows, functions after it, aliases of no size at functions' addresses" {
+	# Lines before the first that shifts sorttable's fields are taken
+	# straight from the symbols; the rest are sorted by name and read as
+	# text.  "shift": a one-letter symbol without a size, as a real
+	# kernel's absolute "i", makes sorttable miss the function after it.
+	# "alias": size-0 aliases whose names start with T or t are functions
+	# to sorttable, and put two sizes at one address; then nm's order of
+	# the lines decides what its search finds, on both sides of the shift.
+	sorttable 6.12 orc
+	image x86_64 6.12
+	local d=$BATS_FILE_TMPDIR/x86_64-6.12 how
+	for how in shift alias; do
+		$PY - "$d/vmlinux" "$T/add" $how <<'EOF'
+import sys
+from elftools.elf.elffile import ELFFile
+f = ELFFile(open(sys.argv[1], "rb"))
+text = f.get_section_by_name(".text")["sh_addr"]
+out = ["--add-symbol", "i=0x200,global"]     # one letter, no size: shifts what follows
+funcs = [s for s in f.get_section_by_name(".symtab").iter_symbols()
+         if s["st_info"]["type"] == "STT_FUNC" and s.name.startswith("f")]
+for k, s in enumerate(sorted(funcs, key=lambda s: s.name)):
+    off = s["st_value"] - text
+    if sys.argv[3] == "alias" and k % 3 == 0:    # before the shift in nm's order
+        out += ["--add-symbol", "Tz_%s=.text:0x%x,function,global" % (s.name, off)]
+    if sys.argv[3] == "alias" and k % 5 == 0:    # after it
+        out += ["--add-symbol", "tt_%s=.text:0x%x,global" % (s.name, off)]
+    if k % 7 == 1:                               # functions after it
+        out += ["--redefine-sym", "%s=z%s" % (s.name, s.name)]
+    elif k % 7 == 3:                             # the first of them read shifted
+        out += ["--redefine-sym", "%s=i_%s" % (s.name, s.name)]
+open(sys.argv[2], "w").write("\n".join(out) + "\n")
+EOF
+		objcopy @"$T/add" "$d/vmlinux" "$T/syms"
+		nm -S "$T/syms" > "$T/nm"
+		grep -q "^0*200 A i$" "$T/nm"
+		grep -A1 "^0*200 A i$" "$T/nm" | grep -q " T i_f"
+		[ "$(grep -c " T zf" "$T/nm")" -gt 50 ]
+		[ $how = shift ] || [ "$(grep -c " T Tz_f" "$T/nm")" -gt 50 ]
+		[ $how = shift ] || [ "$(grep -c " T tt_f" "$T/nm")" -gt 50 ]
+		for seed in 1 2; do
+			cp "$T/syms" "$T/theirs"
+			$KT shuffle "$T/theirs" $seed
+			cp "$T/theirs" "$T/ours"
+			cp "$T/theirs" "$T/inplace"
+			"$BATS_FILE_TMPDIR/sorttable-6.12/orc" -s "$T/nm" "$T/theirs"
+			"$OBJPATCH" sort --kernel "$T/ours"
+			cmp "$T/theirs" "$T/ours"
+			"$OBJPATCH" sort --kernel --in-place "$T/inplace"
+			cmp "$T/theirs" "$T/inplace"
+		done
+	done
+}
+
+@test "sorttable -s: overlapping functions (nested, one start, two sizes) leave entries as glibc's bsearch finds them, not as a scan would" {
+	# Functions that end out of their start order make the search's
+	# answer depend on the order; objpatch then searches each entry as
+	# sorttable does, and walks the sorted entries only otherwise.
+	sorttable 6.12 orc
+	image x86_64 6.12
+	local d=$BATS_FILE_TMPDIR/x86_64-6.12
+	$PY - "$d/nm-sort" "$T/nested" <<'EOF'
+import sys
+funcs, out = [], []
+for i, line in enumerate(open(sys.argv[1]).read().splitlines()):
+    f = line.split()
+    if len(f) == 4 and f[2] in "tT" and f[3].startswith("f"):
+        funcs.append(int(f[0], 16))
+        if i % 4 == 0:
+            continue                    # its entries are in no function now
+    out.append(line)
+funcs.sort()
+for k, at in enumerate(funcs[10::60]):  # some holding dozens of others
+    out.append("%016x %016x T big%d" % (at, 0x600 + 0x100 * k, k))
+    out.append("%016x %016x T small%d" % (at, 0x10, k))
+open(sys.argv[2], "w").write("\n".join(out) + "\n")
+EOF
+	cp "$d/vmlinux" "$T/theirs"
+	$KT shuffle "$T/theirs" 5
+	cp "$T/theirs" "$T/ours"
+	"$BATS_FILE_TMPDIR/sorttable-6.12/orc" -s "$T/nested" "$T/theirs"
+	run "$OBJPATCH" sorttable -v -s "$T/nested" "$T/ours"
+	assert_success
+	cmp "$T/theirs" "$T/ours"
+	# (Some entries zeroed, and not all of those a scan would zero.)
+	assert_output --regexp "does; [1-9][0-9]* __mcount_loc entries in no function zeroed"
 }
 
 @test "sorttable -s: options after the image, as sorttable's getopt takes them; an NMFILE that is no listing gets one line and the image stays" {
