@@ -437,13 +437,18 @@ in_parent $ppid"
 	awk '$1 == "jumper" { ok = $2 == 20 && $3 == "-" } END { exit !ok }' "$T/prof"
 	awk '$1 == "fret" { ok = $2 == 100 && $4 != "-" } END { exit !ok }' "$T/prof"
 	awk '$1 == "lret" { ok = $2 == 100 && $4 != "-" } END { exit !ok }' "$T/prof"
-	# Whose profile it is, then the table, most time first: main, then
-	# nap (7 naps), then outer (6 of them).
+	# Whose profile it is, then the table, most time first: main (which
+	# holds every call), then nap and outer.  (Nap's seven naps outlast
+	# outer's six unless outer's own code is held up for a nap's 20 ms,
+	# as a loaded CI machine can: their order is the sort's, not asked.)
 	run head -2 "$T/prof"
 	assert_line --index 0 "# tracer: profile"
 	assert_line --index 1 --regexp '^# pid [0-9]+ \(profile\)$'
 	run awk '/^#/ { next } ++n > 2 { print $1 }' "$T/prof"
-	[ "${lines[0]}" = main ] && [ "${lines[1]}" = nap ] && [ "${lines[2]}" = outer ]
+	[ "${lines[0]}" = main ]
+	[ "${lines[1]} ${lines[2]}" = "nap outer" ] || [ "${lines[1]} ${lines[2]}" = "outer nap" ]
+	awk '/^#/ || ++n <= 2 || $3 == "-" { next }
+	     seen && $3 > last { exit 1 } { last = $3; seen = 1 }' "$T/prof"
 }
 
 @test "a stripped image keeps its function names: .mcloc_names from objpatch link --runtime" {
