@@ -566,9 +566,10 @@ static void measure(const struct mce_file *f, struct named *m)
 	m->len = (uint32_t)(m->spaced ? strlen(m->name) : (size_t)(stop - m->name));
 }
 
-/* Symbol I of F as nm lists it into *M, its name measured: 1, 0 when
- * nm does not list it, -1 for a bad symbol. */
-static int listed(struct mce_file *f, size_t i, struct named *m)
+/* Symbol I of F as nm lists it into *M, its name measured when
+ * MEASURE_IT (else its length only as 0, 1 or "2 or more", which is what
+ * shifts() asks): 1, 0 when nm does not list it, -1 for a bad symbol. */
+static int listed(struct mce_file *f, size_t i, struct named *m, bool measure_it)
 {
 	struct mce_sym y;
 
@@ -580,8 +581,21 @@ static int listed(struct mce_file *f, size_t i, struct named *m)
 	m->value = y.value;
 	m->size = y.size;
 	m->undef = y.raw_shndx == SHN_UNDEF;
-	measure(f, m);
+	m->spaced = false;
+	m->len = !y.name[0] ? 0 : !y.name[1] ? 1 : 2;	/* (at least) */
+	if (measure_it)
+		measure(f, m);
 	return 1;
+}
+
+/* Whether any byte of F's string table is whitespace: when none is, no
+ * name needs looking at for it (one pass over the table, not one per
+ * name). */
+static bool strtab_has_space(const struct mce_file *f)
+{
+	const char *p = f->strdata->d_buf, *end = p + f->strdata->d_size;
+
+	return past_name(p, end, false) != end;
 }
 
 /*
@@ -603,11 +617,13 @@ static int nm_functions(struct mce_file *f, bool full, struct km_funcs *fl, bool
 	char *buf = NULL;
 	int r = -1, k;
 
+	bool spaces = strtab_has_space(f);
+
 	if (!v || f->nsyms > UINT32_MAX)
 		goto nomem;
 	mc_prefault_write(v, f->nsyms * sizeof(*v));
 	for (size_t i = 1; i < f->nsyms; i++) {
-		if ((k = listed(f, i, &v[n])) < 0)
+		if ((k = listed(f, i, &v[n], spaces)) < 0)
 			goto out;
 		if (!k)
 			continue;
@@ -618,10 +634,10 @@ static int nm_functions(struct mce_file *f, bool full, struct km_funcs *fl, bool
 	/* The lines before FIRST, taken as they are; the rest, kept in V's
 	 * front (in the table's order) to be sorted.  (Names compared by
 	 * their first word, then, when those agree, by strcmp.) */
-	uint64_t first_word = first ? word_of(first, strlen(first)) : 0;
+	uint64_t first_word = first ? name_word(first, 0) : 0;
 
 	for (size_t j = 0; j < n; j++) {
-		uint64_t word = first ? word_of(v[j].name, v[j].len) : 0;
+		uint64_t word = first ? name_word(v[j].name, 0) : 0;
 
 		if (!full && (!first || word < first_word ||
 			      (word == first_word && strcmp(v[j].name, first) < 0))) {
@@ -629,6 +645,8 @@ static int nm_functions(struct mce_file *f, bool full, struct km_funcs *fl, bool
 				goto nomem;
 			before++;
 		} else {
+			if (!spaces)
+				measure(f, &v[j]);
 			total += v[j].len + 2 * w + 5;
 			v[rest++] = v[j];
 		}

@@ -559,24 +559,27 @@ PYEOF
 	assert_output --partial "__mcount_loc: every entry is zero: the kernel would trace nothing"
 }
 
-@test "sort --kernel reads the image's own symbols as nm -S and sorttable -s would: a one-letter symbol shifting what follows, functions after it, aliases of no size at functions' addresses" {
+@test "sort --kernel reads the image's own symbols as nm -S and sorttable -s would: a one-letter symbol and a name with spaces shifting what follows, functions after them, aliases of no size at functions' addresses" {
 	# Lines before the first that shifts sorttable's fields are taken
 	# straight from the symbols; the rest are sorted by name and read as
 	# text.  "shift": a one-letter symbol without a size, as a real
-	# kernel's absolute "i", makes sorttable miss the function after it.
+	# kernel's absolute "i", makes sorttable miss the function after it;
+	# "space": so does a name with two spaces.
 	# "alias": size-0 aliases whose names start with T or t are functions
 	# to sorttable, and put two sizes at one address; then nm's order of
 	# the lines decides what its search finds, on both sides of the shift.
 	sorttable 6.12 orc
 	image x86_64 6.12
 	local d=$BATS_FILE_TMPDIR/x86_64-6.12 how
-	for how in shift alias; do
+	for how in shift space alias; do
 		$PY - "$d/vmlinux" "$T/add" $how <<'EOF'
 import sys
 from elftools.elf.elffile import ELFFile
 f = ELFFile(open(sys.argv[1], "rb"))
 text = f.get_section_by_name(".text")["sh_addr"]
-out = ["--add-symbol", "i=0x200,global"]     # one letter, no size: shifts what follows
+out = []
+if sys.argv[3] != "space":                   # one letter, no size: shifts what follows
+    out += ["--add-symbol", "i=0x200,global"]
 funcs = [s for s in f.get_section_by_name(".symtab").iter_symbols()
          if s["st_info"]["type"] == "STT_FUNC" and s.name.startswith("f")]
 for k, s in enumerate(sorted(funcs, key=lambda s: s.name)):
@@ -589,15 +592,21 @@ for k, s in enumerate(sorted(funcs, key=lambda s: s.name)):
         out += ["--redefine-sym", "%s=z%s" % (s.name, s.name)]
     elif k % 7 == 3:                             # the first of them read shifted
         out += ["--redefine-sym", "%s=i_%s" % (s.name, s.name)]
+    elif k == 4 and sys.argv[3] == "space":      # two spaces in a name: a field too many
+        out += ["--add-symbol", '"Tq x y=.data:0,global"',
+                "--redefine-sym", "%s=Tq_%s" % (s.name, s.name)]
 open(sys.argv[2], "w").write("\n".join(out) + "\n")
 EOF
 		objcopy @"$T/add" "$d/vmlinux" "$T/syms"
 		nm -S "$T/syms" > "$T/nm"
-		grep -q "^0*200 A i$" "$T/nm"
-		grep -A1 "^0*200 A i$" "$T/nm" | grep -q " T i_f"
+		if [ $how = space ]; then
+			grep -A1 " D Tq x y$" "$T/nm" | grep -q " T Tq_f"
+		else
+			grep -A1 "^0*200 A i$" "$T/nm" | grep -q " T i_f"
+		fi
 		[ "$(grep -c " T zf" "$T/nm")" -gt 50 ]
-		[ $how = shift ] || [ "$(grep -c " T Tz_f" "$T/nm")" -gt 50 ]
-		[ $how = shift ] || [ "$(grep -c " T tt_f" "$T/nm")" -gt 50 ]
+		[ $how != alias ] || [ "$(grep -c " T Tz_f" "$T/nm")" -gt 50 ]
+		[ $how != alias ] || [ "$(grep -c " T tt_f" "$T/nm")" -gt 50 ]
 		for seed in 1 2; do
 			cp "$T/syms" "$T/theirs"
 			$KT shuffle "$T/theirs" $seed
