@@ -47,37 +47,50 @@ static uint64_t gap(const struct mce_range *r, uint64_t lo, uint64_t hi)
 	return hi < r->lo ? r->lo - hi : lo > r->hi ? lo - r->hi : 0;
 }
 
-/*
- * A few ranges, not one: a kernel's .init.data has main_extable_sort_needed
- * and __mcount_loc 30 KB apart, with holes of the sparse file between
- * them, whose every page a read would make the kernel allocate and zero.
- */
+int mce_sec_adopt(struct mce_file *f, struct mce_sec *s, const Elf_Data *old, void *buf,
+		  size_t size)
+{
+	Elf_Data *nd = calloc(1, sizeof(*nd));
+
+	if (!nd) {
+		free(buf);
+		return mce_fail(f, "out of memory");
+	}
+	/* (What pointed into the old bytes may go on reading them.) */
+	if (s->owned && (mce_keep(f, s->owned) < 0 || mce_keep(f, s->data) < 0)) {
+		free(buf);
+		free(nd);
+		return -1;
+	}
+	*nd = *old;
+	nd->d_buf = buf;
+	nd->d_size = size;
+	nd->d_type = ELF_T_BYTE;
+	s->data = nd;
+	s->owned = buf;
+	s->sh.sh_size = size;
+	return 0;
+}
+
 int mce_sec_replace(struct mce_file *f, struct mce_sec *s, void *buf)
 {
-	Elf_Data *d = mce_sec_data(f, s), *nd;
+	Elf_Data *d = mce_sec_data(f, s);
 
 	if (!d || d->d_type != ELF_T_BYTE || !d->d_buf || d->d_size != s->sh.sh_size) {
 		free(buf);
 		return d ? mce_fail(f, "cannot replace the contents of %s", s->name) : -1;
 	}
-	if (!(nd = calloc(1, sizeof(*nd)))) {
-		free(buf);
-		return mce_fail(f, "out of memory");
-	}
-	/* (What pointed into the old bytes may go on reading them.) */
-	if ((s->owned && mce_keep(f, s->owned) < 0) || (s->owned && mce_keep(f, s->data) < 0)) {
-		free(buf);
-		free(nd);
+	if (mce_sec_adopt(f, s, d, buf, d->d_size) < 0)
 		return -1;
-	}
-	*nd = *d;
-	nd->d_buf = buf;
-	s->data = nd;
-	s->owned = buf;
 	mce_sec_edited(f, s, 0, s->sh.sh_size);
 	return 0;
 }
 
+/*
+ * A few ranges, not one: a kernel's .init.data has main_extable_sort_needed
+ * and __mcount_loc 30 KB apart, with holes of the sparse file between
+ * them, whose every page a read would make the kernel allocate and zero.
+ */
 void mce_sec_edited(struct mce_file *f, struct mce_sec *s, uint64_t off, uint64_t len)
 {
 	const unsigned max = sizeof(s->edits) / sizeof(s->edits[0]);

@@ -17,6 +17,12 @@ bool mce_add_overflows(uint64_t a, uint64_t b, uint64_t limit);
 int mce_store_rel(struct mce_file *f, struct mce_sec *rs, size_t i);
 /* Keep P alive until mce_close(): names may point into a replaced buffer. */
 int mce_keep(struct mce_file *f, void *p);
+/* S's data become BUF (SIZE bytes, malloc'ed, a byte image; the file
+ * owns it from now, even on failure), described as OLD was; S's own old
+ * buffer is kept, as names and views may point into it.  The caller says
+ * what changed (mce_sec_edited(), mce_sec_rewritten()).  0, or -1. */
+int mce_sec_adopt(struct mce_file *f, struct mce_sec *s, const Elf_Data *old, void *buf,
+		  size_t size);
 /* Grow f->secs to CAP entries, re-pointing the links into the old array. */
 int mce_grow_secs(struct mce_file *f, size_t cap);
 /* A new, zeroed section at the end of f->secs, which may move (see

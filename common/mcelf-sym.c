@@ -142,12 +142,8 @@ static int strtab_add(struct mce_file *f, const char *const *names, size_t n,
 	if (d->d_size + add > UINT32_MAX)
 		return mce_fail(f, "%s: too large", st->name);
 	char *buf = malloc(d->d_size + add + 1);
-	Elf_Data *nd = calloc(1, sizeof(*nd));
-	if (!buf || !nd) {
-		free(buf);
-		free(nd);
+	if (!buf)
 		return mce_fail(f, "out of memory");
-	}
 	if (d->d_size)
 		memcpy(buf, d->d_buf, d->d_size);
 	size_t at = d->d_size;
@@ -158,18 +154,8 @@ static int strtab_add(struct mce_file *f, const char *const *names, size_t n,
 		offs[i] = (uint32_t)at;
 		at += l;
 	}
-	if (st->owned && (mce_keep(f, st->owned) < 0 || mce_keep(f, st->data) < 0)) {
-		free(buf);
-		free(nd);
+	if (mce_sec_adopt(f, st, d, buf, at) < 0)
 		return -1;
-	}
-	*nd = *d;
-	nd->d_buf = buf;
-	nd->d_size = at;
-	nd->d_type = ELF_T_BYTE;
-	st->data = nd;
-	st->owned = buf;
-	st->sh.sh_size = at;
 	mce_sec_rewritten(f, st);
 	return 0;
 }
