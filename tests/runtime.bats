@@ -135,7 +135,7 @@ build_rt() {
 	local pid=$! storm= traced=0
 	while kill -0 $pid 2>/dev/null; do
 		[ -n "$storm" ] || storm=$(sed -n 's/^pid //p' "$T/out" 2>/dev/null) || true
-		if [ -n "$storm" ] && "${MCLOC_CMD:-$LIBDIR/mcloc}" trace $storm function \
+		if [ -n "$storm" ] && "${MCLOC_CMD:-$LIBDIR/../mcloc/mcloc}" trace $storm function \
 				--filter 'fn3*' --duration 0.2 >/dev/null 2>&1; then
 			traced=$((traced + 1))
 		else
@@ -530,7 +530,7 @@ in_parent $ppid"
 # loader's lock, when it writes its lines out.
 @test "threads run traced code while plugins load and unload 200 times, under every tracer" {
 	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
-	local san=() MCLOC=${MCLOC_CMD:-$LIBDIR/mcloc}
+	local san=() MCLOC=${MCLOC_CMD:-$LIBDIR/../mcloc/mcloc}
 	[ -z "${MCLOC_SANITIZED:-}" ] || san=(-fsanitize=address,undefined)
 	build_shlib
 	cp "$T/libtraced.so" "$T/libplugin.so"

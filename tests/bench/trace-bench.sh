@@ -22,7 +22,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
 build=${MCLOC_BUILD:-$here/build}
 rc=$build/recordmcount/recordmcount op=$build/objpatch/objpatch
-lib=$build/libmcloc/libmcloc.so mcloc=$build/libmcloc/mcloc
+lib=$build/libmcloc/libmcloc.so mcloc=$build/mcloc/mcloc
 n=${1:-500000} rounds=${2:-5}
 command -v uftrace >/dev/null || { echo "skipped: uftrace is not installed (apt-get install uftrace)"; exit 0; }
 w=$(mktemp -d); trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$w"' EXIT

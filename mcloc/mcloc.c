@@ -4,8 +4,9 @@
  * on (MCLOC_CONTROL=1), as one reads and writes tracefs: which programs
  * accept control, their traceable functions, the sites enabled now and
  * the patcher's counters.  The protocol is <mcloc/control.h>; this file
- * is its client.  It lives beside the runtime it speaks to
- * (libmcloc/command/), built with it, and links nothing of the tools.
+ * is its client.  It has a top-level directory of its own (mcloc/),
+ * beside the tools, is built wherever the runtime it speaks to is, and
+ * links nothing of that runtime or of the tools.
  */
 #include "peer.h"
 
