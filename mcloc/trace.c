@@ -1274,6 +1274,27 @@ static void wait_releasing(const struct cdir *cd, const char *pid, pid_t child, 
 }
 
 /*
+ * LIB added to the program's LD_PRELOAD, after what the user preloads
+ * there: that stays (a sanitizer's runtime must even stay first, and a
+ * preloaded allocator or shim is the user's business), where it used to
+ * be replaced.  Called in the child, before exec.
+ */
+static void add_preload(const char *lib)
+{
+	const char *old = getenv("LD_PRELOAD");
+	size_t n = (old ? strlen(old) : 0) + strlen(lib) + 2;
+	char *v = old && *old ? malloc(n) : NULL;
+
+	if (v) {
+		snprintf(v, n, "%s:%s", old, lib);
+		setenv("LD_PRELOAD", v, 1);
+		free(v);
+	} else {
+		setenv("LD_PRELOAD", lib, 1);
+	}
+}
+
+/*
  * mcloc run TRACER [OPTIONS] -- PROG [ARGS]: start PROG with
  * MCLOC_CONTROL=wait, which holds it at its first image's registration
  * until a trace starts (10 s at most), so that the trace sees it from
@@ -1317,7 +1338,7 @@ int cmd_run(int argc, char **argv, bool json)
 		snprintf(wait, sizeof(wait), "wait=%d", (int)getpid());
 		setenv("MCLOC_CONTROL", a.nop ? "1" : wait, 1);
 		if (a.preload)
-			setenv("LD_PRELOAD", a.preload, 1);
+			add_preload(a.preload);
 		execvp(argv[dd + 1], argv + dd + 1);
 		fail(argv[dd + 1], "%s", strerror(errno));
 		_exit(127);

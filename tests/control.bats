@@ -373,6 +373,28 @@ EOF
 	done
 }
 
+@test "mcloc run --preload adds libmcloc to the user's LD_PRELOAD, after it, where it replaced it" {
+	# A library of the user's, preloaded, that says it was loaded into
+	# the program (which alone has MCLOC_CONTROL), not into mcloc.
+	printf '%s\n' '#include <stdio.h>' '#include <stdlib.h>' \
+		'__attribute__((constructor)) static void mark(void)' \
+		'{ FILE *f = getenv("MCLOC_CONTROL") ? fopen(getenv("MARK"), "w") : NULL;' \
+		'  if (f) fclose(f); }' > "$T/mark.c"
+	cc -shared -fPIC "$T/mark.c" -o "$T/libmark.so"
+	printf '%s\n' '#include <stdio.h>' \
+		'__attribute__((noinline)) int fib(int n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }' \
+		'int main(void) { printf("fib(5)=%d\n", fib(5)); return 0; }' > "$T/hello.c"
+	traced_c hello "$T/hello.c"
+	# (In the sanitized build ASan's runtime must stay first: it is the
+	# user's preload too.)
+	run env LD_PRELOAD="$(san_preload) $T/libmark.so" MARK="$T/mark" \
+		"$MCLOC" run profile --preload "$LIBDIR/libmcloc.so" -- "$T/hello"
+	assert_success
+	assert_line "fib(5)=5"
+	assert_line --regexp '^fib +15 '
+	[ -e "$T/mark" ]
+}
+
 @test "mcloc run traces a program from main() on and exits as it did" {
 	printf '%s\n' '#include <stdio.h>' \
 		'__attribute__((noinline)) int fib(int n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }' \
