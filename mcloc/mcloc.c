@@ -224,7 +224,7 @@ static void usage(FILE *f)
 		   "  trace PID TRACER [OPTIONS]\n"
 		   "                        function, function_graph or profile, streamed\n"
 		   "                        until Ctrl-C or --duration (see mcloc(1))\n"
-		   "  run TRACER [OPTIONS] [--preload LIB] -- PROG [ARGS]\n"
+		   "  run TRACER [OPTIONS] [--preload LIB] [-o FILE] -- PROG [ARGS]\n"
 		   "                        start PROG and trace it from main() on\n"
 		   "  -j, --json            JSON lines\n"
 		   "See mcloc(1).\n");

@@ -904,12 +904,13 @@ static void usage_trace(void)
 	fail("trace", "usage: mcloc trace PID function|function_graph|profile|nop [--filter G] "
 		      "[--notrace G] [--graph-function G] [--max-depth N] [--tid T] "
 		      "[--duration S] [-t USECS] [--per-thread] [--sort KEY] [--buffer KIB] "
-		      "[--rings N] [--overwrite] [--chrome FILE] [-j]");
+		      "[--rings N] [--overwrite] [--chrome FILE] [-o FILE] [-j]");
 }
 
 /* What the trace and run subcommands were asked for. */
 struct targs {
 	const char *filter, *notrace, *graph, *chrome, *preload;
+	const char *output;	/* -o: the trace's text (or JSON) there, not on stdout */
 	struct mcloc_req_trace q;
 	double duration;
 	uint64_t threshold_ns;
@@ -940,6 +941,7 @@ static int parse_targs(int argc, char **argv, struct targs *a, bool run)
 		{ "json", no_argument, NULL, 'j' },
 		{ "per-thread", no_argument, NULL, 'P' },
 		{ "sort", required_argument, NULL, 's' },
+		{ "output", required_argument, NULL, 'o' },
 		{ 0 }
 	};
 	int o;
@@ -947,7 +949,7 @@ static int parse_targs(int argc, char **argv, struct targs *a, bool run)
 	*a = (struct targs){ .filter = "", .notrace = "", .graph = "",
 			     .q = { .ring_kib = 1024, .rings = 16 } };
 	optind = 0;	/* (a fresh scan, options anywhere after the subcommand) */
-	while ((o = getopt_long(argc, argv, "jt:", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "jt:o:", opts, NULL)) != -1) {
 		switch (o) {
 		case 'j': a->json = true; break;
 		case 'P': a->per_thread = true; break;
@@ -975,6 +977,7 @@ static int parse_targs(int argc, char **argv, struct targs *a, bool run)
 		case 'r': a->q.rings = (uint32_t)strtoul(optarg, NULL, 10); break;
 		case 'O': a->q.flags |= MCLOC_TRACE_OVERWRITE; break;
 		case 'c': a->chrome = optarg; break;
+		case 'o': a->output = optarg; break;
 		case 'p':
 			if (run) {
 				a->preload = optarg;
@@ -1177,6 +1180,36 @@ out:
 	return ret;
 }
 
+/*
+ * A's -o FILE opened for the trace: a descriptor, -2 when there is none
+ * to open, -1 with a message.  Opened before anything starts, so that a
+ * file that cannot be written stops the command before a program is
+ * started or held.
+ */
+static int open_output(const struct targs *a)
+{
+	int fd;
+
+	if (!a->output)
+		return -2;
+	fd = open(a->output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+	if (fd < 0)
+		fail(a->output, "%s", strerror(errno));
+	return fd;
+}
+
+/* The trace's standard output becomes FD (from open_output(); -2: it
+ * stays): what a program started by mcloc run prints stays on the
+ * terminal, apart from the trace. */
+static void output_to(int fd)
+{
+	if (fd < 0)
+		return;
+	fflush(stdout);
+	dup2(fd, STDOUT_FILENO);
+	close(fd);
+}
+
 int cmd_trace(int argc, char **argv, bool json)
 {
 	struct targs a;
@@ -1192,6 +1225,11 @@ int cmd_trace(int argc, char **argv, bool json)
 		return 2;
 	if (a.nop)
 		return 0;	/* (nothing runs for this controller to stop) */
+	int out = open_output(&a);
+
+	if (out == -1)
+		return 1;
+	output_to(out);
 	return trace_session(&a, argv[at], json || a.json);
 }
 
@@ -1312,24 +1350,33 @@ int cmd_run(int argc, char **argv, bool json)
 	if (at < 0)
 		return 2;
 	if (dd - at != 1 || dd + 1 >= argc) {
-		fail("run", "usage: mcloc run TRACER [OPTIONS] [--preload LIB] -- PROG [ARGS]");
+		fail("run", "usage: mcloc run TRACER [OPTIONS] [--preload LIB] [-o FILE] -- PROG [ARGS]");
 		return 2;
 	}
 	if (pick_tracer(&a, argv[at]) < 0)
 		return 2;
 	char pid[16];
 	struct cdir cd;
+	int out = open_output(&a);
+
+	if (out == -1)
+		return 1;
 
 	/* The directory the program's socket will be in, made and verified
 	 * first: where control cannot start, the program is not started to
 	 * wait for it. */
-	if (cdir_open(&cd, true) < 0)
+	if (cdir_open(&cd, true) < 0) {
+		if (out >= 0)
+			close(out);
 		return 1;
+	}
 	pid_t child = fork();
 
 	if (child < 0) {
 		fail("run", "fork: %s", strerror(errno));
 		close(cd.fd);
+		if (out >= 0)
+			close(out);
 		return 1;
 	}
 	if (!child) {
@@ -1343,6 +1390,7 @@ int cmd_run(int argc, char **argv, bool json)
 		fail(argv[dd + 1], "%s", strerror(errno));
 		_exit(127);
 	}
+	output_to(out);	/* (the program keeps the terminal) */
 	snprintf(pid, sizeof(pid), "%d", (int)child);
 	/* The program's socket, made when libmcloc loads. */
 	int st, ret = 0;

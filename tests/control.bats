@@ -395,6 +395,30 @@ EOF
 	[ -e "$T/mark" ]
 }
 
+@test "mcloc run -o FILE: the trace in FILE, the program's own output on stdout; a FILE that cannot be written stops it first" {
+	printf '%s\n' '#include <stdio.h>' \
+		'__attribute__((noinline)) int fib(int n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }' \
+		'int main(void) { printf("fib(5)=%d\n", fib(5)); return 0; }' > "$T/hello.c"
+	traced_c hello "$T/hello.c"
+	run "$MCLOC" run function -o "$T/trace" -- "$T/hello"
+	assert_success
+	assert_output "fib(5)=5"
+	run head -1 "$T/trace"
+	assert_output "# tracer: function"
+	[ "$(grep -c ': fib <-' "$T/trace")" -eq 15 ]
+	run "$MCLOC" run function_graph --output "$T/graph" -j -- "$T/hello"
+	assert_success
+	assert_output "fib(5)=5"
+	grep -q '"depth":' "$T/graph"
+	# Nothing is started, or asked of a program, when FILE cannot be made.
+	run "$MCLOC" run function -o "$T/no/such" -- "$T/hello"
+	assert_failure 1
+	assert_output "mcloc: $T/no/such: No such file or directory"
+	run "$MCLOC" trace 1 function -o "$T/no/such"
+	assert_failure 1
+	assert_output "mcloc: $T/no/such: No such file or directory"
+}
+
 @test "mcloc run traces a program from main() on and exits as it did" {
 	printf '%s\n' '#include <stdio.h>' \
 		'__attribute__((noinline)) int fib(int n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }' \
