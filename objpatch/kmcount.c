@@ -1012,9 +1012,12 @@ int km_sort(struct mce_file *f, const struct mc_arch *a, uint64_t start, uint64_
 	for (size_t i = 0; i < n; i++)
 		nonzero += sorted[i] != 0;
 	if (n && !nonzero) {
+		/* (The likelier cause named first: another image's listing, or
+		 * none at all, given as NMFILE.) */
 		mce_fail(f, "__mcount_loc: all %zu entries %s zero: the kernel would trace "
-			 "nothing (do the entries lie before their functions?)", n,
-			 st->zeroed ? "would come out" : "are");
+			 "nothing (%s)", n, st->zeroed ? "would come out" : "are",
+			 o->from == KM_FUNCS_FILE ? "is NMFILE this image's nm -S listing?"
+						  : "do the entries lie before their functions?");
 		goto out;
 	}
 	st->entries = n;
