@@ -321,6 +321,30 @@ static int parse_listing(const char *text, size_t len, struct km_funcs *fl)
 	return 0;
 }
 
+/* nm's letter for a symbol defined in S: BFD's, which looks at a few
+ * names (PE's, on any object) before the flags, and calls a section
+ * without contents 'b' whether it is allocated or not.  (What it calls
+ * 'N' or '?', 'n' here: no function's letter, and no hex digit, which is
+ * all sorttable makes of a letter.) */
+static char section_letter(const struct mce_sec *s)
+{
+	static const struct {
+		const char *prefix;
+		char letter;
+	} named[] = { { ".drectve", 'i' }, { ".edata", 'e' }, { ".idata", 'i' }, { ".pdata", 'p' } };
+
+	for (size_t i = 0; i < sizeof(named) / sizeof(named[0]); i++)
+		if (s->name && !strncmp(s->name, named[i].prefix, strlen(named[i].prefix)))
+			return named[i].letter;
+	if (s->sh.sh_flags & SHF_EXECINSTR)
+		return 't';
+	if (s->sh.sh_type == SHT_NOBITS)
+		return 'b';
+	if (!(s->sh.sh_flags & SHF_ALLOC))
+		return 'n';
+	return s->sh.sh_flags & SHF_WRITE ? 'd' : 'r';
+}
+
 /* nm's type letter for symbol M of F (binutils' rules, for what an image
  * holds), or 0 for a symbol nm does not list. */
 static char nm_letter(const struct mce_file *f, const struct mce_sym *m)
@@ -343,19 +367,14 @@ static char nm_letter(const struct mce_file *f, const struct mce_sym *m)
 		return m->type == STT_OBJECT ? 'V' : 'W';
 	if (m->bind == STB_GNU_UNIQUE)
 		return 'u';
+	/* (Neither local nor global: an OS or processor binding, which BFD
+	 * reads as no binding at all.) */
+	if (m->bind != STB_LOCAL && m->bind != STB_GLOBAL)
+		return '?';
 	if (m->raw_shndx == SHN_ABS) {
 		c = 'a';
 	} else if (m->shndx && m->shndx < f->shnum) {
-		const GElf_Shdr *sh = &f->secs[m->shndx].sh;
-
-		if (sh->sh_flags & SHF_EXECINSTR)
-			c = 't';
-		else if (!(sh->sh_flags & SHF_ALLOC))
-			c = 'n';
-		else if (sh->sh_type == SHT_NOBITS)
-			c = 'b';
-		else
-			c = sh->sh_flags & SHF_WRITE ? 'd' : 'r';
+		c = section_letter(&f->secs[m->shndx]);
 	} else {
 		c = '?';
 	}

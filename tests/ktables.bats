@@ -621,6 +621,71 @@ EOF
 	done
 }
 
+@test "sort --kernel gives each symbol nm's letter: an OS or processor binding is \"?\", PE's section names (.edata) come first, a section without contents is \"b\" allocated or not" {
+	# Sorttable reads the letter of a line without a size as the size of
+	# a function whose name starts with T: so "e" (14) or "b" (11), not
+	# "d" (13) or "n" (0), makes an entry 13 or 10 bytes on part of it.
+	sorttable 6.12 orc
+	image x86_64 6.12
+	local d=$BATS_FILE_TMPDIR/x86_64-6.12 how
+	echo junk > "$T/junk"
+	objcopy --rename-section .data=.edata "$d/vmlinux" "$T/edata"
+	objcopy --add-section .junk="$T/junk" "$d/vmlinux" "$T/nobits"
+	cp "$d/vmlinux" "$T/bind"
+	for how in bind edata nobits; do
+		$PY - "$T/$how" "$T/syms" $how <<'EOF'
+import sys, struct
+from elftools.elf.elffile import ELFFile
+src, dst, how = sys.argv[1:4]
+data = bytearray(open(src, "rb").read())
+f = ELFFile(open(src, "rb"))
+secs = list(f.iter_sections())
+idx = {s.name: i for i, s in enumerate(secs)}
+st = f.get_section_by_name(".symtab")
+stro = f.get_section_by_name(".strtab")["sh_offset"]
+syms = list(st.iter_symbols())
+at = {s.name: s["st_value"] for s in syms}
+loc = f.get_section_by_name(".init.data")
+base = loc["sh_offset"] - loc["sh_addr"]
+entries = sorted(struct.unpack_from("<Q", data, base + a)[0]
+                 for a in range(at["__start_mcount_loc"], at["__stop_mcount_loc"], 8))
+funcs = [(i, s) for i, s in enumerate(syms)
+         if s["st_info"]["type"] == "STT_FUNC" and s.name.startswith("f")]
+if how == "nobits":     # the section objcopy added: no contents now, not allocated
+    struct.pack_into("<I", data, f["e_shoff"] + idx[".junk"] * f["e_shentsize"] + 4, 8)
+for k, (i, s) in enumerate(funcs[3::20]):
+    p = st["sh_offset"] + i * st["sh_entsize"]
+    name, info, other, shndx, value, size = struct.unpack_from("<IBBHQQ", data, p)
+    inside = [e for e in entries if value <= e < value + size]
+    if how == "bind":           # an OS or processor binding: nm's "?"
+        info = 13 << 4 | (info & 15)
+    elif inside:                # a function no more, but a name in T of no size
+        # placed 13 bytes before an entry: nm's letter read as its size
+        # (e = 14, b = 11) reaches it, a d (13) or n (0) would not.
+        data[stro + name] = ord("T")
+        shndx = idx[".edata" if how == "edata" else ".junk"]
+        value, size = inside[0] - (13 if how == "edata" else 10), 0
+    struct.pack_into("<IBBHQQ", data, p, name, info, other, shndx, value, size)
+open(dst, "wb").write(data)
+EOF
+		nm -S "$T/syms" > "$T/nm"
+		case $how in
+		bind) grep -q "^[0-9a-f]* [0-9a-f]* ? f" "$T/nm" ;;
+		edata) grep -q "^[0-9a-f]* E T" "$T/nm" ;;
+		nobits) grep -q "^[0-9a-f]* B T" "$T/nm" ;;
+		esac
+		cp "$T/syms" "$T/theirs"
+		$KT shuffle "$T/theirs" 3
+		cp "$T/theirs" "$T/ours"
+		cp "$T/theirs" "$T/inplace"
+		"$BATS_FILE_TMPDIR/sorttable-6.12/orc" -s "$T/nm" "$T/theirs"
+		"$OBJPATCH" sort --kernel "$T/ours"
+		cmp "$T/theirs" "$T/ours"
+		"$OBJPATCH" sort --kernel --in-place "$T/inplace"
+		cmp "$T/theirs" "$T/inplace"
+	done
+}
+
 @test "sorttable -s: overlapping functions (nested, one start, two sizes) leave entries as glibc's bsearch finds them, not as a scan would" {
 	# Functions that end out of their start order make the search's
 	# answer depend on the order; objpatch then searches each entry as
