@@ -127,6 +127,9 @@ struct mc_arch {
 	uint32_t relax_reloc;
 	bool base_avoid_func;		/* function symbols are poor table bases (ARM
 					 * Thumb symbols carry bit 0) */
+	/* nm leaves out symbols with empty names (BFD's "special" symbols
+	 * on RISC-V, for its pc-relative labels); elsewhere it lists them. */
+	bool nm_hides_empty_names;
 
 	/*
 	 * Decode the site that a relocation of type TYPE at OFFSET (against an

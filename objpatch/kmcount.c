@@ -346,12 +346,12 @@ static char section_letter(const struct mce_sec *s)
 }
 
 /* nm's type letter for symbol M of F (binutils' rules, for what an image
- * holds), or 0 for a symbol nm does not list. */
-static char nm_letter(const struct mce_file *f, const struct mce_sym *m)
+ * of A holds), or 0 for a symbol nm does not list. */
+static char nm_letter(const struct mce_file *f, const struct mc_arch *a, const struct mce_sym *m)
 {
 	char c;
 
-	if (m->type == STT_SECTION || m->type == STT_FILE || !m->name[0])
+	if (m->type == STT_SECTION || m->type == STT_FILE || (!m->name[0] && a->nm_hides_empty_names))
 		return 0;
 	/* (The arm, aarch64 and riscv mapping symbols: nm's "special".) */
 	if (m->name[0] == '$' && strchr("atxd", m->name[1]) &&
@@ -529,12 +529,13 @@ static size_t put_hex(char *buf, size_t at, uint64_t v, size_t w)
 /*
  * Whether M's line is not one record of sorttable's reading by itself
  * (the header comment): an undefined symbol's (no address), a name of one
- * byte without a size (the record takes the next line's address), or a
- * name with whitespace in it.
+ * byte without a size (the record takes the next line's address), an
+ * empty name (the record's name is the next line's address), or a name
+ * with whitespace in it.
  */
 static bool shifts(const struct named *m)
 {
-	return m->undef || (!m->size && m->len < 2) || m->spaced;
+	return m->undef || (!m->size && m->len < 2) || !m->len || m->spaced;
 }
 
 /* Line M (nm's "%0*llx %0*llx %c %s\n", without the size when it is 0
@@ -588,13 +589,14 @@ static void measure(const struct mce_file *f, struct named *m)
 /* Symbol I of F as nm lists it into *M, its name measured when
  * MEASURE_IT (else its length only as 0, 1 or "2 or more", which is what
  * shifts() asks): 1, 0 when nm does not list it, -1 for a bad symbol. */
-static int listed(struct mce_file *f, size_t i, struct named *m, bool measure_it)
+static int listed(struct mce_file *f, const struct mc_arch *a, size_t i, struct named *m,
+		  bool measure_it)
 {
 	struct mce_sym y;
 
 	if (mce_sym_peek(f, i, &y) < 0)
 		return -1;
-	if (!(m->letter = nm_letter(f, &y)))
+	if (!(m->letter = nm_letter(f, a, &y)))
 		return 0;
 	m->name = y.name;
 	m->value = y.value;
@@ -626,7 +628,8 @@ static bool strtab_has_space(const struct mce_file *f)
  * holds them in nm's order.  (A real kernel's first such line, an
  * absolute "i", comes half way.)
  */
-static int nm_functions(struct mce_file *f, bool full, struct km_funcs *fl, bool *all_sorted)
+static int nm_functions(struct mce_file *f, const struct mc_arch *a, bool full,
+			struct km_funcs *fl, bool *all_sorted)
 {
 	struct named *v = malloc(f->nsyms * sizeof(*v) + 1);
 	struct name_key *keys = NULL;
@@ -642,7 +645,7 @@ static int nm_functions(struct mce_file *f, bool full, struct km_funcs *fl, bool
 		goto nomem;
 	mc_prefault_write(v, f->nsyms * sizeof(*v));
 	for (size_t i = 1; i < f->nsyms; i++) {
-		if ((k = listed(f, i, &v[n], spaces)) < 0)
+		if ((k = listed(f, a, i, &v[n], spaces)) < 0)
 			goto out;
 		if (!k)
 			continue;
@@ -833,7 +836,8 @@ static bool ends_ascend_in_any_order(const struct km_funcs *fl)
 	return ends_ascend(fl);
 }
 
-static int load_funcs(struct mce_file *f, const struct km_opts *o, struct km_funcs *fl)
+static int load_funcs(struct mce_file *f, const struct mc_arch *a, const struct km_opts *o,
+		      struct km_funcs *fl)
 {
 	struct listing l;
 	bool sorted = true;
@@ -849,7 +853,7 @@ static int load_funcs(struct mce_file *f, const struct km_opts *o, struct km_fun
 			r = mce_fail(f, "out of memory");
 		listing_free(&l);
 	} else {
-		r = nm_functions(f, false, fl, &sorted);
+		r = nm_functions(f, a, false, fl, &sorted);
 	}
 	for (;;) {
 		if (r == 0 && sort_funcs(fl) < 0)
@@ -860,7 +864,7 @@ static int load_funcs(struct mce_file *f, const struct km_opts *o, struct km_fun
 			return r;
 		free(fl->v);
 		memset(fl, 0, sizeof(*fl));
-		r = nm_functions(f, true, fl, &sorted);
+		r = nm_functions(f, a, true, fl, &sorted);
 	}
 }
 
@@ -1013,7 +1017,7 @@ int km_sort(struct mce_file *f, const struct mc_arch *a, uint64_t start, uint64_
 		mce_fail(f, "out of memory");
 		goto out;
 	}
-	if (table_relocs(f, a, start, n, rel, &nrel) < 0 || load_funcs(f, o, &fl) < 0)
+	if (table_relocs(f, a, start, n, rel, &nrel) < 0 || load_funcs(f, a, o, &fl) < 0)
 		goto out;
 	for (size_t i = 0; i < nrel; i++)
 		v[i] = (uint64_t)rel[i]->addend;

@@ -621,7 +621,7 @@ EOF
 	done
 }
 
-@test "sort --kernel gives each symbol nm's letter: an OS or processor binding is \"?\", PE's section names (.edata) come first, a section without contents is \"b\" allocated or not" {
+@test "sort --kernel lists each symbol as nm -S does: an OS or processor binding is \"?\", PE's section names (.edata) come first, a section without contents is \"b\" allocated or not, an empty name is listed (and shifts)" {
 	# Sorttable reads the letter of a line without a size as the size of
 	# a function whose name starts with T: so "e" (14) or "b" (11), not
 	# "d" (13) or "n" (0), makes an entry 13 or 10 bytes on part of it.
@@ -632,7 +632,8 @@ EOF
 	objcopy --rename-section .data=.edata "$d/vmlinux" "$T/edata"
 	objcopy --add-section .junk="$T/junk" "$d/vmlinux" "$T/nobits"
 	cp "$d/vmlinux" "$T/bind"
-	for how in bind edata nobits; do
+	cp "$d/vmlinux" "$T/empty"
+	for how in bind edata nobits empty; do
 		$PY - "$T/$how" "$T/syms" $how <<'EOF'
 import sys, struct
 from elftools.elf.elffile import ELFFile
@@ -659,6 +660,8 @@ for k, (i, s) in enumerate(funcs[3::20]):
     inside = [e for e in entries if value <= e < value + size]
     if how == "bind":           # an OS or processor binding: nm's "?"
         info = 13 << 4 | (info & 15)
+    elif how == "empty":        # nm lists it, "ADDR SIZE T " (sorttable reads on)
+        name, size = 0, size if k % 2 else 0
     elif inside:                # a function no more, but a name in T of no size
         # placed 13 bytes before an entry: nm's letter read as its size
         # (e = 14, b = 11) reaches it, a d (13) or n (0) would not.
@@ -673,6 +676,7 @@ EOF
 		bind) grep -q "^[0-9a-f]* [0-9a-f]* ? f" "$T/nm" ;;
 		edata) grep -q "^[0-9a-f]* E T" "$T/nm" ;;
 		nobits) grep -q "^[0-9a-f]* B T" "$T/nm" ;;
+		empty) grep -q "^[0-9a-f]* [0-9a-f]* T $" "$T/nm" ;;
 		esac
 		cp "$T/syms" "$T/theirs"
 		$KT shuffle "$T/theirs" 3

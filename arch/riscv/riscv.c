@@ -200,6 +200,7 @@ const struct mc_arch mc_arch_riscv64 = {
 	 * 6.12 does not, nor sort its table at build time: its sorttable
 	 * would zero every such entry.) */
 	.kernel_mcount_before = 8,
+	.nm_hides_empty_names = true,
 	.tramp_asm = mc_tramp_riscv64,
 	.cross_prefix = "riscv64-linux-gnu-",
 	.insn = riscv_insn,
