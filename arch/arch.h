@@ -130,6 +130,10 @@ struct mc_arch {
 	/* nm leaves out symbols with empty names (BFD's "special" symbols
 	 * on RISC-V, for its pc-relative labels); elsewhere it lists them. */
 	bool nm_hides_empty_names;
+	/* The letters L of the mapping symbols ("$L", "$L.anything") nm
+	 * leaves out on this architecture (BFD's "special" symbols), or NULL:
+	 * it lists every name that starts with a dollar. */
+	const char *nm_mapping_letters;
 
 	/*
 	 * Decode the site that a relocation of type TYPE at OFFSET (against an

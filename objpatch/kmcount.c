@@ -353,9 +353,10 @@ static char nm_letter(const struct mce_file *f, const struct mc_arch *a, const s
 
 	if (m->type == STT_SECTION || m->type == STT_FILE || (!m->name[0] && a->nm_hides_empty_names))
 		return 0;
-	/* (The arm, aarch64 and riscv mapping symbols: nm's "special".) */
-	if (m->name[0] == '$' && strchr("atxd", m->name[1]) &&
-	    (!m->name[2] || m->name[2] == '.'))
+	/* (Mapping symbols, on the architectures that have them: nm's
+	 * "special".) */
+	if (m->name[0] == '$' && a->nm_mapping_letters && m->name[1] &&
+	    strchr(a->nm_mapping_letters, m->name[1]) && (!m->name[2] || m->name[2] == '.'))
 		return 0;
 	if (m->raw_shndx == SHN_UNDEF)
 		return m->bind == STB_WEAK ? (m->type == STT_OBJECT ? 'v' : 'w') : 'U';

@@ -185,6 +185,7 @@ static int riscv_runtime_mcount_site(const struct mc_text *t, uint64_t off, uint
 
 const struct mc_arch mc_arch_riscv64 = {
 	.name = "riscv64",
+	.nm_mapping_letters = "dx",
 	.machine = EM_RISCV,
 	.elfclass = ELFCLASS64,
 	.table_reloc = R_RISCV_64,
