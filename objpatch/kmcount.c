@@ -321,18 +321,42 @@ static int parse_listing(const char *text, size_t len, struct km_funcs *fl)
 	return 0;
 }
 
+/* Whether BFD makes S of F a section of its own: not the symbol table
+ * and its string tables, nor the static relocations of a section (a
+ * symbol "in" one of those is absolute to nm). */
+static bool bfd_section(const struct mce_file *f, const struct mce_sec *s)
+{
+	const GElf_Shdr *sh = &s->sh;
+
+	switch (sh->sh_type) {
+	case SHT_SYMTAB:
+	case SHT_SYMTAB_SHNDX:
+		return false;
+	case SHT_STRTAB:
+		return s->idx != f->shstrndx && s != f->strtab;
+	case SHT_REL:
+	case SHT_RELA:
+		return (sh->sh_flags & SHF_ALLOC) || !f->symtab || sh->sh_link != f->symtab->idx ||
+		       !sh->sh_info || sh->sh_info >= f->shnum || sh->sh_info == s->idx;
+	default:
+		return true;
+	}
+}
+
 /* nm's letter for a symbol defined in S: BFD's, which looks at a few
  * names (PE's, on any object) before the flags, and calls a section
  * without contents 'b' whether it is allocated or not.  (What it calls
  * 'N' or '?', 'n' here: no function's letter, and no hex digit, which is
  * all sorttable makes of a letter.) */
-static char section_letter(const struct mce_sec *s)
+static char section_letter(const struct mce_file *f, const struct mce_sec *s)
 {
 	static const struct {
 		const char *prefix;
 		char letter;
 	} named[] = { { ".drectve", 'i' }, { ".edata", 'e' }, { ".idata", 'i' }, { ".pdata", 'p' } };
 
+	if (!bfd_section(f, s))
+		return 'a';
 	for (size_t i = 0; i < sizeof(named) / sizeof(named[0]); i++)
 		if (s->name && !strncmp(s->name, named[i].prefix, strlen(named[i].prefix)))
 			return named[i].letter;
@@ -375,7 +399,7 @@ static char nm_letter(const struct mce_file *f, const struct mc_arch *a, const s
 	if (m->raw_shndx == SHN_ABS) {
 		c = 'a';
 	} else if (m->shndx && m->shndx < f->shnum) {
-		c = section_letter(&f->secs[m->shndx]);
+		c = section_letter(f, &f->secs[m->shndx]);
 	} else {
 		c = '?';
 	}

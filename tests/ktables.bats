@@ -621,7 +621,7 @@ EOF
 	done
 }
 
-@test "sort --kernel lists each symbol as nm -S does: an OS or processor binding is \"?\", PE's section names (.edata) come first, a section without contents is \"b\" allocated or not, an empty name is listed (and shifts), \"\$d\" is a function's name on x86" {
+@test "sort --kernel lists each symbol as nm -S does: an OS or processor binding is \"?\", PE's section names (.edata) come first, a section without contents is \"b\" allocated or not, the symbol table's and relocations' sections are \"A\", an empty name is listed (and shifts), \"\$d\" is a function's name on x86" {
 	# Sorttable reads the letter of a line without a size as the size of
 	# a function whose name starts with T: so "e" (14) or "b" (11), not
 	# "d" (13) or "n" (0), makes an entry 13 or 10 bytes on part of it.
@@ -633,10 +633,11 @@ EOF
 	objcopy --add-section .junk="$T/junk" "$d/vmlinux" "$T/nobits"
 	cp "$d/vmlinux" "$T/bind"
 	cp "$d/vmlinux" "$T/empty"
+	cp "$d/vmlinux" "$T/abs"
 	# (arm's and aarch64's mapping symbols: x86's nm lists them.)
 	objcopy --redefine-sym 'f10=$d' --redefine-sym 'f11=$x' --redefine-sym 'f12=$a' \
 		--redefine-sym 'f13=$t.1' "$d/vmlinux" "$T/dollar"
-	for how in bind edata nobits empty dollar; do
+	for how in bind edata nobits abs empty dollar; do
 		$PY - "$T/$how" "$T/syms" $how <<'EOF'
 import sys, struct
 from elftools.elf.elffile import ELFFile
@@ -668,11 +669,13 @@ for k, (i, s) in enumerate(funcs[3::20]):
     elif how == "dollar":
         continue
     elif inside:                # a function no more, but a name in T of no size
-        # placed 13 bytes before an entry: nm's letter read as its size
-        # (e = 14, b = 11) reaches it, a d (13) or n (0) would not.
+        # placed before an entry: nm's letter read as its size (e = 14,
+        # b = 11, A = 10) reaches it, a d (13) or n (0) would not.
+        place = {"edata": [".edata"], "nobits": [".junk"],
+                 "abs": [".rela.text", ".symtab", ".strtab", ".shstrtab"]}[how]
         data[stro + name] = ord("T")
-        shndx = idx[".edata" if how == "edata" else ".junk"]
-        value, size = inside[0] - (13 if how == "edata" else 10), 0
+        shndx = idx[place[k % len(place)]]
+        value, size = inside[0] - {"edata": 13, "nobits": 10, "abs": 9}[how], 0
     struct.pack_into("<IBBHQQ", data, p, name, info, other, shndx, value, size)
 open(dst, "wb").write(data)
 EOF
@@ -681,6 +684,7 @@ EOF
 		bind) grep -q "^[0-9a-f]* [0-9a-f]* ? f" "$T/nm" ;;
 		edata) grep -q "^[0-9a-f]* E T" "$T/nm" ;;
 		nobits) grep -q "^[0-9a-f]* B T" "$T/nm" ;;
+		abs) [ "$(grep -c "^[0-9a-f]* A T" "$T/nm")" -gt 4 ] ;;
 		empty) grep -q "^[0-9a-f]* [0-9a-f]* T $" "$T/nm" ;;
 		dollar) [ "$(grep -c '^[0-9a-f]* [0-9a-f]* T [$][dxat]' "$T/nm")" = 4 ] ;;
 		esac
