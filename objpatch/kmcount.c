@@ -373,6 +373,8 @@ static char section_letter(const struct mce_file *f, const struct mce_sec *s)
  * of A holds), or 0 for a symbol nm does not list. */
 static char nm_letter(const struct mce_file *f, const struct mc_arch *a, const struct mce_sym *m)
 {
+	/* (BFD reads an STT_COMMON symbol as an object.) */
+	bool object = m->type == STT_OBJECT || m->type == STT_COMMON;
 	char c;
 
 	if (m->type == STT_SECTION || m->type == STT_FILE || (!m->name[0] && a->nm_hides_empty_names))
@@ -383,13 +385,13 @@ static char nm_letter(const struct mce_file *f, const struct mc_arch *a, const s
 	    strchr(a->nm_mapping_letters, m->name[1]) && (!m->name[2] || m->name[2] == '.'))
 		return 0;
 	if (m->raw_shndx == SHN_UNDEF)
-		return m->bind == STB_WEAK ? (m->type == STT_OBJECT ? 'v' : 'w') : 'U';
+		return m->bind == STB_WEAK ? (object ? 'v' : 'w') : 'U';
 	if (m->raw_shndx == SHN_COMMON)
 		return 'C';
 	if (m->type == STT_GNU_IFUNC)
 		return 'i';
 	if (m->bind == STB_WEAK)
-		return m->type == STT_OBJECT ? 'V' : 'W';
+		return object ? 'V' : 'W';
 	if (m->bind == STB_GNU_UNIQUE)
 		return 'u';
 	/* (Neither local nor global: an OS or processor binding, which BFD

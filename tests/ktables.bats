@@ -621,7 +621,7 @@ EOF
 	done
 }
 
-@test "sort --kernel lists each symbol as nm -S does: an OS or processor binding is \"?\", PE's section names (.edata) come first, a section without contents is \"b\" allocated or not, the symbol table's and relocations' sections are \"A\", an empty name is listed (and shifts), \"\$d\" is a function's name on x86" {
+@test "sort --kernel lists each symbol as nm -S does: an OS or processor binding is \"?\", a weak STT_COMMON \"V\", PE's section names (.edata) come first, a section without contents is \"b\" allocated or not, the symbol table's and relocations' sections are \"A\", an empty name is listed (and shifts), \"\$d\" is a function's name on x86" {
 	# Sorttable reads the letter of a line without a size as the size of
 	# a function whose name starts with T: so "e" (14) or "b" (11), not
 	# "d" (13) or "n" (0), makes an entry 13 or 10 bytes on part of it.
@@ -634,10 +634,11 @@ EOF
 	cp "$d/vmlinux" "$T/bind"
 	cp "$d/vmlinux" "$T/empty"
 	cp "$d/vmlinux" "$T/abs"
+	cp "$d/vmlinux" "$T/common"
 	# (arm's and aarch64's mapping symbols: x86's nm lists them.)
 	objcopy --redefine-sym 'f10=$d' --redefine-sym 'f11=$x' --redefine-sym 'f12=$a' \
 		--redefine-sym 'f13=$t.1' "$d/vmlinux" "$T/dollar"
-	for how in bind edata nobits abs empty dollar; do
+	for how in bind common edata nobits abs empty dollar; do
 		$PY - "$T/$how" "$T/syms" $how <<'EOF'
 import sys, struct
 from elftools.elf.elffile import ELFFile
@@ -664,6 +665,8 @@ for k, (i, s) in enumerate(funcs[3::20]):
     inside = [e for e in entries if value <= e < value + size]
     if how == "bind":           # an OS or processor binding: nm's "?"
         info = 13 << 4 | (info & 15)
+    elif how == "common":       # weak, STT_COMMON: an object to nm ("V")
+        info = 2 << 4 | 5
     elif how == "empty":        # nm lists it, "ADDR SIZE T " (sorttable reads on)
         name, size = 0, size if k % 2 else 0
     elif how == "dollar":
@@ -682,6 +685,7 @@ EOF
 		nm -S "$T/syms" > "$T/nm"
 		case $how in
 		bind) grep -q "^[0-9a-f]* [0-9a-f]* ? f" "$T/nm" ;;
+		common) grep -q "^[0-9a-f]* [0-9a-f]* V f" "$T/nm" ;;
 		edata) grep -q "^[0-9a-f]* E T" "$T/nm" ;;
 		nobits) grep -q "^[0-9a-f]* B T" "$T/nm" ;;
 		abs) [ "$(grep -c "^[0-9a-f]* A T" "$T/nm")" -gt 4 ] ;;
