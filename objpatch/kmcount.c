@@ -607,7 +607,14 @@ static int push_line(struct km_funcs *fl, const struct named *m)
 static void measure(const struct mce_file *f, struct named *m)
 {
 	const char *end = (const char *)f->strdata->d_buf + f->strdata->d_size;
-	const char *stop = past_name(m->name, end, true);
+	const char *stop;
+
+	if (!m->name[0]) {	/* (listed()'s "", which may lie elsewhere) */
+		m->len = 0;
+		m->spaced = false;
+		return;
+	}
+	stop = past_name(m->name, end, true);
 
 	m->spaced = stop < end && *stop;
 	m->len = (uint32_t)(m->spaced ? strlen(m->name) : (size_t)(stop - m->name));
@@ -623,6 +630,9 @@ static int listed(struct mce_file *f, const struct mc_arch *a, size_t i, struct 
 
 	if (mce_sym_peek(f, i, &y) < 0)
 		return -1;
+	/* (BFD's name for offset 0 is "", whatever the table's first byte.) */
+	if (y.name == (const char *)f->strdata->d_buf)
+		y.name = "";
 	if (!(m->letter = nm_letter(f, a, &y)))
 		return 0;
 	m->name = y.name;

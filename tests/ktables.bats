@@ -621,7 +621,7 @@ EOF
 	done
 }
 
-@test "sort --kernel lists each symbol as nm -S does: an OS or processor binding is \"?\", a weak STT_COMMON \"V\", PE's section names (.edata) come first, a section without contents is \"b\" allocated or not, the symbol table's and relocations' sections are \"A\", an empty name is listed (and shifts), \"\$d\" is a function's name on x86" {
+@test "sort --kernel lists each symbol as nm -S does: an OS or processor binding is \"?\", a weak STT_COMMON \"V\", PE's section names (.edata) come first, a section without contents is \"b\" allocated or not, the symbol table's and relocations' sections are \"A\", an empty name (offset 0, whatever is there) is listed (and shifts), \"\$d\" is a function's name on x86" {
 	# Sorttable reads the letter of a line without a size as the size of
 	# a function whose name starts with T: so "e" (14) or "b" (11), not
 	# "d" (13) or "n" (0), makes an entry 13 or 10 bytes on part of it.
@@ -635,10 +635,11 @@ EOF
 	cp "$d/vmlinux" "$T/empty"
 	cp "$d/vmlinux" "$T/abs"
 	cp "$d/vmlinux" "$T/common"
+	cp "$d/vmlinux" "$T/strtab0"
 	# (arm's and aarch64's mapping symbols: x86's nm lists them.)
 	objcopy --redefine-sym 'f10=$d' --redefine-sym 'f11=$x' --redefine-sym 'f12=$a' \
 		--redefine-sym 'f13=$t.1' "$d/vmlinux" "$T/dollar"
-	for how in bind common edata nobits abs empty dollar; do
+	for how in bind common edata nobits abs empty strtab0 dollar; do
 		$PY - "$T/$how" "$T/syms" $how <<'EOF'
 import sys, struct
 from elftools.elf.elffile import ELFFile
@@ -667,7 +668,7 @@ for k, (i, s) in enumerate(funcs[3::20]):
         info = 13 << 4 | (info & 15)
     elif how == "common":       # weak, STT_COMMON: an object to nm ("V")
         info = 2 << 4 | 5
-    elif how == "empty":        # nm lists it, "ADDR SIZE T " (sorttable reads on)
+    elif how in ("empty", "strtab0"):   # nm lists it, "ADDR SIZE T " (sorttable reads on)
         name, size = 0, size if k % 2 else 0
     elif how == "dollar":
         continue
@@ -680,6 +681,8 @@ for k, (i, s) in enumerate(funcs[3::20]):
         shndx = idx[place[k % len(place)]]
         value, size = inside[0] - {"edata": 13, "nobits": 10, "abs": 9}[how], 0
     struct.pack_into("<IBBHQQ", data, p, name, info, other, shndx, value, size)
+if how == "strtab0":           # offset 0 is "" to BFD, whatever is there
+    data[stro] = ord("T")
 open(dst, "wb").write(data)
 EOF
 		nm -S "$T/syms" > "$T/nm"
@@ -689,7 +692,7 @@ EOF
 		edata) grep -q "^[0-9a-f]* E T" "$T/nm" ;;
 		nobits) grep -q "^[0-9a-f]* B T" "$T/nm" ;;
 		abs) [ "$(grep -c "^[0-9a-f]* A T" "$T/nm")" -gt 4 ] ;;
-		empty) grep -q "^[0-9a-f]* [0-9a-f]* T $" "$T/nm" ;;
+		empty | strtab0) grep -q "^[0-9a-f]* [0-9a-f]* T $" "$T/nm" ;;
 		dollar) [ "$(grep -c '^[0-9a-f]* [0-9a-f]* T [$][dxat]' "$T/nm")" = 4 ] ;;
 		esac
 		cp "$T/syms" "$T/theirs"
