@@ -127,6 +127,13 @@ struct mc_arch {
 	uint32_t relax_reloc;
 	bool base_avoid_func;		/* function symbols are poor table bases (ARM
 					 * Thumb symbols carry bit 0) */
+	/* nm leaves out symbols with empty names (BFD's "special" symbols
+	 * on RISC-V, for its pc-relative labels); elsewhere it lists them. */
+	bool nm_hides_empty_names;
+	/* The letters L of the mapping symbols ("$L", "$L.anything") nm
+	 * leaves out on this architecture (BFD's "special" symbols), or NULL:
+	 * it lists every name that starts with a dollar. */
+	const char *nm_mapping_letters;
 
 	/*
 	 * Decode the site that a relocation of type TYPE at OFFSET (against an

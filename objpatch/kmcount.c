@@ -321,41 +321,87 @@ static int parse_listing(const char *text, size_t len, struct km_funcs *fl)
 	return 0;
 }
 
-/* nm's type letter for symbol M of F (binutils' rules, for what an image
- * holds), or 0 for a symbol nm does not list. */
-static char nm_letter(const struct mce_file *f, const struct mce_sym *m)
+/* Whether BFD makes S of F a section of its own: not the symbol table
+ * and its string tables, nor the static relocations of a section (a
+ * symbol "in" one of those is absolute to nm). */
+static bool bfd_section(const struct mce_file *f, const struct mce_sec *s)
 {
+	const GElf_Shdr *sh = &s->sh;
+
+	switch (sh->sh_type) {
+	case SHT_SYMTAB:
+	case SHT_SYMTAB_SHNDX:
+		return false;
+	case SHT_STRTAB:
+		return s->idx != f->shstrndx && s != f->strtab;
+	case SHT_REL:
+	case SHT_RELA:
+		return (sh->sh_flags & SHF_ALLOC) || !f->symtab || sh->sh_link != f->symtab->idx ||
+		       !sh->sh_info || sh->sh_info >= f->shnum || sh->sh_info == s->idx;
+	default:
+		return true;
+	}
+}
+
+/* nm's letter for a symbol defined in S: BFD's, which looks at a few
+ * names (PE's, on any object) before the flags, and calls a section
+ * without contents 'b' whether it is allocated or not.  (What it calls
+ * 'N' or '?', 'n' here: no function's letter, and no hex digit, which is
+ * all sorttable makes of a letter.) */
+static char section_letter(const struct mce_file *f, const struct mce_sec *s)
+{
+	static const struct {
+		const char *prefix;
+		char letter;
+	} named[] = { { ".drectve", 'i' }, { ".edata", 'e' }, { ".idata", 'i' }, { ".pdata", 'p' } };
+
+	if (!bfd_section(f, s))
+		return 'a';
+	for (size_t i = 0; i < sizeof(named) / sizeof(named[0]); i++)
+		if (s->name && !strncmp(s->name, named[i].prefix, strlen(named[i].prefix)))
+			return named[i].letter;
+	if (s->sh.sh_flags & SHF_EXECINSTR)
+		return 't';
+	if (s->sh.sh_type == SHT_NOBITS)
+		return 'b';
+	if (!(s->sh.sh_flags & SHF_ALLOC))
+		return 'n';
+	return s->sh.sh_flags & SHF_WRITE ? 'd' : 'r';
+}
+
+/* nm's type letter for symbol M of F (binutils' rules, for what an image
+ * of A holds), or 0 for a symbol nm does not list. */
+static char nm_letter(const struct mce_file *f, const struct mc_arch *a, const struct mce_sym *m)
+{
+	/* (BFD reads an STT_COMMON symbol as an object.) */
+	bool object = m->type == STT_OBJECT || m->type == STT_COMMON;
 	char c;
 
-	if (m->type == STT_SECTION || m->type == STT_FILE || !m->name[0])
+	if (m->type == STT_SECTION || m->type == STT_FILE || (!m->name[0] && a->nm_hides_empty_names))
 		return 0;
-	/* (The arm, aarch64 and riscv mapping symbols: nm's "special".) */
-	if (m->name[0] == '$' && strchr("atxd", m->name[1]) &&
-	    (!m->name[2] || m->name[2] == '.'))
+	/* (Mapping symbols, on the architectures that have them: nm's
+	 * "special".) */
+	if (m->name[0] == '$' && a->nm_mapping_letters && m->name[1] &&
+	    strchr(a->nm_mapping_letters, m->name[1]) && (!m->name[2] || m->name[2] == '.'))
 		return 0;
 	if (m->raw_shndx == SHN_UNDEF)
-		return m->bind == STB_WEAK ? (m->type == STT_OBJECT ? 'v' : 'w') : 'U';
+		return m->bind == STB_WEAK ? (object ? 'v' : 'w') : 'U';
 	if (m->raw_shndx == SHN_COMMON)
 		return 'C';
 	if (m->type == STT_GNU_IFUNC)
 		return 'i';
 	if (m->bind == STB_WEAK)
-		return m->type == STT_OBJECT ? 'V' : 'W';
+		return object ? 'V' : 'W';
 	if (m->bind == STB_GNU_UNIQUE)
 		return 'u';
+	/* (Neither local nor global: an OS or processor binding, which BFD
+	 * reads as no binding at all.) */
+	if (m->bind != STB_LOCAL && m->bind != STB_GLOBAL)
+		return '?';
 	if (m->raw_shndx == SHN_ABS) {
 		c = 'a';
 	} else if (m->shndx && m->shndx < f->shnum) {
-		const GElf_Shdr *sh = &f->secs[m->shndx].sh;
-
-		if (sh->sh_flags & SHF_EXECINSTR)
-			c = 't';
-		else if (!(sh->sh_flags & SHF_ALLOC))
-			c = 'n';
-		else if (sh->sh_type == SHT_NOBITS)
-			c = 'b';
-		else
-			c = sh->sh_flags & SHF_WRITE ? 'd' : 'r';
+		c = section_letter(f, &f->secs[m->shndx]);
 	} else {
 		c = '?';
 	}
@@ -510,12 +556,13 @@ static size_t put_hex(char *buf, size_t at, uint64_t v, size_t w)
 /*
  * Whether M's line is not one record of sorttable's reading by itself
  * (the header comment): an undefined symbol's (no address), a name of one
- * byte without a size (the record takes the next line's address), or a
- * name with whitespace in it.
+ * byte without a size (the record takes the next line's address), an
+ * empty name (the record's name is the next line's address), or a name
+ * with whitespace in it.
  */
 static bool shifts(const struct named *m)
 {
-	return m->undef || (!m->size && m->len < 2) || m->spaced;
+	return m->undef || (!m->size && m->len < 2) || !m->len || m->spaced;
 }
 
 /* Line M (nm's "%0*llx %0*llx %c %s\n", without the size when it is 0
@@ -560,7 +607,14 @@ static int push_line(struct km_funcs *fl, const struct named *m)
 static void measure(const struct mce_file *f, struct named *m)
 {
 	const char *end = (const char *)f->strdata->d_buf + f->strdata->d_size;
-	const char *stop = past_name(m->name, end, true);
+	const char *stop;
+
+	if (!m->name[0]) {	/* (listed()'s "", which may lie elsewhere) */
+		m->len = 0;
+		m->spaced = false;
+		return;
+	}
+	stop = past_name(m->name, end, true);
 
 	m->spaced = stop < end && *stop;
 	m->len = (uint32_t)(m->spaced ? strlen(m->name) : (size_t)(stop - m->name));
@@ -569,13 +623,17 @@ static void measure(const struct mce_file *f, struct named *m)
 /* Symbol I of F as nm lists it into *M, its name measured when
  * MEASURE_IT (else its length only as 0, 1 or "2 or more", which is what
  * shifts() asks): 1, 0 when nm does not list it, -1 for a bad symbol. */
-static int listed(struct mce_file *f, size_t i, struct named *m, bool measure_it)
+static int listed(struct mce_file *f, const struct mc_arch *a, size_t i, struct named *m,
+		  bool measure_it)
 {
 	struct mce_sym y;
 
 	if (mce_sym_peek(f, i, &y) < 0)
 		return -1;
-	if (!(m->letter = nm_letter(f, &y)))
+	/* (BFD's name for offset 0 is "", whatever the table's first byte.) */
+	if (y.name == (const char *)f->strdata->d_buf)
+		y.name = "";
+	if (!(m->letter = nm_letter(f, a, &y)))
 		return 0;
 	m->name = y.name;
 	m->value = y.value;
@@ -607,7 +665,8 @@ static bool strtab_has_space(const struct mce_file *f)
  * holds them in nm's order.  (A real kernel's first such line, an
  * absolute "i", comes half way.)
  */
-static int nm_functions(struct mce_file *f, bool full, struct km_funcs *fl, bool *all_sorted)
+static int nm_functions(struct mce_file *f, const struct mc_arch *a, bool full,
+			struct km_funcs *fl, bool *all_sorted)
 {
 	struct named *v = malloc(f->nsyms * sizeof(*v) + 1);
 	struct name_key *keys = NULL;
@@ -623,7 +682,7 @@ static int nm_functions(struct mce_file *f, bool full, struct km_funcs *fl, bool
 		goto nomem;
 	mc_prefault_write(v, f->nsyms * sizeof(*v));
 	for (size_t i = 1; i < f->nsyms; i++) {
-		if ((k = listed(f, i, &v[n], spaces)) < 0)
+		if ((k = listed(f, a, i, &v[n], spaces)) < 0)
 			goto out;
 		if (!k)
 			continue;
@@ -814,7 +873,8 @@ static bool ends_ascend_in_any_order(const struct km_funcs *fl)
 	return ends_ascend(fl);
 }
 
-static int load_funcs(struct mce_file *f, const struct km_opts *o, struct km_funcs *fl)
+static int load_funcs(struct mce_file *f, const struct mc_arch *a, const struct km_opts *o,
+		      struct km_funcs *fl)
 {
 	struct listing l;
 	bool sorted = true;
@@ -830,7 +890,7 @@ static int load_funcs(struct mce_file *f, const struct km_opts *o, struct km_fun
 			r = mce_fail(f, "out of memory");
 		listing_free(&l);
 	} else {
-		r = nm_functions(f, false, fl, &sorted);
+		r = nm_functions(f, a, false, fl, &sorted);
 	}
 	for (;;) {
 		if (r == 0 && sort_funcs(fl) < 0)
@@ -841,7 +901,7 @@ static int load_funcs(struct mce_file *f, const struct km_opts *o, struct km_fun
 			return r;
 		free(fl->v);
 		memset(fl, 0, sizeof(*fl));
-		r = nm_functions(f, true, fl, &sorted);
+		r = nm_functions(f, a, true, fl, &sorted);
 	}
 }
 
@@ -994,7 +1054,7 @@ int km_sort(struct mce_file *f, const struct mc_arch *a, uint64_t start, uint64_
 		mce_fail(f, "out of memory");
 		goto out;
 	}
-	if (table_relocs(f, a, start, n, rel, &nrel) < 0 || load_funcs(f, o, &fl) < 0)
+	if (table_relocs(f, a, start, n, rel, &nrel) < 0 || load_funcs(f, a, o, &fl) < 0)
 		goto out;
 	for (size_t i = 0; i < nrel; i++)
 		v[i] = (uint64_t)rel[i]->addend;

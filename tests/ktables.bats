@@ -621,6 +621,92 @@ EOF
 	done
 }
 
+@test "sort --kernel lists each symbol as nm -S does: an OS or processor binding is \"?\", a weak STT_COMMON \"V\", PE's section names (.edata) come first, a section without contents is \"b\" allocated or not, the symbol table's and relocations' sections are \"A\", an empty name (offset 0, whatever is there) is listed (and shifts), \"\$d\" is a function's name on x86" {
+	# Sorttable reads the letter of a line without a size as the size of
+	# a function whose name starts with T: so "e" (14) or "b" (11), not
+	# "d" (13) or "n" (0), makes an entry 13 or 10 bytes on part of it.
+	sorttable 6.12 orc
+	image x86_64 6.12
+	local d=$BATS_FILE_TMPDIR/x86_64-6.12 how
+	echo junk > "$T/junk"
+	objcopy --rename-section .data=.edata "$d/vmlinux" "$T/edata"
+	objcopy --add-section .junk="$T/junk" "$d/vmlinux" "$T/nobits"
+	cp "$d/vmlinux" "$T/bind"
+	cp "$d/vmlinux" "$T/empty"
+	cp "$d/vmlinux" "$T/abs"
+	cp "$d/vmlinux" "$T/common"
+	cp "$d/vmlinux" "$T/strtab0"
+	# (arm's and aarch64's mapping symbols: x86's nm lists them.)
+	objcopy --redefine-sym 'f10=$d' --redefine-sym 'f11=$x' --redefine-sym 'f12=$a' \
+		--redefine-sym 'f13=$t.1' "$d/vmlinux" "$T/dollar"
+	for how in bind common edata nobits abs empty strtab0 dollar; do
+		$PY - "$T/$how" "$T/syms" $how <<'EOF'
+import sys, struct
+from elftools.elf.elffile import ELFFile
+src, dst, how = sys.argv[1:4]
+data = bytearray(open(src, "rb").read())
+f = ELFFile(open(src, "rb"))
+secs = list(f.iter_sections())
+idx = {s.name: i for i, s in enumerate(secs)}
+st = f.get_section_by_name(".symtab")
+stro = f.get_section_by_name(".strtab")["sh_offset"]
+syms = list(st.iter_symbols())
+at = {s.name: s["st_value"] for s in syms}
+loc = f.get_section_by_name(".init.data")
+base = loc["sh_offset"] - loc["sh_addr"]
+entries = sorted(struct.unpack_from("<Q", data, base + a)[0]
+                 for a in range(at["__start_mcount_loc"], at["__stop_mcount_loc"], 8))
+funcs = [(i, s) for i, s in enumerate(syms)
+         if s["st_info"]["type"] == "STT_FUNC" and s.name.startswith("f")]
+if how == "nobits":     # the section objcopy added: no contents now, not allocated
+    struct.pack_into("<I", data, f["e_shoff"] + idx[".junk"] * f["e_shentsize"] + 4, 8)
+for k, (i, s) in enumerate(funcs[3::20]):
+    p = st["sh_offset"] + i * st["sh_entsize"]
+    name, info, other, shndx, value, size = struct.unpack_from("<IBBHQQ", data, p)
+    inside = [e for e in entries if value <= e < value + size]
+    if how == "bind":           # an OS or processor binding: nm's "?"
+        info = 13 << 4 | (info & 15)
+    elif how == "common":       # weak, STT_COMMON: an object to nm ("V")
+        info = 2 << 4 | 5
+    elif how in ("empty", "strtab0"):   # nm lists it, "ADDR SIZE T " (sorttable reads on)
+        name, size = 0, size if k % 2 else 0
+    elif how == "dollar":
+        continue
+    elif inside:                # a function no more, but a name in T of no size
+        # placed before an entry: nm's letter read as its size (e = 14,
+        # b = 11, A = 10) reaches it, a d (13) or n (0) would not.
+        place = {"edata": [".edata"], "nobits": [".junk"],
+                 "abs": [".rela.text", ".symtab", ".strtab", ".shstrtab"]}[how]
+        data[stro + name] = ord("T")
+        shndx = idx[place[k % len(place)]]
+        value, size = inside[0] - {"edata": 13, "nobits": 10, "abs": 9}[how], 0
+    struct.pack_into("<IBBHQQ", data, p, name, info, other, shndx, value, size)
+if how == "strtab0":           # offset 0 is "" to BFD, whatever is there
+    data[stro] = ord("T")
+open(dst, "wb").write(data)
+EOF
+		nm -S "$T/syms" > "$T/nm"
+		case $how in
+		bind) grep -q "^[0-9a-f]* [0-9a-f]* ? f" "$T/nm" ;;
+		common) grep -q "^[0-9a-f]* [0-9a-f]* V f" "$T/nm" ;;
+		edata) grep -q "^[0-9a-f]* E T" "$T/nm" ;;
+		nobits) grep -q "^[0-9a-f]* B T" "$T/nm" ;;
+		abs) [ "$(grep -c "^[0-9a-f]* A T" "$T/nm")" -gt 4 ] ;;
+		empty | strtab0) grep -q "^[0-9a-f]* [0-9a-f]* T $" "$T/nm" ;;
+		dollar) [ "$(grep -c '^[0-9a-f]* [0-9a-f]* T [$][dxat]' "$T/nm")" = 4 ] ;;
+		esac
+		cp "$T/syms" "$T/theirs"
+		$KT shuffle "$T/theirs" 3
+		cp "$T/theirs" "$T/ours"
+		cp "$T/theirs" "$T/inplace"
+		"$BATS_FILE_TMPDIR/sorttable-6.12/orc" -s "$T/nm" "$T/theirs"
+		"$OBJPATCH" sort --kernel "$T/ours"
+		cmp "$T/theirs" "$T/ours"
+		"$OBJPATCH" sort --kernel --in-place "$T/inplace"
+		cmp "$T/theirs" "$T/inplace"
+	done
+}
+
 @test "sorttable -s: overlapping functions (nested, one start, two sizes) leave entries as glibc's bsearch finds them, not as a scan would" {
 	# Functions that end out of their start order make the search's
 	# answer depend on the order; objpatch then searches each entry as

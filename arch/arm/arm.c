@@ -96,6 +96,7 @@ static unsigned arm_is_nop(const struct mc_text *t, uint64_t off)
 
 const struct mc_arch mc_arch_arm = {
 	.name = "arm",
+	.nm_mapping_letters = "abcdefghijklmnopqrstuvwxyz",
 	.machine = EM_ARM,
 	.elfclass = ELFCLASS32,
 	.table_reloc = R_ARM_ABS32,

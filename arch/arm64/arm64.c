@@ -157,6 +157,7 @@ static int arm64_runtime_mcount_site(const struct mc_text *t, uint64_t off, uint
 
 const struct mc_arch mc_arch_aarch64 = {
 	.name = "aarch64",
+	.nm_mapping_letters = "dxmfp",
 	.machine = EM_AARCH64,
 	.elfclass = ELFCLASS64,
 	.table_reloc = R_AARCH64_ABS64,

@@ -185,6 +185,7 @@ static int riscv_runtime_mcount_site(const struct mc_text *t, uint64_t off, uint
 
 const struct mc_arch mc_arch_riscv64 = {
 	.name = "riscv64",
+	.nm_mapping_letters = "dx",
 	.machine = EM_RISCV,
 	.elfclass = ELFCLASS64,
 	.table_reloc = R_RISCV_64,
@@ -200,6 +201,7 @@ const struct mc_arch mc_arch_riscv64 = {
 	 * 6.12 does not, nor sort its table at build time: its sorttable
 	 * would zero every such entry.) */
 	.kernel_mcount_before = 8,
+	.nm_hides_empty_names = true,
 	.tramp_asm = mc_tramp_riscv64,
 	.cross_prefix = "riscv64-linux-gnu-",
 	.insn = riscv_insn,
