@@ -370,8 +370,10 @@ static char section_letter(const struct mce_file *f, const struct mce_sec *s)
 }
 
 /* nm's type letter for symbol M of F (binutils' rules, for what an image
- * of A holds), or 0 for a symbol nm does not list. */
-static char nm_letter(const struct mce_file *f, const struct mc_arch *a, const struct mce_sym *m)
+ * of A holds), or 0 for a symbol nm does not list.  SECS: each section's
+ * section_letter(), worked out once per listing. */
+static char nm_letter(const struct mce_file *f, const struct mc_arch *a, const char *secs,
+		      const struct mce_sym *m)
 {
 	/* (BFD reads an STT_COMMON symbol as an object.) */
 	bool object = m->type == STT_OBJECT || m->type == STT_COMMON;
@@ -401,7 +403,7 @@ static char nm_letter(const struct mce_file *f, const struct mc_arch *a, const s
 	if (m->raw_shndx == SHN_ABS) {
 		c = 'a';
 	} else if (m->shndx && m->shndx < f->shnum) {
-		c = section_letter(f, &f->secs[m->shndx]);
+		c = secs[m->shndx];
 	} else {
 		c = '?';
 	}
@@ -623,8 +625,8 @@ static void measure(const struct mce_file *f, struct named *m)
 /* Symbol I of F as nm lists it into *M, its name measured when
  * MEASURE_IT (else its length only as 0, 1 or "2 or more", which is what
  * shifts() asks): 1, 0 when nm does not list it, -1 for a bad symbol. */
-static int listed(struct mce_file *f, const struct mc_arch *a, size_t i, struct named *m,
-		  bool measure_it)
+static int listed(struct mce_file *f, const struct mc_arch *a, const char *secs, size_t i,
+		  struct named *m, bool measure_it)
 {
 	struct mce_sym y;
 
@@ -633,7 +635,7 @@ static int listed(struct mce_file *f, const struct mc_arch *a, size_t i, struct 
 	/* (BFD's name for offset 0 is "", whatever the table's first byte.) */
 	if (y.name == (const char *)f->strdata->d_buf)
 		y.name = "";
-	if (!(m->letter = nm_letter(f, a, &y)))
+	if (!(m->letter = nm_letter(f, a, secs, &y)))
 		return 0;
 	m->name = y.name;
 	m->value = y.value;
@@ -673,16 +675,17 @@ static int nm_functions(struct mce_file *f, const struct mc_arch *a, bool full,
 	uint32_t *ord = NULL;
 	size_t n = 0, at = 0, total = 0, w = f->addrsize * 2, before = 0, rest = 0;
 	const char *first = NULL;	/* the least name of a line that shifts */
-	char *buf = NULL;
+	char *buf = NULL, *secs = malloc(f->shnum + 1);
 	int r = -1, k;
-
 	bool spaces = strtab_has_space(f);
 
-	if (!v || f->nsyms > UINT32_MAX)
+	if (!v || !secs || f->nsyms > UINT32_MAX)
 		goto nomem;
+	for (size_t i = 1; i < f->shnum; i++)
+		secs[i] = section_letter(f, &f->secs[i]);
 	mc_prefault_write(v, f->nsyms * sizeof(*v));
 	for (size_t i = 1; i < f->nsyms; i++) {
-		if ((k = listed(f, a, i, &v[n], spaces)) < 0)
+		if ((k = listed(f, a, secs, i, &v[n], spaces)) < 0)
 			goto out;
 		if (!k)
 			continue;
@@ -740,6 +743,7 @@ nomem:
 	mce_fail(f, "out of memory");
 out:
 	free(v);
+	free(secs);
 	free(keys);
 	free(ord);
 	free(buf);
