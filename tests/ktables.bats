@@ -365,6 +365,22 @@ identical612_test() {
 	done
 }
 
+# same_as_sorttable612 IMAGE NMFILE SEED: IMAGE's tables shuffled (SEED),
+# then sort --kernel and sort --kernel --in-place, which read the image's
+# own symbols, give the bytes of 6.12's sorttable -s NMFILE (NMFILE being
+# nm -S of IMAGE), built with ORC by the caller.
+same_as_sorttable612() {
+	cp "$1" "$T/theirs"
+	$KT shuffle "$T/theirs" "$3"
+	cp "$T/theirs" "$T/ours"
+	cp "$T/theirs" "$T/inplace"
+	"$BATS_FILE_TMPDIR/sorttable-6.12/orc" -s "$2" "$T/theirs"
+	"$OBJPATCH" sort --kernel "$T/ours"
+	cmp "$T/theirs" "$T/ours"
+	"$OBJPATCH" sort --kernel --in-place "$T/inplace"
+	cmp "$T/theirs" "$T/inplace"
+}
+
 @test "x86_64: sort --kernel gives the 6.12 sorttable's bytes (6.4's ORC layout, weak entries zeroed)" {
 	identical612_test x86_64
 }
@@ -607,17 +623,8 @@ EOF
 		[ "$(grep -c " T zf" "$T/nm")" -gt 50 ]
 		[ $how != alias ] || [ "$(grep -c " T Tz_f" "$T/nm")" -gt 50 ]
 		[ $how != alias ] || [ "$(grep -c " T tt_f" "$T/nm")" -gt 50 ]
-		for seed in 1 2; do
-			cp "$T/syms" "$T/theirs"
-			$KT shuffle "$T/theirs" $seed
-			cp "$T/theirs" "$T/ours"
-			cp "$T/theirs" "$T/inplace"
-			"$BATS_FILE_TMPDIR/sorttable-6.12/orc" -s "$T/nm" "$T/theirs"
-			"$OBJPATCH" sort --kernel "$T/ours"
-			cmp "$T/theirs" "$T/ours"
-			"$OBJPATCH" sort --kernel --in-place "$T/inplace"
-			cmp "$T/theirs" "$T/inplace"
-		done
+		same_as_sorttable612 "$T/syms" "$T/nm" 1
+		same_as_sorttable612 "$T/syms" "$T/nm" 2
 	done
 }
 
@@ -695,15 +702,7 @@ EOF
 		empty | strtab0) grep -q "^[0-9a-f]* [0-9a-f]* T $" "$T/nm" ;;
 		dollar) [ "$(grep -c '^[0-9a-f]* [0-9a-f]* T [$][dxat]' "$T/nm")" = 4 ] ;;
 		esac
-		cp "$T/syms" "$T/theirs"
-		$KT shuffle "$T/theirs" 3
-		cp "$T/theirs" "$T/ours"
-		cp "$T/theirs" "$T/inplace"
-		"$BATS_FILE_TMPDIR/sorttable-6.12/orc" -s "$T/nm" "$T/theirs"
-		"$OBJPATCH" sort --kernel "$T/ours"
-		cmp "$T/theirs" "$T/ours"
-		"$OBJPATCH" sort --kernel --in-place "$T/inplace"
-		cmp "$T/theirs" "$T/inplace"
+		same_as_sorttable612 "$T/syms" "$T/nm" 3
 	done
 }
 
