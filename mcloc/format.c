@@ -1,0 +1,546 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The text, JSON, Chrome and profile output of a stream of events, shared
+ * by the live trace (trace.c, from the rings) and the offline tools
+ * (replay.c, from a recording): one formatter, whichever way the events
+ * came.  Events arrive merged by time, as struct item.
+ */
+#include "format.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- names ---------------------------------------------------------------- */
+
+struct name *name_add(struct names *ns, uint64_t addr)
+{
+	if (ns->n == ns->cap) {
+		size_t cap = ns->cap ? 2 * ns->cap : 256;
+		struct name *v = realloc(ns->v, cap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		ns->v = v;
+		ns->cap = cap;
+	}
+	ns->sorted = false;
+	ns->v[ns->n] = (struct name){ .addr = addr };
+	return &ns->v[ns->n++];
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+	const struct name *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+struct name *name_find(struct names *ns, uint64_t addr)
+{
+	if (!ns->sorted) {
+		if (ns->n)
+			qsort(ns->v, ns->n, sizeof(*ns->v), cmp_name);
+		ns->sorted = true;
+	}
+	size_t lo = 0, hi = ns->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (ns->v[mid].addr < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < ns->n && ns->v[lo].addr == addr ? &ns->v[lo] : NULL;
+}
+
+/* ADDR's name in NS, or ADDR in hex in BUF. */
+static const char *name_or_addr(struct names *ns, uint64_t addr, char *buf, size_t len)
+{
+	struct name *n = name_find(ns, addr);
+
+	if (n && n->name)
+		return n->name;
+	snprintf(buf, len, "%#llx", (unsigned long long)addr);
+	return buf;
+}
+
+const char *site_name(struct tracing *t, uint64_t ip, char *buf, size_t len)
+{
+	return name_or_addr(&t->sites, ip, buf, len);
+}
+
+const char *caller_name(struct tracing *t, uint64_t addr, char *buf, size_t len)
+{
+	return name_or_addr(&t->callers, addr, buf, len);
+}
+
+/* ---- events in time order ------------------------------------------------ */
+
+int cmp_item(const void *a, const void *b)
+{
+	const struct item *x = a, *y = b;
+
+	if (x->e.time != y->e.time)
+		return x->e.time < y->e.time ? -1 : 1;
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Whether V needs no sort: one thread's events come in order. */
+bool in_order(const struct item *v, size_t n)
+{
+	for (size_t i = 1; i < n; i++)
+		if (cmp_item(&v[i - 1], &v[i]) > 0)
+			return false;
+	return true;
+}
+/* V as a count of nanoseconds: saturated, as a double out of range has
+ * no integer value. */
+uint64_t saturate(double v)
+{
+	return !(v > 0) ? 0 : v >= 0x1p64 ? UINT64_MAX : (uint64_t)v;
+}
+
+uint64_t scaled(const struct tracing *t, uint64_t units)
+{
+	return saturate((double)units * t->rate);
+}
+
+uint64_t to_ns(const struct tracing *t, uint64_t time)
+{
+	if (!t->g.ticks)
+		return time;
+	double d = (double)(int64_t)(time - t->g.start_time) * t->rate;
+
+	return d < 0 ? t->g.start_ns - saturate(-d) : t->g.start_ns + saturate(d);
+}
+
+struct thread *thread_of(struct tracing *t, uint32_t tid, const char *comm)
+{
+	for (size_t i = 0; i < t->nthreads; i++)
+		if (t->threads[i].tid == tid)
+			return &t->threads[i];
+	struct thread *v = realloc(t->threads, (t->nthreads + 1) * sizeof(*v));
+
+	if (!v)
+		return NULL;
+	t->threads = v;
+	struct thread *th = &v[t->nthreads++];
+
+	memset(th, 0, sizeof(*th));
+	th->tid = tid;
+	if (comm)
+		memcpy(th->comm, comm, sizeof(th->comm) - 1);
+	return th;
+}
+
+/* ---- formatting ------------------------------------------------------------- */
+
+static void print_time(uint64_t ns)
+{
+	printf("%5llu.%06llu", (unsigned long long)(ns / 1000000000u),
+	       (unsigned long long)(ns / 1000 % 1000000));
+}
+
+/* ftrace's duration column: a mark for long calls, then microseconds. */
+static void print_duration(uint64_t ns)
+{
+	char mark = ns > 1000000000 ? '$' : ns > 100000000 ? '@' : ns > 10000000 ? '*' :
+		    ns > 1000000 ? '#' : ns > 100000 ? '!' : ns > 10000 ? '+' : ' ';
+
+	printf("%c %7llu.%03llu us |", mark, (unsigned long long)(ns / 1000),
+	       (unsigned long long)(ns % 1000));
+}
+
+static void graph_prefix(struct tracing *t, const struct thread *th, const struct mcloc_event *e)
+{
+	if (t->last_tid && t->last_tid != th->tid)
+		printf(" ------------------------------------------\n"
+		       " %3u) %s-%u => %s-%u\n"
+		       " ------------------------------------------\n\n", e->cpu,
+		       thread_of(t, t->last_tid, NULL)->comm, t->last_tid, th->comm, th->tid);
+	t->last_tid = th->tid;
+	printf(" %3u) ", e->cpu);
+}
+
+static void json_event(struct tracing *t, const struct thread *th, const struct mcloc_event *e,
+		       const char *type, uint64_t dur)
+{
+	char b1[32], b2[32];
+
+	printf("{\"time_ns\":%llu,\"pid\":%u,\"tid\":%u,\"cpu\":%u,", (unsigned long long)to_ns(t, e->time),
+	       t->pid, th->tid, e->cpu);
+	json_str("type", type, false);
+	json_str("function", site_name(t, e->ip, b1, sizeof(b1)), false);
+	if (e->type == MCLOC_EV_CALL || e->type == MCLOC_EV_ENTRY)
+		json_str("parent", caller_name(t, e->parent, b2, sizeof(b2)), false);
+	if (e->type == MCLOC_EV_EXIT)
+		printf("\"duration_ns\":%llu,", (unsigned long long)dur);
+	printf("\"depth\":%u}\n", e->depth);
+}
+
+void chrome_event(struct tracing *t, const struct thread *th, const char *ph,
+			 const char *name, uint64_t ns)
+{
+	if (!t->chrome)
+		return;
+	fprintf(t->chrome, "%s\n{\"name\":\"", t->chrome_first ? "" : ",");
+	for (const char *s = name; *s; s++)
+		fprintf(t->chrome, *s == '"' || *s == '\\' ? "\\%c" : "%c", *s);
+	fprintf(t->chrome, "\",\"ph\":\"%s\",\"ts\":%llu.%03llu,\"pid\":%u,\"tid\":%u}", ph,
+		(unsigned long long)(ns / 1000), (unsigned long long)(ns % 1000), t->pid, th->tid);
+	t->chrome_first = false;
+}
+
+/* Print TH's pending graph entry as an opening line. */
+void graph_flush_pending(struct tracing *t, struct thread *th)
+{
+	char b[32];
+
+	if (!th->pending)
+		return;
+	th->pending = false;
+	if (t->json || t->chrome || t->mode != GRAPH)
+		return;	/* (--chrome: the file instead of the text) */
+	graph_prefix(t, th, &th->entry);
+	printf("%16s|  %*s%s() {\n", "", 2 * th->entry.depth, "",
+	       site_name(t, th->entry.ip, b, sizeof(b)));
+	th->opened++;
+}
+
+static size_t hit_hash(uint64_t ip, uint32_t tid, size_t mask)
+{
+	return (size_t)(((ip ^ (uint64_t)tid << 40) * 0x9e3779b97f4a7c15ull) >> 32) & mask;
+}
+
+/* The counters of the function at IP (of thread TID with --per-thread):
+ * found through a hash of them, as a profile sees an event per call. */
+static struct hit *hit_of(struct tracing *t, uint64_t ip, uint32_t tid)
+{
+	if (!t->per_thread)
+		tid = 0;
+	for (size_t i = t->hit_index ? hit_hash(ip, tid, t->index_mask) : 0;
+	     t->hit_index && t->hit_index[i]; i = (i + 1) & t->index_mask) {
+		struct hit *h = &t->hits[t->hit_index[i] - 1];
+
+		if (h->ip == ip && h->tid == tid)
+			return h;
+	}
+	if (t->nhits == t->cap_hits) {
+		size_t cap = t->cap_hits ? 2 * t->cap_hits : 256;
+		struct hit *v = realloc(t->hits, cap * sizeof(*v));
+		size_t *ix = calloc(2 * cap, sizeof(*ix));
+
+		if (!v || !ix) {
+			free(ix);
+			if (v)
+				t->hits = v;
+			return NULL;
+		}
+		t->hits = v;
+		t->cap_hits = cap;
+		free(t->hit_index);
+		t->hit_index = ix;
+		t->index_mask = 2 * cap - 1;
+		for (size_t k = 0; k < t->nhits; k++) {
+			size_t i = hit_hash(t->hits[k].ip, t->hits[k].tid, t->index_mask);
+
+			while (ix[i])
+				i = (i + 1) & t->index_mask;
+			ix[i] = k + 1;
+		}
+	}
+	size_t i = hit_hash(ip, tid, t->index_mask);
+
+	while (t->hit_index[i])
+		i = (i + 1) & t->index_mask;
+	t->hits[t->nhits] = (struct hit){ .ip = ip, .tid = tid };
+	t->hit_index[i] = ++t->nhits;
+	return &t->hits[t->nhits - 1];
+}
+
+static void profile_event(struct tracing *t, struct thread *th, const struct mcloc_event *e)
+{
+	struct hit *h = hit_of(t, e->ip, th->tid);
+
+	if (!h)
+		return;
+	if (e->type == MCLOC_EV_ENTRY) {
+		h->calls++;
+		if (th->depth < STACK)
+			th->stack[th->depth] = (struct open_call){ e->ip, 0 };
+		th->depth++;
+	} else if (e->type == MCLOC_EV_UNTIMED) {
+		h->calls++;
+		h->untimed++;
+	} else if (th->depth && (e->type == MCLOC_EV_EXIT || e->type == MCLOC_EV_LEFT)) {
+		th->depth--;
+		if (e->type == MCLOC_EV_LEFT || th->depth >= STACK) {
+			h->untimed++;
+			return;
+		}
+		uint64_t dur = scaled(t, e->parent);
+
+		h->total_ns += dur;
+		h->self_ns += dur > th->stack[th->depth].child_ns ? dur - th->stack[th->depth].child_ns
+								  : 0;
+		if (th->depth && th->depth - 1 < STACK)
+			th->stack[th->depth - 1].child_ns += dur;
+	}
+}
+
+/* Events of TH were lost before its next one (at NS): say so where the
+ * gap is, as trace_pipe does, and forget the calls it was inside, whose
+ * ends may be among them. */
+void thread_lost(struct tracing *t, struct thread *th, const struct mcloc_event *e)
+{
+	graph_flush_pending(t, th);
+	while (th->open) {
+		chrome_event(t, th, "E", "", th->last_ns);
+		th->open--;
+	}
+	th->opened = 0;
+	th->depth = 0;
+	if (t->json)
+		printf("{\"pid\":%u,\"tid\":%u,\"type\":\"lost\"}\n", t->pid, th->tid);
+	else if (t->mode == GRAPH && !t->chrome)
+		printf(" %3u) %s-%u [LOST EVENTS]\n", e->cpu, th->comm, th->tid);
+	else if (t->mode == FUNCTION && !t->chrome)
+		printf("%16s-%-7u [%03u] [LOST EVENTS]\n", th->comm, th->tid, e->cpu);
+}
+
+void format_event(struct tracing *t, struct item *it)
+{
+	struct mcloc_event *e = &it->e;
+	struct thread *th = thread_of(t, it->tid, NULL);
+	uint64_t ns = to_ns(t, e->time);
+	char b1[32], b2[32];
+
+	if (!th)
+		return;
+	if (e->type & MCLOC_EV_LOST_BEFORE) {
+		e->type &= (uint16_t)~MCLOC_EV_LOST_BEFORE;
+		thread_lost(t, th, e);
+	}
+	t->events++;
+	th->last_ns = ns;
+	th->cpu = e->cpu;
+	if (t->mode == PROFILE) {
+		profile_event(t, th, e);
+		return;
+	}
+	if (e->type == MCLOC_EV_CALL) {
+		const char *fn = site_name(t, e->ip, b1, sizeof(b1));
+
+		chrome_event(t, th, "i", fn, ns);
+		if (t->json) {
+			json_event(t, th, e, "call", 0);
+		} else if (!t->chrome) {
+			printf("%16s-%-7u [%03u] ", th->comm, th->tid, e->cpu);
+			print_time(ns);
+			printf(": %s <-%s\n", fn, caller_name(t, e->parent, b2, sizeof(b2)));
+		}
+		return;
+	}
+	/* function_graph */
+	const char *fn = site_name(t, e->ip, b1, sizeof(b1));
+	uint64_t dur = e->type == MCLOC_EV_EXIT ? scaled(t, e->parent) : 0;
+
+	if (e->type == MCLOC_EV_ENTRY) {
+		chrome_event(t, th, "B", fn, ns);
+		th->open++;
+		if (t->json)
+			json_event(t, th, e, "entry", 0);
+		graph_flush_pending(t, th);
+		th->pending = true;
+		th->entry = *e;
+		return;
+	}
+	if (e->type == MCLOC_EV_EXIT || e->type == MCLOC_EV_LEFT) {
+		if (th->open) {
+			chrome_event(t, th, "E", fn, ns);
+			th->open--;
+		}
+		if (t->json) {
+			json_event(t, th, e, e->type == MCLOC_EV_EXIT ? "exit" : "left", dur);
+			th->pending = false;
+			return;
+		}
+		if (t->chrome)
+			return;
+		bool leaf = th->pending && th->entry.ip == e->ip && th->entry.depth == e->depth;
+
+		if (leaf) {
+			th->pending = false;
+			if (e->type == MCLOC_EV_EXIT && dur < t->threshold_ns)
+				return;
+			graph_prefix(t, th, e);
+			if (e->type == MCLOC_EV_LEFT)
+				printf("%16s|  %*s%s(); /* left early (an exception or longjmp): not timed */\n", "",
+				       2 * e->depth, "", fn);
+			else {
+				print_duration(dur);
+				printf("  %*s%s();\n", 2 * e->depth, "", fn);
+			}
+			return;
+		}
+		graph_flush_pending(t, th);
+		if (e->type == MCLOC_EV_EXIT && dur < t->threshold_ns)
+			return;
+		graph_prefix(t, th, e);
+		/* "}" closes the "{" above; a call begun before the trace
+		 * closes with its name, as ftrace writes it. */
+		bool named = !th->opened;
+
+		th->opened -= !named;
+		if (e->type == MCLOC_EV_LEFT)
+			printf("%16s|  %*s} /* %s: left early (an exception or longjmp) */\n", "", 2 * e->depth, "", fn);
+		else if (print_duration(dur), named)
+			printf("  %*s} /* %s */\n", 2 * e->depth, "", fn);
+		else
+			printf("  %*s}\n", 2 * e->depth, "");
+		return;
+	}
+	if (e->type == MCLOC_EV_UNTIMED) {
+		if (t->json) {
+			json_event(t, th, e, "untimed", 0);
+			return;
+		}
+		chrome_event(t, th, "i", fn, ns);
+		if (t->chrome)
+			return;
+		graph_flush_pending(t, th);
+		graph_prefix(t, th, e);
+		printf("%16s|  %*s%s(); /* its return cannot be hooked: not timed */\n", "",
+		       2 * e->depth, "", fn);
+	}
+}
+
+static struct tracing *sorting;
+
+static uint64_t avg_ns(const struct hit *h)
+{
+	uint64_t timed = h->calls - h->untimed;
+
+	return timed ? h->total_ns / timed : 0;
+}
+
+/* By thread (--per-thread), then by the --sort key, most first (names in
+ * order); ties by calls, then name. */
+static int cmp_hit(const void *a, const void *b)
+{
+	const struct hit *x = a, *y = b;
+	char b1[32], b2[32];
+	uint64_t u, v;
+
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	switch (sorting->sort) {
+	case BY_SELF: u = x->self_ns, v = y->self_ns; break;
+	case BY_CALLS: u = x->calls, v = y->calls; break;
+	case BY_AVG: u = avg_ns(x), v = avg_ns(y); break;
+	case BY_NAME: u = v = 0; break;
+	default: u = x->total_ns, v = y->total_ns; break;
+	}
+	if (u != v)
+		return u < v ? 1 : -1;
+	if (sorting->sort != BY_NAME && x->calls != y->calls)
+		return x->calls < y->calls ? 1 : -1;
+	return strcmp(site_name(sorting, x->ip, b1, sizeof(b1)),
+		      site_name(sorting, y->ip, b2, sizeof(b2)));
+}
+
+void print_profile(struct tracing *t)
+{
+	char b[32];
+
+	sorting = t;
+	if (t->nhits)
+		qsort(t->hits, t->nhits, sizeof(*t->hits), cmp_hit);
+	for (size_t i = 0; i < t->nhits; i++) {
+		const struct hit *h = &t->hits[i];
+		uint64_t timed = h->calls - h->untimed;
+		const char *fn = site_name(t, h->ip, b, sizeof(b));
+
+		if (!t->json && (i == 0 || h->tid != t->hits[i - 1].tid)) {
+			if (t->per_thread) {
+				struct thread *th = thread_of(t, h->tid, NULL);
+
+				printf("%s# thread %u (%s)\n", i ? "\n" : "", h->tid,
+				       th ? th->comm : "?");
+			}
+			printf("%-40s %12s %14s %12s %14s\n%-40s %12s %14s %12s %14s\n", "Function",
+			       "Hit", "Time (us)", "Avg (us)", "Self (us)", "--------", "---",
+			       "---------", "--------", "---------");
+		}
+		if (t->json) {
+			putchar('{');
+			json_str("function", fn, false);
+			if (t->per_thread)
+				printf("\"tid\":%u,", h->tid);
+			printf("\"calls\":%llu,\"timed\":%llu,\"total_ns\":%llu,\"self_ns\":%llu}\n",
+			       (unsigned long long)h->calls, (unsigned long long)timed,
+			       (unsigned long long)h->total_ns, (unsigned long long)h->self_ns);
+		} else if (timed) {
+			printf("%-40s %12llu %14.3f %12.3f %14.3f\n", fn,
+			       (unsigned long long)h->calls, h->total_ns / 1e3,
+			       h->total_ns / 1e3 / (double)timed, h->self_ns / 1e3);
+		} else {
+			printf("%-40s %12llu %14s %12s %14s\n", fn, (unsigned long long)h->calls,
+			       "-", "-", "-");
+		}
+	}
+}
+
+
+void print_header(const struct tracing *t)
+{
+	if (t->json || t->chrome)
+		return;
+	if (t->mode == FUNCTION)
+		printf("# tracer: function\n#\n"
+		       "#            TASK-PID     CPU#     TIMESTAMP  FUNCTION\n"
+		       "#               | |         |          |         |\n");
+	else if (t->mode == GRAPH)
+		printf("# tracer: function_graph\n#\n"
+		       "# CPU  DURATION                  FUNCTION CALLS\n"
+		       "# |     |   |                     |   |   |   |\n");
+}
+
+void finish_output(struct tracing *t)
+{
+	for (size_t i = 0; i < t->nthreads; i++)
+		graph_flush_pending(t, &t->threads[i]);
+	if (t->mode == PROFILE)
+		print_profile(t);
+	if (t->chrome) {
+		/* Every call begun ends: those still running at the stop end
+		 * there. */
+		for (size_t i = 0; i < t->nthreads; i++)
+			while (t->threads[i].open--)
+				chrome_event(t, &t->threads[i], "E", "", t->threads[i].last_ns);
+		fprintf(t->chrome, "\n],\"displayTimeUnit\":\"ns\"}\n");
+	}
+}
+
+static void names_free(struct names *ns)
+{
+	for (size_t i = 0; i < ns->n; i++)
+		free(ns->v[i].name);
+	free(ns->v);
+}
+
+void tracing_free(struct tracing *t)
+{
+	names_free(&t->sites);
+	names_free(&t->callers);
+	free(t->threads);
+	free(t->hits);
+	free(t->items);
+	free(t->hit_index);
+	free(t->tails);
+}

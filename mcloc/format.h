@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * format.c: what the live trace and the offline tools share: the names of
+ * sites and callers, each thread's state, and the formatting of events
+ * into ftrace's text, JSON lines, the Chrome Trace Event format or a
+ * profile table.
+ */
+#ifndef MCLOC_COMMAND_FORMAT_H
+#define MCLOC_COMMAND_FORMAT_H
+
+#include "peer.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+enum mode { FUNCTION, GRAPH, PROFILE };
+
+struct name {
+	uint64_t addr, off;
+	char *name;		/* NULL: unknown */
+};
+
+struct names {
+	struct name *v;
+	size_t n, cap;
+	bool sorted;
+};
+
+/* One thread's state for the formatting. */
+#define STACK 256
+struct thread {
+	uint32_t tid;
+	char comm[16];
+	bool pending;			/* graph: an entry not printed yet */
+	struct mcloc_event entry;	/* ... which */
+	unsigned opened;		/* graph: "{" printed, "}" not yet */
+	unsigned open;			/* chrome: begun, not ended */
+	uint64_t last_ns;
+	uint32_t cpu;			/* of its last event */
+	/* profile: the calls the thread is inside, with the time their
+	 * callees took */
+	unsigned depth;
+	struct open_call {
+		uint64_t ip, child_ns;
+	} stack[STACK];
+};
+
+struct hit {
+	uint64_t ip, calls, total_ns, self_ns, untimed;
+	uint32_t tid;		/* --per-thread: whose (else 0) */
+};
+
+enum sort_key { BY_TOTAL, BY_SELF, BY_CALLS, BY_AVG, BY_NAME };
+
+struct tracing {
+	enum mode mode;
+	bool json;
+	FILE *chrome;
+	bool chrome_first;
+	uint64_t threshold_ns;		/* graph: hide calls shorter */
+	struct peer *p;
+	/* The shared memory, which the program (or anyone posing as it) may
+	 * write at any time: only data is read from it.  Its geometry was
+	 * checked once and copied into g, which alone says where to read. */
+	const struct mcloc_ring_hdr *h;
+	size_t size;
+	struct mcloc_ring_hdr g;
+	uint64_t *tails;		/* each ring's read position: ours */
+	uint64_t skipped;		/* events a head too far ahead skipped */
+	struct names sites, callers;
+	struct thread *threads;
+	size_t nthreads;
+	struct hit *hits;
+	size_t nhits, cap_hits;
+	size_t *hit_index;		/* open addressing: index + 1, or 0 */
+	size_t index_mask;
+	bool per_thread;
+	enum sort_key sort;
+	uint32_t last_tid;		/* graph: the thread of the last line */
+	uint64_t events;
+	uint64_t overwritten;		/* events the program wrote over unread */
+	struct item *items;		/* drain()'s, kept: a new array per pass
+					 * faulted its pages in every time */
+	size_t cap_items;
+	double rate;			/* ns per time unit */
+	uint32_t pid;
+};
+
+struct item {
+	struct mcloc_event e;
+	uint32_t tid;
+	uint32_t seq;		/* order within its ring, for a stable sort */
+};
+
+/* NS's entry for ADDR, added (unnamed) or found; NULL: out of memory, or
+ * none. */
+struct name *name_add(struct names *ns, uint64_t addr);
+struct name *name_find(struct names *ns, uint64_t addr);
+/* The function of the site IP, or of the caller ADDR, or the address in
+ * hex in BUF. */
+const char *site_name(struct tracing *t, uint64_t ip, char *buf, size_t len);
+const char *caller_name(struct tracing *t, uint64_t addr, char *buf, size_t len);
+
+/* Items by time, then thread, then their order in it (qsort). */
+int cmp_item(const void *a, const void *b);
+bool in_order(const struct item *v, size_t n);
+
+/* A count of time units as nanoseconds; a time as nanoseconds of
+ * CLOCK_MONOTONIC (t->g says which clock, t->rate its scale). */
+uint64_t saturate(double v);
+uint64_t scaled(const struct tracing *t, uint64_t units);
+uint64_t to_ns(const struct tracing *t, uint64_t time);
+
+/* The thread TID's state, made at its first event (named COMM, if not
+ * NULL); NULL when out of memory. */
+struct thread *thread_of(struct tracing *t, uint32_t tid, const char *comm);
+
+void chrome_event(struct tracing *t, const struct thread *th, const char *ph,
+		  const char *name, uint64_t ns);
+void graph_flush_pending(struct tracing *t, struct thread *th);
+/* Events of TH were lost just before E: said where the gap is. */
+void thread_lost(struct tracing *t, struct thread *th, const struct mcloc_event *e);
+/* The next event, in time order. */
+void format_event(struct tracing *t, struct item *it);
+/* The tracer's header lines (text output only). */
+void print_header(const struct tracing *t);
+/* The end of the stream: entries still pending, the profile's table,
+ * the Chrome file's close. */
+void finish_output(struct tracing *t);
+void print_profile(struct tracing *t);
+/* What t holds, freed (not t itself). */
+void tracing_free(struct tracing *t);
+
+#endif
