@@ -406,7 +406,7 @@ static bool do_trace(struct reply *r, int i, const uint8_t *p, size_t plen)
 		g[k] = (const char *)p + at;
 		at = (size_t)((const uint8_t *)z - p) + 1;
 	}
-	if (at != plen || (q.flags & ~(uint32_t)MCLOC_TRACE_OVERWRITE)) {
+	if (at != plen || (q.flags & ~(uint32_t)MCLOC_TRACE_FLAGS)) {
 		reply_error(r, EINVAL, "a trace request with bytes past its globs, or unknown flags");
 		return false;
 	}

@@ -52,7 +52,10 @@ struct session {
 	uint32_t clock_seq;	/* (hdr->clock_seq: a copy) */
 	unsigned gen;
 	uint32_t tracer, max_depth, tid;
-	bool overwrite;
+	bool overwrite, wait;
+	/* Set (before its ops goes) when the trace stops: a writer waiting
+	 * for room gives up, so that stopping never waits on the reader. */
+	bool stopping;
 	/* function_graph's set_graph_function: the sites of the functions
 	 * whose calls alone are traced (sorted), or none. */
 	uintptr_t *graph_sites;
@@ -147,6 +150,35 @@ static inline struct mcloc_ring *my_ring(const struct session *s)
 	return take_ring(s);
 }
 
+/*
+ * MCLOC_TRACE_WAIT: the ring is full, so the thread waits for the reader
+ * to make room (yielding its CPU: on a machine with fewer CPUs than
+ * busy threads the reader runs only then), and sleeps briefly once that
+ * has gone on a while.  True with *HEAD where the event goes; false once
+ * the trace is stopping, and the event is dropped.  System calls only: a
+ * signal handler may be here.
+ */
+static __attribute__((noinline, cold)) bool wait_room(const struct session *s,
+						       struct mcloc_ring *r, uint64_t *head)
+{
+	__atomic_store_n(&r->waits, r->waits + 1, __ATOMIC_RELAXED);
+	for (unsigned tries = 0;; tries++) {
+		if (__atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE))
+			return false;
+		uint64_t h = r->head & ~(uint64_t)(sizeof(struct mcloc_event) - 1);
+
+		if (h - __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE) + sizeof(struct mcloc_event) <=
+		    s->ring_size) {
+			*head = h;
+			return true;
+		}
+		if (tries < 256)
+			sched_yield();
+		else
+			nanosleep(&(struct timespec){ 0, 50000 }, NULL);
+	}
+}
+
 /* (Inlined into the tracers: its slow paths are calls of their own, so
  * the common one saves no registers.) */
 static inline __attribute__((always_inline)) void
@@ -170,7 +202,8 @@ put_event(const struct session *s, uint16_t type, uint64_t time, uintptr_t ip, u
 		__atomic_store_n(&r->claim, head + sizeof(struct mcloc_event), __ATOMIC_RELAXED);
 		__atomic_thread_fence(__ATOMIC_RELEASE);
 	} else if (head - __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE) +
-			   sizeof(struct mcloc_event) > size) {
+			   sizeof(struct mcloc_event) > size &&
+		   (!s->wait || !wait_room(s, r, &head))) {
 		__atomic_store_n(&r->lost, r->lost + 1, __ATOMIC_RELAXED);
 		if (!mine.dropped) {
 			mine.dropped = true;
@@ -338,7 +371,7 @@ int mcr_trace_start(const struct mcloc_req_trace *q, const char *filter, const c
 	}
 	if ((q->tracer != MCLOC_TRACE_FUNCTION && q->tracer != MCLOC_TRACE_GRAPH) ||
 	    q->ring_kib < 4 || q->ring_kib > 65536 || (q->ring_kib & (q->ring_kib - 1)) ||
-	    !q->rings || q->rings > 4096 || (q->flags & ~(uint32_t)MCLOC_TRACE_OVERWRITE) ||
+	    !q->rings || q->rings > 4096 || (q->flags & ~(uint32_t)MCLOC_TRACE_FLAGS) ||
 	    (uint64_t)q->rings * q->ring_kib > (uint64_t)MCLOC_RINGS_MAX_MIB << 10) {
 		snprintf(err, errlen, "bad trace request (tracer %u, %u KiB rings, %u rings: "
 			 "at most %u MiB in all)", q->tracer, q->ring_kib, q->rings,
@@ -365,6 +398,7 @@ int mcr_trace_start(const struct mcloc_req_trace *q, const char *filter, const c
 	s->max_depth = q->max_depth;
 	s->tid = q->tid;
 	s->overwrite = q->flags & MCLOC_TRACE_OVERWRITE;
+	s->wait = !s->overwrite && (q->flags & MCLOC_TRACE_WAIT);
 	s->gen = ++sess_gen;
 	if (graph[0]) {
 		struct collect c = { .glob = graph };
@@ -401,7 +435,7 @@ int mcr_trace_start(const struct mcloc_req_trace *q, const char *filter, const c
 		.ring_size = ring_size, .ring_stride = (uint32_t)stride,
 		.data_offset = (uint32_t)off, .ticks = mcr_stamp_is_tick(),
 		.start_ns = now_ns(), .start_time = mcr_stamp(),
-		.flags = s->overwrite ? MCLOC_RING_OVERWRITE : 0,
+		.flags = s->overwrite ? MCLOC_RING_OVERWRITE : s->wait ? MCLOC_RING_WAIT : 0,
 	};
 	s->hdr->now_ns = s->hdr->start_ns;
 	s->hdr->now_time = s->hdr->start_time;
@@ -475,6 +509,9 @@ void mcr_trace_stop(void)
 
 	if (s) {
 		mcr_trace_tick();
+		/* (A writer waiting for room must not hold up the grace
+		 * periods below: it drops its event instead.) */
+		__atomic_store_n(&s->stopping, true, __ATOMIC_RELEASE);
 		mcloc_unregister_ops(&trace_ops);	/* every site a NOP, no callback */
 		mcloc_ops_free(&trace_ops);
 		mcr_rcu_assign(sess, NULL);

@@ -85,6 +85,7 @@ struct tracing {
 	size_t cap_items;
 	double rate;			/* ns per time unit */
 	uint32_t pid;
+	struct recorder *rec;		/* mcloc record: the recording */
 };
 
 struct item {

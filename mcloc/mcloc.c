@@ -268,6 +268,8 @@ int main(int argc, char **argv)
 		return cmd_trace(argc, argv, json);
 	if (!strcmp(argv[0], "run"))
 		return cmd_run(argc, argv, json);
+	if (!strcmp(argv[0], "record"))
+		return cmd_record(argc, argv, json);
 	fail(NULL, "unknown command '%s' (list, funcs, enabled, stats, trace, run)", argv[0]);
 	return 2;
 }

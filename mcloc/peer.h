@@ -64,5 +64,6 @@ void json_str(const char *key, const char *s, bool last);
  * mcloc run TRACER [OPTIONS] -- PROG [ARGS]. */
 int cmd_trace(int argc, char **argv, bool json);
 int cmd_run(int argc, char **argv, bool json);
+int cmd_record(int argc, char **argv, bool json);
 
 #endif

@@ -13,6 +13,9 @@
  * once, then each caller address the first time it is seen.
  */
 #include "format.h"
+#include "recorder.h"
+
+#include <mcloc/record.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -273,7 +276,7 @@ static const char *bad_geometry(const struct mcloc_ring_hdr *g, uint64_t size)
 		return "rings that overlap each other, or are misaligned";
 	if (g->data_offset + (uint64_t)g->rings * g->ring_stride > size)
 		return "rings past its end";
-	if (g->flags & ~(uint32_t)MCLOC_RING_OVERWRITE || g->ticks > 1)
+	if (g->flags & ~(uint32_t)MCLOC_RING_FLAGS || g->ticks > 1)
 		return "unknown flags";
 	return NULL;
 }
@@ -338,15 +341,28 @@ static bool program_gone(struct tracing *t)
 	return close_paren && close_paren[1] == ' ' && close_paren[2] == 'Z';
 }
 
-static void usage_trace(void)
+enum cmd { TRACE, RUN, RECORD };
+
+static void usage_trace(enum cmd cmd)
 {
-	fail("trace", "usage: mcloc trace PID function|function_graph|profile|nop [--filter G] "
+	if (cmd == RECORD) {
+		fail("record", "usage: mcloc record [function|function_graph] [-d DIR] [--filter G] "
+			       "[--notrace G] [--graph-function G] [--max-depth N] [--tid T] "
+			       "[--duration S] [--buffer KIB] [--rings N] (-p PID | -- PROG [ARGS])");
+		return;
+	}
+	fail(cmd == RUN ? "run" : "trace", "usage: mcloc trace PID function|function_graph|profile|nop [--filter G] "
 		      "[--notrace G] [--graph-function G] [--max-depth N] [--tid T] "
 		      "[--duration S] [-t USECS] [--per-thread] [--sort KEY] [--buffer KIB] "
 		      "[--rings N] [--overwrite] [--chrome FILE] [-o FILE] [-j]");
 }
 
-/* What the trace and run subcommands were asked for. */
+static const char *cmd_name(enum cmd c)
+{
+	return c == RUN ? "run" : c == RECORD ? "record" : "trace";
+}
+
+/* What the trace, run and record subcommands were asked for. */
 struct targs {
 	const char *filter, *notrace, *graph, *chrome, *preload;
 	const char *output;	/* -o: the trace's text (or JSON) there, not on stdout */
@@ -358,11 +374,15 @@ struct targs {
 	bool json;		/* -j after the subcommand, as before it */
 	bool per_thread;	/* profile: a table per thread */
 	enum sort_key sort;	/* profile: the order of its rows */
+	const char *data;	/* record: the recording's directory */
+	const char *pid;	/* record -p: the program to attach to */
+	const char *args;	/* record: the command line, for the info */
+	size_t args_len;
 };
 
 /* Options of ARGV[0..ARGC) into A; the index of the first argument that is
  * not one, or -1 (a message printed). */
-static int parse_targs(int argc, char **argv, struct targs *a, bool run)
+static int parse_targs(int argc, char **argv, struct targs *a, enum cmd cmd)
 {
 	static const struct option opts[] = {
 		{ "filter", required_argument, NULL, 'f' },
@@ -370,7 +390,7 @@ static int parse_targs(int argc, char **argv, struct targs *a, bool run)
 		{ "graph-function", required_argument, NULL, 'g' },
 		{ "max-depth", required_argument, NULL, 'D' },
 		{ "tid", required_argument, NULL, 'T' },
-		{ "duration", required_argument, NULL, 'd' },
+		{ "duration", required_argument, NULL, 'U' },
 		{ "threshold", required_argument, NULL, 't' },
 		{ "buffer", required_argument, NULL, 'b' },
 		{ "rings", required_argument, NULL, 'r' },
@@ -381,14 +401,25 @@ static int parse_targs(int argc, char **argv, struct targs *a, bool run)
 		{ "per-thread", no_argument, NULL, 'P' },
 		{ "sort", required_argument, NULL, 's' },
 		{ "output", required_argument, NULL, 'o' },
+		{ "data", required_argument, NULL, 'Z' },
+		{ "pid", required_argument, NULL, 'I' },
 		{ 0 }
 	};
 	int o;
 
+	/* (record: rings for a reader that keeps up, so that threads
+	 * seldom wait; lossless.) */
 	*a = (struct targs){ .filter = "", .notrace = "", .graph = "",
-			     .q = { .ring_kib = 1024, .rings = 16 } };
+			     .q = { .ring_kib = cmd == RECORD ? 4096 : 1024,
+				    .rings = cmd == RECORD ? 32 : 16,
+				    .flags = cmd == RECORD ? MCLOC_TRACE_WAIT : 0 },
+			     .data = MCLOC_REC_DEFAULT_DIR };
 	optind = 0;	/* (a fresh scan, options anywhere after the subcommand) */
-	while ((o = getopt_long(argc, argv, "jt:o:", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, cmd == RECORD ? "d:p:" : "jt:o:", opts, NULL)) != -1) {
+		if (cmd == RECORD && o > 0 && strchr("jPscot", o)) {
+			usage_trace(cmd);
+			return -1;
+		}
 		switch (o) {
 		case 'j': a->json = true; break;
 		case 'P': a->per_thread = true; break;
@@ -399,7 +430,7 @@ static int parse_targs(int argc, char **argv, struct targs *a, bool run)
 			while (k < 5 && strcmp(optarg, keys[k]))
 				k++;
 			if (k == 5) {
-				fail(run ? "run" : "trace", "--sort: total, self, calls, avg or name");
+				fail(cmd_name(cmd), "--sort: total, self, calls, avg or name");
 				return -1;
 			}
 			a->sort = (enum sort_key)k;
@@ -410,26 +441,40 @@ static int parse_targs(int argc, char **argv, struct targs *a, bool run)
 		case 'g': a->graph = optarg; break;
 		case 'D': a->q.max_depth = (uint32_t)strtoul(optarg, NULL, 10); break;
 		case 'T': a->q.tid = (uint32_t)strtoul(optarg, NULL, 10); break;
-		case 'd': a->duration = strtod(optarg, NULL); break;
+		case 'U': a->duration = strtod(optarg, NULL); break;
 		case 't': a->threshold_ns = (uint64_t)(strtod(optarg, NULL) * 1000); break;
 		case 'b': a->q.ring_kib = (uint32_t)strtoul(optarg, NULL, 10); break;
 		case 'r': a->q.rings = (uint32_t)strtoul(optarg, NULL, 10); break;
-		case 'O': a->q.flags |= MCLOC_TRACE_OVERWRITE; break;
+		case 'O':
+			if (cmd == RECORD) {
+				fail("record", "--overwrite: not for a recording yet (mcloc trace "
+					       "--overwrite keeps a flight recorder)");
+				return -1;
+			}
+			a->q.flags |= MCLOC_TRACE_OVERWRITE;
+			break;
+		case 'd':
+		case 'Z': a->data = optarg; break;
+		case 'I': a->pid = optarg; break;
 		case 'c': a->chrome = optarg; break;
 		case 'o': a->output = optarg; break;
 		case 'p':
-			if (run) {
+			if (cmd == RUN) {
 				a->preload = optarg;
 				break;
 			}
+			if (cmd == RECORD) {
+				a->pid = optarg;
+				break;
+			}
 			/* fall through */
-		default: usage_trace(); return -1;
+		default: usage_trace(cmd); return -1;
 		}
 	}
 	if (a->q.ring_kib < 4 || a->q.ring_kib > 65536 || (a->q.ring_kib & (a->q.ring_kib - 1)) ||
 	    !a->q.rings || a->q.rings > 4096 ||
 	    (uint64_t)a->q.rings * a->q.ring_kib > (uint64_t)MCLOC_RINGS_MAX_MIB << 10) {
-		fail(run ? "run" : "trace", "--buffer: a power of 2 from 4 to 65536 KiB; "
+		fail(cmd_name(cmd), "--buffer: a power of 2 from 4 to 65536 KiB; "
 					    "--rings: 1 to 4096; --buffer times --rings: at most %u MiB",
 		     MCLOC_RINGS_MAX_MIB);
 		return -1;
@@ -457,7 +502,8 @@ static int pick_tracer(struct targs *a, const char *which)
 
 /* Trace the program PID as A says, until the program exits, Ctrl-C or
  * the duration.  0, or 1 with a message. */
-static int trace_session(const struct targs *a, const char *pid, bool json)
+static int trace_session(const struct targs *a, const char *pid, bool json,
+			 struct recorder *rec)
 {
 	const char *filter = a->filter, *notrace = a->notrace, *graph = a->graph;
 	const char *chrome = a->chrome;
@@ -465,7 +511,7 @@ static int trace_session(const struct targs *a, const char *pid, bool json)
 	double duration = a->duration;
 	struct tracing t = { .json = json, .chrome_first = true, .mode = a->mode,
 			     .threshold_ns = a->threshold_ns, .per_thread = a->per_thread,
-			     .sort = a->sort };
+			     .sort = a->sort, .rec = rec };
 	int ret = 1;
 
 	if (chrome && !(t.chrome = fopen(chrome, "w"))) {
@@ -516,7 +562,8 @@ static int trace_session(const struct targs *a, const char *pid, bool json)
 		fail(pid, "the trace's shared memory: %s", why);
 		goto out;
 	}
-	print_header(&t);
+	if (!t.rec)
+		print_header(&t);
 	fflush(stdout);
 	if (t.chrome)
 		fprintf(t.chrome, "{\"traceEvents\":[");
@@ -524,15 +571,26 @@ static int trace_session(const struct targs *a, const char *pid, bool json)
 	struct timespec t0;
 	bool gone = false;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
+	struct timespec checked = t0;
+
 	while (!stop_now) {
 		struct timespec d = { 0, READ_MS * 1000000L }, now;
 
-		nanosleep(&d, NULL);
-		drain(&t);
+		/* A recording reads again at once while a pass finds a
+		 * ring a quarter full, and else after 1 ms: a thread that
+		 * fills its ring waits for this loop. */
+		if (!t.rec)
+			nanosleep(&d, NULL), drain(&t);
+		else if (rec_drain(&t, t.mode == FUNCTION ? resolve_callers : NULL) < t.g.ring_size / 4)
+			nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		if (duration > 0 && (now.tv_sec - t0.tv_sec) + (now.tv_nsec - t0.tv_nsec) / 1e9 >=
 					    duration)
 			break;
+		if (t.rec && (now.tv_sec - checked.tv_sec) * 1000 +
+				     (now.tv_nsec - checked.tv_nsec) / 1000000 < READ_MS)
+			continue;
+		checked = now;
 		/* A program that exits ends its trace: what it left in the
 		 * rings is read below. */
 		if (program_gone(&t)) {
@@ -552,7 +610,7 @@ static int trace_session(const struct targs *a, const char *pid, bool json)
 		fail(pid, "the tracer may not have stopped: %s", t.p->error);
 	/* (The stopped program writes no more: one pass reads it all, a few
 	 * if memory ran short.  A peer that writes on is not followed.) */
-	for (int k = 0; k < 8 && drain(&t); k++)
+	for (int k = 0; k < 8 && (t.rec ? rec_drain(&t, t.mode == FUNCTION ? resolve_callers : NULL) : drain(&t)); k++)
 		;
 	/* Events lost at a thread's end, with none after them to say so. */
 	for (uint32_t i = 0; i < t.g.rings; i++) {
@@ -560,13 +618,21 @@ static int trace_session(const struct targs *a, const char *pid, bool json)
 		struct thread *th = r->tid && __atomic_load_n(&r->lost_open, __ATOMIC_ACQUIRE) ?
 					    thread_of(&t, r->tid, r->comm) : NULL;
 
-		if (th)
+		if (th && !t.rec)
 			thread_lost(&t, th, &(struct mcloc_event){ .cpu = th->cpu });
 	}
-	finish_output(&t);
+	if (!t.rec)
+		finish_output(&t);
 	uint64_t lost = t.h->no_ring + t.skipped;
 	for (uint32_t i = 0; i < t.g.rings; i++)
 		lost += ring(&t, i)->lost;
+	if (t.rec) {
+		double rate = clock_rate(&t);
+
+		t.rate = rate > 0 ? rate : t.rate;
+		if (rec_close(&t, lost))
+			ret = 1;
+	}
 	if (t.overwritten)
 		fprintf(stderr, "mcloc: %s: %llu event%s overwritten before they were read "
 				"(--overwrite)\n", pid, (unsigned long long)t.overwritten,
@@ -576,6 +642,7 @@ static int trace_session(const struct targs *a, const char *pid, bool json)
 				"--rings)\n", pid, (unsigned long long)lost, lost == 1 ? "" : "s");
 	fflush(stdout);
 out:
+	rec_abort(t.rec);
 	if (t.h)
 		munmap((void *)t.h, t.size);
 	if (t.chrome && fclose(t.chrome) != 0) {
@@ -622,12 +689,12 @@ static void output_to(int fd)
 int cmd_trace(int argc, char **argv, bool json)
 {
 	struct targs a;
-	int at = parse_targs(argc, argv, &a, false);
+	int at = parse_targs(argc, argv, &a, TRACE);
 
 	if (at < 0)
 		return 2;
 	if (argc - at != 2) {
-		usage_trace();
+		usage_trace(TRACE);
 		return 2;
 	}
 	if (pick_tracer(&a, argv[at + 1]) < 0)
@@ -639,7 +706,7 @@ int cmd_trace(int argc, char **argv, bool json)
 	if (out == -1)
 		return 1;
 	output_to(out);
-	return trace_session(&a, argv[at], json || a.json);
+	return trace_session(&a, argv[at], json || a.json, NULL);
 }
 
 /* Whether CHILD has not exited (it is left to be reaped). */
@@ -742,34 +809,17 @@ static void add_preload(const char *lib)
 }
 
 /*
- * mcloc run TRACER [OPTIONS] -- PROG [ARGS]: start PROG with
- * MCLOC_CONTROL=wait, which holds it at its first image's registration
- * until a trace starts (10 s at most), so that the trace sees it from
- * main() on; trace it until it exits or Ctrl-C; exit as it did.
+ * Start PROG (ARGV, NULL-terminated) with MCLOC_CONTROL=wait, which holds
+ * it at its first image's registration until a trace starts (10 s at
+ * most), so that the trace sees it from main() on; trace it as A says
+ * (into REC, if not NULL) until it exits or Ctrl-C; return as it exited.
+ * OUT: from open_output().
  */
-int cmd_run(int argc, char **argv, bool json)
+static int run_program(const struct targs *a, char **argv, bool json, struct recorder *rec,
+		       int out)
 {
-	struct targs a;
-	int dd = 1;
-
-	while (dd < argc && strcmp(argv[dd], "--"))
-		dd++;
-	int at = parse_targs(dd, argv, &a, true);
-
-	if (at < 0)
-		return 2;
-	if (dd - at != 1 || dd + 1 >= argc) {
-		fail("run", "usage: mcloc run TRACER [OPTIONS] [--preload LIB] [-o FILE] -- PROG [ARGS]");
-		return 2;
-	}
-	if (pick_tracer(&a, argv[at]) < 0)
-		return 2;
 	char pid[16];
 	struct cdir cd;
-	int out = open_output(&a);
-
-	if (out == -1)
-		return 1;
 
 	/* The directory the program's socket will be in, made and verified
 	 * first: where control cannot start, the program is not started to
@@ -782,7 +832,7 @@ int cmd_run(int argc, char **argv, bool json)
 	pid_t child = fork();
 
 	if (child < 0) {
-		fail("run", "fork: %s", strerror(errno));
+		fail(cmd_name(rec ? RECORD : RUN), "fork: %s", strerror(errno));
 		close(cd.fd);
 		if (out >= 0)
 			close(out);
@@ -792,11 +842,11 @@ int cmd_run(int argc, char **argv, bool json)
 		char wait[32];
 
 		snprintf(wait, sizeof(wait), "wait=%d", (int)getpid());
-		setenv("MCLOC_CONTROL", a.nop ? "1" : wait, 1);
-		if (a.preload)
-			add_preload(a.preload);
-		execvp(argv[dd + 1], argv + dd + 1);
-		fail(argv[dd + 1], "%s", strerror(errno));
+		setenv("MCLOC_CONTROL", a->nop ? "1" : wait, 1);
+		if (a->preload)
+			add_preload(a->preload);
+		execvp(argv[0], argv);
+		fail(argv[0], "%s", strerror(errno));
 		_exit(127);
 	}
 	output_to(out);	/* (the program keeps the terminal) */
@@ -810,8 +860,8 @@ int cmd_run(int argc, char **argv, bool json)
 
 		if (waitpid(child, &st, WNOHANG) == child) {
 			close(cd.fd);
-			fail(argv[dd + 1], "exited before it offered control (is it linked with "
-					   "libmcloc, or given --preload?)");
+			fail(argv[0], "exited before it offered control (is it linked with "
+				      "libmcloc, or given --preload?)");
 			return WIFEXITED(st) ? (WEXITSTATUS(st) ? WEXITSTATUS(st) : 1) : 1;
 		}
 		up = fstatat(cd.fd, pid, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISSOCK(sb.st_mode);
@@ -819,9 +869,10 @@ int cmd_run(int argc, char **argv, bool json)
 			nanosleep(&(struct timespec){ 0, 5000000 }, NULL);
 	}
 	if (!up) {
-		fail(argv[dd + 1], "offered no control within 5 s (is it linked with libmcloc, "
-				   "or given --preload?); running it untraced");
-	} else if (!a.nop) {
+		fail(argv[0], "offered no control within 5 s (is it linked with libmcloc, "
+			      "or given --preload?); running it untraced");
+		ret = rec ? 1 : 0;
+	} else if (!a->nop) {
 		/* Control starts when libmcloc loads, before the program's
 		 * image registers (and waits, MCLOC_CONTROL=wait): ask until
 		 * it has call sites (2 s at most: a program found by
@@ -845,10 +896,13 @@ int cmd_run(int argc, char **argv, bool json)
 			nanosleep(&(struct timespec){ 0, 5000000 }, NULL);
 		}
 		free(p);
-		ret = trace_session(&a, pid, json || a.json);
-		wait_releasing(&cd, pid, child, &st, argv[dd + 1]);
+		ret = trace_session(a, pid, json, rec);
+		rec = NULL;
+		wait_releasing(&cd, pid, child, &st, argv[0]);
 		reaped = true;
 	}
+	if (rec)
+		rec_abort(rec);
 	close(cd.fd);
 	while (!reaped && waitpid(child, &st, 0) < 0 && errno == EINTR)
 		;
@@ -857,4 +911,82 @@ int cmd_run(int argc, char **argv, bool json)
 	if (WIFSIGNALED(st))
 		return 128 + WTERMSIG(st);
 	return WEXITSTATUS(st);
+}
+
+/* mcloc run TRACER [OPTIONS] -- PROG [ARGS]: PROG traced from its start. */
+int cmd_run(int argc, char **argv, bool json)
+{
+	struct targs a;
+	int dd = 1;
+
+	while (dd < argc && strcmp(argv[dd], "--"))
+		dd++;
+	int at = parse_targs(dd, argv, &a, RUN);
+
+	if (at < 0)
+		return 2;
+	if (dd - at != 1 || dd + 1 >= argc) {
+		fail("run", "usage: mcloc run TRACER [OPTIONS] [--preload LIB] [-o FILE] -- PROG [ARGS]");
+		return 2;
+	}
+	if (pick_tracer(&a, argv[at]) < 0)
+		return 2;
+	int out = open_output(&a);
+
+	if (out == -1)
+		return 1;
+	return run_program(&a, argv + dd + 1, json || a.json, NULL, out);
+}
+
+/*
+ * mcloc record [TRACER] [OPTIONS] (-p PID | -- PROG [ARGS]): a recording
+ * of every event into a directory (record.c), function_graph unless said.
+ */
+int cmd_record(int argc, char **argv, bool json)
+{
+	struct targs a;
+	int dd = 1;
+
+	(void)json;
+	while (dd < argc && strcmp(argv[dd], "--"))
+		dd++;
+	int at = parse_targs(dd, argv, &a, RECORD);
+
+	if (at < 0)
+		return 2;
+	if (dd - at > 1 || (!a.pid == (dd + 1 >= argc))) {
+		usage_trace(RECORD);
+		return 2;
+	}
+	if (pick_tracer(&a, at < dd ? argv[at] : "function_graph") < 0)
+		return 2;
+	if (a.mode == PROFILE || a.nop) {
+		fail("record", "records function or function_graph (mcloc report makes the profile)");
+		return 2;
+	}
+	/* The command line, for the info: the program's, or the pid's. */
+	size_t len = 0;
+	char **args = a.pid ? (char *[]){ (char *)a.pid, NULL } : argv + dd + 1;
+
+	for (char **v = args; *v; v++)
+		len += strlen(*v) + 1;
+	char *line = malloc(len + 1), *at_line = line;
+
+	if (!line) {
+		fail("record", "out of memory");
+		return 1;
+	}
+	for (char **v = args; *v; v++)
+		at_line = stpcpy(at_line, *v) + 1;
+	struct recorder *rec = rec_open(a.data, line, len);
+	int ret;
+
+	if (!rec)
+		ret = 1;
+	else if (a.pid)
+		ret = trace_session(&a, a.pid, false, rec);
+	else
+		ret = run_program(&a, argv + dd + 1, false, rec, -2);
+	free(line);
+	return ret;
 }

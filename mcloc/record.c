@@ -1,0 +1,406 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * mcloc record: the rings' bytes, copied to a recording's files as the
+ * program writes them (<mcloc/record.h> lays the files out), formatting
+ * nothing: a write(2) from the shared mapping per ring and pass.  The
+ * trace runs lossless (MCLOC_TRACE_WAIT): a thread whose ring is full
+ * waits for this reader, which reads without sleeping while there is
+ * anything to read.
+ *
+ * The directory is the user's to name and may be in a shared /tmp: it is
+ * made here (mode 0755 less the umask), or, when it exists already and
+ * holds a recording and nothing else, that recording is moved to
+ * DIR.old first (a DIR.old that holds a recording only is replaced).
+ * Every file is made with O_EXCL under the directory's descriptor, so a
+ * symlink planted in it is never followed.
+ */
+#include "format.h"
+#include "recorder.h"
+
+#include <mcloc/record.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+struct rec_thread {
+	uint32_t tid;
+	int fd;			/* -1: not opened (or failed) */
+	uint64_t events;
+};
+
+struct recorder {
+	int dfd;
+	const char *dir;
+	struct mcloc_rec_info info;
+	const char *args;	/* the command line, NUL-separated */
+	size_t args_len;
+	struct rec_thread *th;	/* by ring */
+	uint32_t nth;
+	bool failed;		/* a write failed: said once */
+};
+
+/* Whether NAME is a file a recording has: PID.info, PID.names or
+ * PID.TID.events. */
+static bool recording_file(const char *name)
+{
+	return !fnmatch("[0-9]*.info", name, 0) || !fnmatch("[0-9]*.names", name, 0) ||
+	       !fnmatch("[0-9]*.[0-9]*.events", name, 0);
+}
+
+/*
+ * The files of the directory DFD: 1 when it holds a recording's files
+ * and nothing else (REMOVE: they are unlinked), 0 when it is empty, -1
+ * when it holds anything else or cannot be read.
+ */
+static int only_recording(int dfd, bool remove)
+{
+	int fd = dup(dfd), kind = 0;
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	for (struct dirent *e; kind >= 0 && (e = readdir(d));) {
+		struct stat st;
+
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (!recording_file(e->d_name) ||
+		    fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+			kind = -1;
+		else if (remove && unlinkat(dfd, e->d_name, 0) < 0)
+			kind = -1;
+		else
+			kind = 1;
+	}
+	closedir(d);
+	return kind;
+}
+
+/* DIR, made afresh, opened: its descriptor, or -1 with a message. */
+static int make_dir(const char *dir)
+{
+	char old[4096];
+	int dfd;
+
+	if (mkdir(dir, 0755) == 0 || errno != EEXIST)
+		goto open;
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int kind = dfd >= 0 ? only_recording(dfd, false) : -1;
+
+	if (dfd >= 0)
+		close(dfd);
+	if (kind < 0) {
+		fail(dir, "exists and is not a recording (or cannot be read): not written over");
+		return -1;
+	}
+	if (kind == 0)
+		goto open;
+	if ((size_t)snprintf(old, sizeof(old), "%s.old", dir) >= sizeof(old)) {
+		fail(dir, "name too long");
+		return -1;
+	}
+	/* A DIR.old of recording files only is ours to replace. */
+	int ofd = open(old, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (ofd >= 0) {
+		kind = only_recording(ofd, true);
+		close(ofd);
+		if (kind < 0 || rmdir(old) < 0) {
+			fail(old, "holds more than a recording: %s is not moved there", dir);
+			return -1;
+		}
+	}
+	if (rename(dir, old) < 0) {
+		fail(dir, "cannot be moved to %s: %s", old, strerror(errno));
+		return -1;
+	}
+	if (mkdir(dir, 0755) < 0) {
+		fail(dir, "%s", strerror(errno));
+		return -1;
+	}
+open:
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
+		fail(dir, "%s", strerror(errno));
+	return dfd;
+}
+
+static bool write_all(int fd, const void *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return false;
+		p = (const uint8_t *)p + w;
+		n -= (size_t)w;
+	}
+	return true;
+}
+
+static void write_failed(struct recorder *r, const char *what)
+{
+	if (!r->failed)
+		fail(r->dir, "%s: %s", what, strerror(errno ? errno : ENOSPC));
+	r->failed = true;
+}
+
+/* A new file NAME in the recording: a descriptor, or -1 (said). */
+static int new_file(struct recorder *r, const char *name)
+{
+	int fd = openat(r->dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+
+	if (fd < 0)
+		write_failed(r, name);
+	return fd;
+}
+
+struct recorder *rec_open(const char *dir, const char *args, size_t args_len)
+{
+	struct recorder *r = calloc(1, sizeof(*r));
+	struct timespec rt;
+
+	if (!r) {
+		fail(dir, "out of memory");
+		return NULL;
+	}
+	r->dir = dir;
+	r->args = args;
+	r->args_len = args_len;
+	r->dfd = make_dir(dir);
+	if (r->dfd < 0) {
+		free(r);
+		return NULL;
+	}
+	clock_gettime(CLOCK_REALTIME, &rt);
+	r->info = (struct mcloc_rec_info){
+		.magic = MCLOC_REC_MAGIC, .version = MCLOC_REC_VERSION,
+		.realtime_ns = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec,
+	};
+	return r;
+}
+
+void rec_abort(struct recorder *r)
+{
+	if (!r)
+		return;
+	for (uint32_t i = 0; i < r->nth; i++)
+		if (r->th[i].fd >= 0)
+			close(r->th[i].fd);
+	close(r->dfd);
+	free(r->th);
+	free(r);
+}
+
+/* Ring I's thread file, opened at its first event. */
+static struct rec_thread *thread_file(struct tracing *t, uint32_t i, uint32_t tid,
+				      const char *comm)
+{
+	struct recorder *r = t->rec;
+
+	if (i >= r->nth) {
+		struct rec_thread *v = realloc(r->th, (i + 1) * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		for (uint32_t k = r->nth; k <= i; k++)
+			v[k] = (struct rec_thread){ .fd = -1 };
+		r->th = v;
+		r->nth = i + 1;
+	}
+	struct rec_thread *th = &r->th[i];
+
+	if (th->tid)
+		return th->fd >= 0 ? th : NULL;
+	char name[64];
+	struct mcloc_rec_thread h = { .magic = MCLOC_REC_THREAD_MAGIC, .version = MCLOC_REC_VERSION,
+				      .event_size = sizeof(struct mcloc_event), .pid = t->pid,
+				      .tid = tid };
+
+	memcpy(h.comm, comm, sizeof(h.comm) - 1);
+	th->tid = tid;
+	snprintf(name, sizeof(name), "%u.%u.events", t->pid, tid);
+	th->fd = new_file(r, name);
+	if (th->fd >= 0 && !write_all(th->fd, &h, sizeof(h))) {
+		write_failed(r, name);
+		close(th->fd);
+		th->fd = -1;
+	}
+	r->info.threads += th->fd >= 0;
+	return th->fd >= 0 ? th : NULL;
+}
+
+/*
+ * One pass over the rings: what each holds, written to its thread's file
+ * and released.  The bytes written; a ring that cannot be written is
+ * still released (its events are counted lost), so that its thread does
+ * not wait for a reader that cannot keep them.
+ */
+size_t rec_drain(struct tracing *t,
+		 void (*seen)(struct tracing *t, const struct mcloc_event *ev, size_t n))
+{
+	const struct mcloc_ring_hdr *h = t->h;
+	struct recorder *r = t->rec;
+	uint32_t nr = __atomic_load_n(&h->next_ring, __ATOMIC_ACQUIRE);
+	uint32_t size = t->g.ring_size;
+	size_t done = 0;
+
+	if (nr > t->g.rings)
+		nr = t->g.rings;
+	for (uint32_t i = 0; i < nr; i++) {
+		struct mcloc_ring *ring = (struct mcloc_ring *)((uint8_t *)t->h + t->g.data_offset +
+								 (size_t)i * t->g.ring_stride);
+		uint32_t tid = __atomic_load_n(&ring->tid, __ATOMIC_ACQUIRE);
+		uint64_t head = __atomic_load_n(&ring->head, __ATOMIC_ACQUIRE) &
+				~(uint64_t)(sizeof(struct mcloc_event) - 1);
+		uint64_t tail = t->tails[i];
+
+		if (!tid || head == tail)
+			continue;
+		if (head - tail > size) {	/* (no program's head: skipped) */
+			t->skipped += (head - size - tail) / sizeof(struct mcloc_event);
+			tail = head - size;
+		}
+		char comm[16];
+
+		memcpy(comm, ring->comm, sizeof(comm));
+		comm[15] = 0;
+		struct rec_thread *th = thread_file(t, i, tid, comm);
+		const uint8_t *data = (const uint8_t *)(ring + 1);
+		uint64_t n = head - tail, at = tail & (size - 1);
+		uint64_t first = n < size - at ? n : size - at;
+
+		if (seen) {
+			seen(t, (const struct mcloc_event *)(data + at), first / sizeof(struct mcloc_event));
+			seen(t, (const struct mcloc_event *)data, (n - first) / sizeof(struct mcloc_event));
+		}
+		if (th && (!write_all(th->fd, data + at, first) ||
+			   (n > first && !write_all(th->fd, data, n - first)))) {
+			write_failed(r, "a thread's events");
+			close(th->fd);
+			th->fd = -1;
+			th = NULL;
+		}
+		if (th)
+			th->events += n / sizeof(struct mcloc_event);
+		else
+			t->skipped += n / sizeof(struct mcloc_event);
+		done += n;
+		t->tails[i] = head;
+		__atomic_store_n(&ring->tail, head, __ATOMIC_RELEASE);
+	}
+	return done;
+}
+
+static bool put_names(struct recorder *r, int fd, const struct names *ns, uint32_t kind)
+{
+	for (size_t i = 0; i < ns->n; i++) {
+		const struct name *nm = &ns->v[i];
+		size_t len = nm->name ? strlen(nm->name) : 0;
+		struct mcloc_rec_name e = { .addr = nm->addr, .off = nm->off, .kind = kind,
+					    .namelen = (uint32_t)len };
+		char pad[8] = { 0 };
+		size_t padn = 8 - (len + 1) % 8;
+
+		if (len > UINT32_MAX / 2 || !write_all(fd, &e, sizeof(e)) ||
+		    (len && !write_all(fd, nm->name, len)) ||
+		    !write_all(fd, pad, 1 + (padn == 8 ? 0 : padn))) {
+			write_failed(r, "names");
+			return false;
+		}
+	}
+	return true;
+}
+
+/*
+ * The end of the recording: each thread's header completed, the names,
+ * and last the info, which says the recording is whole.  0, or 1 when
+ * anything could not be written (said).
+ */
+int rec_close(struct tracing *t, uint64_t lost)
+{
+	struct recorder *r = t->rec;
+	char name[64];
+	int fd, ret;
+
+	if (!r)
+		return 0;
+	r->info.pid = t->pid;
+	r->info.tracer = t->mode == FUNCTION ? MCLOC_TRACE_FUNCTION : MCLOC_TRACE_GRAPH;
+	r->info.ticks = t->g.ticks;
+	r->info.ring_flags = t->g.flags;
+	r->info.start_ns = t->g.start_ns;
+	r->info.start_time = t->g.start_time;
+	r->info.end_ns = __atomic_load_n(&t->h->now_ns, __ATOMIC_RELAXED);
+	r->info.end_time = __atomic_load_n(&t->h->now_time, __ATOMIC_RELAXED);
+	if (t->rate > 0 && t->g.ticks) {
+		/* (The pair the reader trusted: a peer's last pair is data.) */
+		r->info.end_time = t->g.start_time + 1000000000u;
+		r->info.end_ns = t->g.start_ns + saturate(1e9 * t->rate);
+	}
+	r->info.lost = lost;
+	for (uint32_t i = 0; i < r->nth; i++) {
+		struct rec_thread *th = &r->th[i];
+		const struct mcloc_ring *ring =
+			(const struct mcloc_ring *)((const uint8_t *)t->h + t->g.data_offset +
+						    (size_t)i * t->g.ring_stride);
+		uint64_t l = __atomic_load_n(&ring->lost, __ATOMIC_RELAXED);
+		uint64_t w = __atomic_load_n(&ring->waits, __ATOMIC_RELAXED);
+
+		r->info.events += th->events;
+		r->info.waits += w;
+		if (th->fd < 0)
+			continue;
+		if (__atomic_load_n(&ring->lost_open, __ATOMIC_ACQUIRE)) {
+			struct mcloc_event e = { .type = MCLOC_EV_LOST_BEFORE };
+
+			if (!write_all(th->fd, &e, sizeof(e)))
+				write_failed(r, "a thread's events");
+		}
+		if (pwrite(th->fd, &l, 8, offsetof(struct mcloc_rec_thread, lost)) != 8 ||
+		    pwrite(th->fd, &w, 8, offsetof(struct mcloc_rec_thread, waits)) != 8 ||
+		    close(th->fd) < 0)
+			write_failed(r, "a thread's header");
+		th->fd = -1;
+	}
+	snprintf(name, sizeof(name), "%u.names", t->pid);
+	if ((fd = new_file(r, name)) >= 0) {
+		if (put_names(r, fd, &t->sites, MCLOC_REC_SITE))
+			put_names(r, fd, &t->callers, MCLOC_REC_CALLER);
+		if (close(fd) < 0)
+			write_failed(r, name);
+	}
+	snprintf(name, sizeof(name), "%u.info", t->pid);
+	r->info.argc_len = (uint32_t)r->args_len;
+	if (t->g.rings)	/* (the first thread's name, the program's own) */
+		memcpy(r->info.comm, ((const struct mcloc_ring *)((const uint8_t *)t->h +
+								  t->g.data_offset))->comm,
+		       sizeof(r->info.comm) - 1);
+	if (!r->failed && (fd = new_file(r, name)) >= 0) {
+		if (!write_all(fd, &r->info, sizeof(r->info)) ||
+		    !write_all(fd, r->args, r->args_len) || close(fd) < 0)
+			write_failed(r, name);
+	}
+	ret = r->failed;
+	if (!ret)
+		fprintf(stderr, "mcloc: %s: %llu events of %u thread%s recorded, %llu lost\n", r->dir,
+			(unsigned long long)r->info.events, r->info.threads,
+			r->info.threads == 1 ? "" : "s", (unsigned long long)lost);
+	rec_abort(r);
+	t->rec = NULL;
+	return ret;
+}

@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* record.c: the live side of mcloc record, which trace.c's session runs. */
+#ifndef MCLOC_COMMAND_RECORDER_H
+#define MCLOC_COMMAND_RECORDER_H
+
+#include "format.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Make the recording DIR, of a program whose command line is ARGS
+ * (ARGS_LEN bytes, each argument NUL-terminated, kept until the end); a
+ * recorder for t->rec, or NULL with a message. */
+struct recorder *rec_open(const char *dir, const char *args, size_t args_len);
+/* A recorder dropped before its trace started. */
+void rec_abort(struct recorder *r);
+/* Copy what the rings hold to the thread files, and show SEEN (if not
+ * NULL) the events copied; the bytes copied. */
+size_t rec_drain(struct tracing *t,
+		 void (*seen)(struct tracing *t, const struct mcloc_event *ev, size_t n));
+/* Complete the recording (LOST: events lost in all); 0, or 1 with a
+ * message. */
+int rec_close(struct tracing *t, uint64_t lost);
+
+#endif
