@@ -226,6 +226,14 @@ static void usage(FILE *f)
 		   "                        until Ctrl-C or --duration (see mcloc(1))\n"
 		   "  run TRACER [OPTIONS] [--preload LIB] [-o FILE] -- PROG [ARGS]\n"
 		   "                        start PROG and trace it from main() on\n"
+		   "  record [TRACER] [OPTIONS] (-p PID | -- PROG [ARGS])\n"
+		   "                        every event into a directory (-d DIR, mcloc.data)\n"
+		   "  replay [OPTIONS]      a recording as ftrace's text\n"
+		   "  report [OPTIONS]      its calls and times per function\n"
+		   "  graph [OPTIONS] FUNC  a function's callers and callees, with times\n"
+		   "  dump (--chrome|--flame-graph|--perfetto) FILE\n"
+		   "                        a recording for a viewer\n"
+		   "  info [-d DIR]         what a recording holds\n"
 		   "  -j, --json            JSON lines\n"
 		   "See mcloc(1).\n");
 }
@@ -270,6 +278,10 @@ int main(int argc, char **argv)
 		return cmd_run(argc, argv, json);
 	if (!strcmp(argv[0], "record"))
 		return cmd_record(argc, argv, json);
-	fail(NULL, "unknown command '%s' (list, funcs, enabled, stats, trace, run)", argv[0]);
+	for (const char *const *c = (const char *const[]){ "replay", "report", "graph", "dump",
+							    "info", NULL }; *c; c++)
+		if (!strcmp(argv[0], *c))
+			return cmd_offline(argc, argv, json);
+	fail(NULL, "unknown command '%s' (list, funcs, enabled, stats, trace, run, record, replay, report, graph, dump, info)", argv[0]);
 	return 2;
 }

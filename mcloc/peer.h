@@ -65,5 +65,7 @@ void json_str(const char *key, const char *s, bool last);
 int cmd_trace(int argc, char **argv, bool json);
 int cmd_run(int argc, char **argv, bool json);
 int cmd_record(int argc, char **argv, bool json);
+/* replay.c: mcloc replay, report, graph, dump and info (ARGV[0]). */
+int cmd_offline(int argc, char **argv, bool json);
 
 #endif

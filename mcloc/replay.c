@@ -1,0 +1,1225 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The offline half: mcloc replay, report, graph, dump and info over a
+ * recording (<mcloc/record.h>), made by mcloc record while the program
+ * ran.  Each thread's file is mapped, checked once and read as data (a
+ * recording may come from anyone); the threads' events, each file in
+ * time order already, are merged by time with a heap and fed to the same
+ * formatter as the live trace (format.c), or to the call-tree walker that
+ * graph and the flame graph need.
+ *
+ * Filters, as uftrace's and ftrace's: -F GLOB keeps the calls of
+ * matching functions and all they call (set_graph_function), -N GLOB
+ * drops them and all they call, --depth, --threshold (a time under which
+ * graph calls are hidden), --time-range and --tid.  A glob may be a
+ * comma-separated list.
+ */
+#include "format.h"
+#include "perfetto.h"
+
+#include <mcloc/record.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- reading a recording ---------------------------------------------------- */
+
+struct rthread {
+	uint32_t tid;
+	char comm[16];
+	const struct mcloc_event *ev;	/* mapped, read as data */
+	size_t n, at;
+	void *map;
+	size_t maplen;
+	uint64_t lost, waits;
+	/* the filters' state: the depth of the -F call it is inside, of
+	 * the -N call it is under (-1: none) */
+	int f_depth, n_depth;
+};
+
+struct rproc {
+	struct mcloc_rec_info info;
+	char *args;			/* argc_len bytes */
+	struct rthread *th;
+	size_t nth;
+	struct names sites, callers;
+};
+
+struct recording {
+	const char *dir;
+	struct rproc *procs;
+	size_t nprocs;
+};
+
+/* What an offline command was asked for. */
+struct ropts {
+	const char *dir;
+	const char *filter, *notrace;	/* -F, -N: comma-separated globs */
+	int depth;			/* -D: events this deep and deeper hidden (0: none) */
+	uint64_t threshold_ns;
+	uint64_t from_ns, to_ns;	/* --time-range (to 0: no end) */
+	uint32_t tid;
+	bool json, per_thread, as_function;
+	enum sort_key sort;
+	const char *chrome, *flame, *perfetto;	/* dump: where ("-": stdout) */
+};
+
+static int cmp_rname(const void *a, const void *b)
+{
+	const struct name *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+/* FILE (in directory DFD) read whole, at most MAX bytes: a malloc'd
+ * buffer and its size in *LEN, or NULL with errno. */
+static void *slurp(int dfd, const char *file, size_t max, size_t *len)
+{
+	int fd = openat(dfd, file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	uint8_t *buf = NULL;
+
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > max) {
+		errno = fd >= 0 && S_ISREG(st.st_mode) ? EFBIG : EINVAL;
+		goto out;
+	}
+	buf = malloc((size_t)st.st_size + 1);
+	if (buf && pread(fd, buf, (size_t)st.st_size, 0) != st.st_size) {
+		free(buf);
+		buf = NULL;
+		errno = EIO;
+	}
+	*len = (size_t)st.st_size;
+out:
+	close(fd);
+	return buf;
+}
+
+static bool load_names(int dfd, struct rproc *p, const char *dir)
+{
+	char file[64];
+	size_t len = 0;
+
+	snprintf(file, sizeof(file), "%u.names", p->info.pid);
+	uint8_t *b = slurp(dfd, file, 1u << 30, &len);
+
+	if (!b) {
+		fail(dir, "%s: %s", file, strerror(errno));
+		return false;
+	}
+	for (size_t at = 0; at + sizeof(struct mcloc_rec_name) <= len;) {
+		struct mcloc_rec_name e;
+
+		memcpy(&e, b + at, sizeof(e));
+		size_t whole = (sizeof(e) + (size_t)e.namelen + 1 + 7) & ~(size_t)7;
+
+		if (e.namelen > len || at + sizeof(e) + e.namelen >= len ||
+		    (e.kind != MCLOC_REC_SITE && e.kind != MCLOC_REC_CALLER)) {
+			fail(dir, "%s: a broken entry at byte %zu", file, at);
+			free(b);
+			return false;
+		}
+		struct name *nm = name_add(e.kind == MCLOC_REC_SITE ? &p->sites : &p->callers, e.addr);
+
+		if (!nm) {
+			free(b);
+			fail(dir, "out of memory");
+			return false;
+		}
+		nm->off = e.off;
+		nm->name = e.namelen ? strndup((const char *)b + at + sizeof(e), e.namelen) : NULL;
+		at += whole;
+	}
+	free(b);
+	return true;
+}
+
+static bool load_thread(int dfd, struct rproc *p, const char *file, uint32_t tid, const char *dir)
+{
+	int fd = openat(dfd, file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	struct mcloc_rec_thread h;
+
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		fail(dir, "%s: %s", file, fd < 0 ? strerror(errno) : "not a regular file");
+		if (fd >= 0)
+			close(fd);
+		return false;
+	}
+	if ((uint64_t)st.st_size < sizeof(h) || pread(fd, &h, sizeof(h), 0) != sizeof(h) ||
+	    h.magic != MCLOC_REC_THREAD_MAGIC || h.version != MCLOC_REC_VERSION ||
+	    h.event_size != sizeof(struct mcloc_event) || h.pid != p->info.pid || h.tid != tid) {
+		fail(dir, "%s: not a thread file of this recording (or of another version)", file);
+		close(fd);
+		return false;
+	}
+	struct rthread *v = realloc(p->th, (p->nth + 1) * sizeof(*v));
+
+	if (!v) {
+		close(fd);
+		fail(dir, "out of memory");
+		return false;
+	}
+	p->th = v;
+	struct rthread *th = &v[p->nth++];
+	/* (A file cut short mid-event keeps its whole events.) */
+	size_t n = ((size_t)st.st_size - sizeof(h)) / sizeof(struct mcloc_event);
+
+	*th = (struct rthread){ .tid = tid, .n = n, .lost = h.lost, .waits = h.waits,
+				.f_depth = -1, .n_depth = -1 };
+	memcpy(th->comm, h.comm, sizeof(th->comm) - 1);
+	if (n) {
+		th->maplen = (size_t)st.st_size;
+		th->map = mmap(NULL, th->maplen, PROT_READ, MAP_PRIVATE, fd, 0);
+		if (th->map == MAP_FAILED) {
+			fail(dir, "%s: %s", file, strerror(errno));
+			th->map = NULL;
+			th->n = 0;
+		} else {
+			th->ev = (const struct mcloc_event *)((const uint8_t *)th->map + sizeof(h));
+		}
+	}
+	close(fd);
+	return true;
+}
+
+static void recording_free(struct recording *r)
+{
+	for (size_t i = 0; i < r->nprocs; i++) {
+		struct rproc *p = &r->procs[i];
+
+		for (size_t k = 0; k < p->nth; k++)
+			if (p->th[k].map)
+				munmap(p->th[k].map, p->th[k].maplen);
+		free(p->th);
+		free(p->args);
+		for (size_t k = 0; k < p->sites.n; k++)
+			free(p->sites.v[k].name);
+		for (size_t k = 0; k < p->callers.n; k++)
+			free(p->callers.v[k].name);
+		free(p->sites.v);
+		free(p->callers.v);
+	}
+	free(r->procs);
+}
+
+static int cmp_thread(const void *a, const void *b)
+{
+	const struct rthread *x = a, *y = b;
+
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+/* The recording in DIR, whole; 0, or -1 with a message. */
+static int recording_open(struct recording *r, const char *dir)
+{
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = dfd >= 0 ? fdopendir(dup(dfd)) : NULL;
+	bool ok = true;
+
+	*r = (struct recording){ .dir = dir };
+	if (!d) {
+		fail(dir, "%s", strerror(errno));
+		if (dfd >= 0)
+			close(dfd);
+		return -1;
+	}
+	/* The processes, by their info files. */
+	for (struct dirent *e; ok && (e = readdir(d));) {
+		unsigned pid;
+		char tail[8];
+
+		if (sscanf(e->d_name, "%u.%7s", &pid, tail) != 2 || strcmp(tail, "info"))
+			continue;
+		size_t len = 0;
+		uint8_t *b = slurp(dfd, e->d_name, 1u << 24, &len);
+		struct mcloc_rec_info in;
+
+		if (!b) {
+			fail(dir, "%s: %s", e->d_name, strerror(errno));
+			ok = false;
+			break;
+		}
+		if (len >= sizeof(in))
+			memcpy(&in, b, sizeof(in));
+		if (len < sizeof(in) || in.magic != MCLOC_REC_MAGIC) {
+			fail(dir, "%s: not a recording's info", e->d_name);
+			ok = false;
+		} else if (in.version != MCLOC_REC_VERSION) {
+			fail(dir, "%s: a recording of version %u (this mcloc reads %u)", e->d_name,
+			     in.version, MCLOC_REC_VERSION);
+			ok = false;
+		} else if (in.pid != pid || in.argc_len != len - sizeof(in) ||
+			   (in.tracer != MCLOC_TRACE_FUNCTION && in.tracer != MCLOC_TRACE_GRAPH) ||
+			   in.ticks > 1) {
+			fail(dir, "%s: a broken info", e->d_name);
+			ok = false;
+		}
+		struct rproc *v = ok ? realloc(r->procs, (r->nprocs + 1) * sizeof(*v)) : NULL;
+
+		if (ok && !v) {
+			fail(dir, "out of memory");
+			ok = false;
+		}
+		if (ok) {
+			r->procs = v;
+			struct rproc *p = &v[r->nprocs++];
+
+			*p = (struct rproc){ .info = in };
+			p->info.comm[sizeof(p->info.comm) - 1] = 0;
+			p->args = malloc(in.argc_len + 1);
+			if (p->args) {
+				memcpy(p->args, b + sizeof(in), in.argc_len);
+				p->args[in.argc_len] = 0;
+			}
+		}
+		free(b);
+	}
+	/* Their threads and names; a thread file of no process is a
+	 * recording cut short. */
+	rewinddir(d);
+	for (struct dirent *e; ok && (e = readdir(d));) {
+		unsigned pid, tid;
+		char tail[8];
+		size_t i = 0;
+
+		if (sscanf(e->d_name, "%u.%u.%7s", &pid, &tid, tail) != 3 || strcmp(tail, "events"))
+			continue;
+		while (i < r->nprocs && r->procs[i].info.pid != pid)
+			i++;
+		if (i == r->nprocs) {
+			fail(dir, "%s: the recording of process %u was cut short (no %u.info)",
+			     e->d_name, pid, pid);
+			ok = false;
+			break;
+		}
+		ok = load_thread(dfd, &r->procs[i], e->d_name, tid, dir);
+	}
+	for (size_t i = 0; ok && i < r->nprocs; i++) {
+		struct rproc *p = &r->procs[i];
+
+		ok = load_names(dfd, p, dir);
+		if (p->sites.n)
+			qsort(p->sites.v, p->sites.n, sizeof(*p->sites.v), cmp_rname);
+		if (p->callers.n)
+			qsort(p->callers.v, p->callers.n, sizeof(*p->callers.v), cmp_rname);
+		p->sites.sorted = p->callers.sorted = true;
+		if (p->nth)
+			qsort(p->th, p->nth, sizeof(*p->th), cmp_thread);
+	}
+	if (ok && !r->nprocs) {
+		fail(dir, "no recording here (mcloc record makes one)");
+		ok = false;
+	}
+	closedir(d);
+	close(dfd);
+	if (!ok) {
+		recording_free(r);
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- the events in time order -------------------------------------------- */
+
+/* A heap of the threads with events left, by their next event's time
+ * (then tid): the threads' files merged. */
+struct merge {
+	struct rthread **h;
+	size_t n;
+};
+
+static bool before(const struct rthread *a, const struct rthread *b)
+{
+	uint64_t x = a->ev[a->at].time, y = b->ev[b->at].time;
+
+	return x != y ? x < y : a->tid < b->tid;
+}
+
+static void sift_down(struct merge *m, size_t i)
+{
+	for (;;) {
+		size_t l = 2 * i + 1, r = l + 1, best = i;
+
+		if (l < m->n && before(m->h[l], m->h[best]))
+			best = l;
+		if (r < m->n && before(m->h[r], m->h[best]))
+			best = r;
+		if (best == i)
+			return;
+		struct rthread *x = m->h[i];
+
+		m->h[i] = m->h[best];
+		m->h[best] = x;
+		i = best;
+	}
+}
+
+/* Whether NAME matches one of the comma-separated GLOBS. */
+static bool matches(const char *globs, const char *name)
+{
+	char one[512];
+
+	for (const char *s = globs; *s;) {
+		size_t n = strcspn(s, ",");
+
+		if (n < sizeof(one)) {
+			memcpy(one, s, n);
+			one[n] = 0;
+			if (n && !fnmatch(one, name, 0))
+				return true;
+		}
+		s += n + (s[n] == ',');
+	}
+	return false;
+}
+
+/* Per site: whether -F (1) or -N (2) names it, worked out once. */
+struct site_marks {
+	uint8_t *mark;		/* by index in p->sites */
+};
+
+static uint8_t site_mark(const struct ropts *o, const struct rproc *p, const struct site_marks *sm,
+			 uint64_t ip)
+{
+	size_t lo = 0, hi = p->sites.n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (p->sites.v[mid].addr < ip)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	(void)o;
+	return lo < p->sites.n && p->sites.v[lo].addr == ip ? sm->mark[lo] : 0;
+}
+
+/* Whether event E of TH passes the filters -F, -N and --depth (graph
+ * events keep their pairs: an entry and its exit go or stay together). */
+static bool keep(const struct ropts *o, const struct rproc *p, const struct site_marks *sm,
+		 struct rthread *th, const struct mcloc_event *e, uint16_t type)
+{
+	int d = e->depth;
+	bool graph = type != MCLOC_EV_CALL;
+	uint8_t mark = (o->filter || o->notrace) ? site_mark(o, p, sm, e->ip) : 0;
+
+	if (!graph)
+		return (!o->filter || (mark & 1)) && !(mark & 2);
+	bool enter = type == MCLOC_EV_ENTRY || type == MCLOC_EV_UNTIMED;
+	bool leave = type == MCLOC_EV_EXIT || type == MCLOC_EV_LEFT || type == MCLOC_EV_UNTIMED;
+	bool k = true;
+
+	if (th->n_depth >= 0) {
+		k = false;
+	} else if (mark & 2) {
+		k = false;
+		if (enter && type != MCLOC_EV_UNTIMED)
+			th->n_depth = d;
+	}
+	if (th->n_depth >= 0 && leave && th->n_depth == d && type != MCLOC_EV_UNTIMED)
+		th->n_depth = -1;
+	if (o->filter) {
+		if (th->f_depth < 0 && (mark & 1) && enter && type != MCLOC_EV_UNTIMED)
+			th->f_depth = d;
+		bool inside = th->f_depth >= 0 || ((mark & 1) && type == MCLOC_EV_UNTIMED);
+
+		if (!inside)
+			k = false;
+		if (th->f_depth == d && leave && type != MCLOC_EV_UNTIMED)
+			th->f_depth = -1;
+	}
+	if (o->depth && d >= o->depth)
+		k = false;
+	return k;
+}
+
+/* What walks the events: a formatter (format.c's), or an analysis. */
+struct walker {
+	void (*event)(struct walker *w, struct tracing *t, struct item *it);
+};
+
+static void to_format(struct walker *w, struct tracing *t, struct item *it)
+{
+	(void)w;
+	format_event(t, it);
+}
+
+/* The tracing that formats process P's events: its clock, names and
+ * threads. */
+static void tracing_of(struct tracing *t, struct rproc *p)
+{
+	t->pid = p->info.pid;
+	t->g.ticks = p->info.ticks;
+	t->g.start_ns = p->info.start_ns;
+	t->g.start_time = p->info.start_time;
+	t->rate = 1;
+	if (p->info.ticks) {
+		double rate = p->info.end_time > p->info.start_time &&
+					      p->info.end_ns > p->info.start_ns ?
+				      (double)(p->info.end_ns - p->info.start_ns) /
+					      (double)(p->info.end_time - p->info.start_time) :
+				      0;
+
+		t->rate = rate > 0 && rate < 1e6 ? rate : 1;
+	}
+	/* (The names move over for the formatting, and back after.) */
+	t->sites = p->sites;
+	t->callers = p->callers;
+	for (size_t i = 0; i < p->nth; i++)
+		thread_of(t, p->th[i].tid, p->th[i].comm);
+}
+
+static void tracing_done(struct tracing *t, struct rproc *p)
+{
+	p->sites = t->sites;
+	p->callers = t->callers;
+	t->sites = t->callers = (struct names){ 0 };
+	tracing_free(t);
+}
+
+/* Every event of P that passes O's filters, in time order, to W. */
+static int walk(const struct ropts *o, struct rproc *p, struct tracing *t, struct walker *w)
+{
+	struct merge m = { .h = calloc(p->nth + 1, sizeof(*m.h)) };
+	struct site_marks sm = { .mark = calloc(p->sites.n + 1, 1) };
+
+	if (!m.h || !sm.mark) {
+		free(m.h);
+		free(sm.mark);
+		fail(NULL, "out of memory");
+		return -1;
+	}
+	for (size_t i = 0; i < p->sites.n; i++) {
+		const char *nm = p->sites.v[i].name;
+
+		if (nm && o->filter && matches(o->filter, nm))
+			sm.mark[i] |= 1;
+		if (nm && o->notrace && matches(o->notrace, nm))
+			sm.mark[i] |= 2;
+	}
+	for (size_t i = 0; i < p->nth; i++) {
+		p->th[i].at = 0;
+		p->th[i].f_depth = p->th[i].n_depth = -1;
+		if (p->th[i].n && (!o->tid || p->th[i].tid == o->tid))
+			m.h[m.n++] = &p->th[i];
+	}
+	for (size_t i = m.n; i-- > 0;)
+		sift_down(&m, i);
+	while (m.n) {
+		struct rthread *th = m.h[0];
+		struct item it = { .e = th->ev[th->at], .tid = th->tid, .seq = (uint32_t)th->at };
+		uint16_t type = it.e.type & (uint16_t)~MCLOC_EV_LOST_BEFORE;
+
+		if (++th->at == th->n)
+			m.h[0] = m.h[--m.n];
+		sift_down(&m, 0);
+		if (it.e.type & MCLOC_EV_LOST_BEFORE)
+			th->f_depth = th->n_depth = -1;
+		if (type == 0 && (it.e.type & MCLOC_EV_LOST_BEFORE)) {
+			/* (lost at the thread's end) */
+			struct thread *ft = thread_of(t, th->tid, NULL);
+
+			if (ft && w->event == to_format)
+				thread_lost(t, ft, &it.e);
+			continue;
+		}
+		if (type < MCLOC_EV_CALL || type > MCLOC_EV_UNTIMED)
+			continue;	/* (not an event of this version: data) */
+		uint64_t ns = to_ns(t, it.e.time);
+
+		if (ns < o->from_ns || (o->to_ns && ns > o->to_ns))
+			continue;
+		if ((o->filter || o->notrace || o->depth) && !keep(o, p, &sm, th, &it.e, type))
+			continue;
+		if (o->as_function) {
+			if (type != MCLOC_EV_ENTRY && type != MCLOC_EV_UNTIMED)
+				continue;
+			it.e.type = (uint16_t)((it.e.type & MCLOC_EV_LOST_BEFORE) | MCLOC_EV_CALL);
+		}
+		w->event(w, t, &it);
+	}
+	free(m.h);
+	free(sm.mark);
+	return 0;
+}
+
+/* ---- the call tree: graph FUNC and the flame graph ------------------------ */
+
+/* A node of the call tree: a function called from its parent node. */
+struct node {
+	uint64_t ip;
+	uint32_t parent;	/* index, 0 for the roots' parent */
+	uint64_t calls, total_ns, self_ns;
+};
+
+struct frame {
+	uint32_t node;
+	uint64_t ip, child_ns;
+};
+
+struct tstack {
+	uint32_t tid;
+	struct frame *f;
+	size_t n, cap;
+};
+
+struct tree {
+	struct walker w;
+	struct node *nodes;	/* [0] is the root above every thread's calls */
+	size_t n, cap;
+	uint32_t *index;	/* open addressing over (parent, ip): node + 1 */
+	size_t mask;
+	struct tstack *stacks;
+	size_t nstacks;
+	bool failed;
+};
+
+static size_t node_hash(uint32_t parent, uint64_t ip, size_t mask)
+{
+	return (size_t)(((ip ^ (uint64_t)parent << 44) * 0x9e3779b97f4a7c15ull) >> 29) & mask;
+}
+
+static uint32_t child_of(struct tree *tr, uint32_t parent, uint64_t ip)
+{
+	size_t i;
+
+	if (tr->index)
+		for (i = node_hash(parent, ip, tr->mask); tr->index[i]; i = (i + 1) & tr->mask) {
+			struct node *nd = &tr->nodes[tr->index[i] - 1];
+
+			if (nd->ip == ip && nd->parent == parent)
+				return tr->index[i] - 1;
+		}
+	if (tr->n == tr->cap || tr->n >= UINT32_MAX - 1) {
+		size_t cap = tr->cap ? 2 * tr->cap : 1024;
+		struct node *v = realloc(tr->nodes, cap * sizeof(*v));
+		uint32_t *ix = calloc(2 * cap, sizeof(*ix));
+
+		if (!v || !ix || tr->n >= UINT32_MAX - 1) {
+			free(ix);
+			if (v)
+				tr->nodes = v;
+			tr->failed = true;
+			return 0;
+		}
+		tr->nodes = v;
+		tr->cap = cap;
+		free(tr->index);
+		tr->index = ix;
+		tr->mask = 2 * cap - 1;
+		for (size_t k = 1; k < tr->n; k++) {
+			i = node_hash(v[k].parent, v[k].ip, tr->mask);
+			while (ix[i])
+				i = (i + 1) & tr->mask;
+			ix[i] = (uint32_t)k + 1;
+		}
+		if (!tr->n)
+			v[tr->n++] = (struct node){ 0 };
+	}
+	i = node_hash(parent, ip, tr->mask);
+	while (tr->index[i])
+		i = (i + 1) & tr->mask;
+	tr->nodes[tr->n] = (struct node){ .ip = ip, .parent = parent };
+	tr->index[i] = (uint32_t)++tr->n;
+	return (uint32_t)tr->n - 1;
+}
+
+static struct tstack *stack_of(struct tree *tr, uint32_t tid)
+{
+	for (size_t i = 0; i < tr->nstacks; i++)
+		if (tr->stacks[i].tid == tid)
+			return &tr->stacks[i];
+	struct tstack *v = realloc(tr->stacks, (tr->nstacks + 1) * sizeof(*v));
+
+	if (!v) {
+		tr->failed = true;
+		return NULL;
+	}
+	tr->stacks = v;
+	v[tr->nstacks] = (struct tstack){ .tid = tid };
+	return &v[tr->nstacks++];
+}
+
+/* An entry pushes its node; an exit pops it, with its time and its own
+ * (its callees' taken off).  A call left by a longjmp is counted, not
+ * timed; a thread's lost events empty its stack, as their returns may
+ * be among them. */
+static void tree_event(struct walker *w, struct tracing *t, struct item *it)
+{
+	struct tree *tr = (struct tree *)w;
+	struct tstack *s = stack_of(tr, it->tid);
+	uint16_t type = it->e.type & (uint16_t)~MCLOC_EV_LOST_BEFORE;
+
+	if (!s)
+		return;
+	if (it->e.type & MCLOC_EV_LOST_BEFORE)
+		s->n = 0;
+	uint32_t top = s->n ? s->f[s->n - 1].node : 0;
+
+	if (type == MCLOC_EV_ENTRY || type == MCLOC_EV_CALL || type == MCLOC_EV_UNTIMED) {
+		uint32_t nd = child_of(tr, top, it->e.ip);
+
+		if (tr->failed)
+			return;
+		tr->nodes[nd].calls++;
+		if (type != MCLOC_EV_ENTRY)
+			return;	/* (no return to wait for) */
+		if (s->n == s->cap) {
+			size_t cap = s->cap ? 2 * s->cap : 64;
+			struct frame *f = realloc(s->f, cap * sizeof(*f));
+
+			if (!f) {
+				tr->failed = true;
+				return;
+			}
+			s->f = f;
+			s->cap = cap;
+		}
+		s->f[s->n++] = (struct frame){ .node = nd, .ip = it->e.ip };
+		return;
+	}
+	/* An exit: of the top call, or (a call begun before the recording
+	 * or whose entry was lost) of none we saw. */
+	if (!s->n || s->f[s->n - 1].ip != it->e.ip)
+		return;
+	struct frame f = s->f[--s->n];
+
+	if (type != MCLOC_EV_EXIT)
+		return;
+	uint64_t dur = scaled(t, it->e.parent);
+	struct node *nd = &tr->nodes[f.node];
+
+	nd->total_ns += dur;
+	nd->self_ns += dur > f.child_ns ? dur - f.child_ns : 0;
+	if (s->n)
+		s->f[s->n - 1].child_ns += dur;
+}
+
+static void tree_free(struct tree *tr)
+{
+	for (size_t i = 0; i < tr->nstacks; i++)
+		free(tr->stacks[i].f);
+	free(tr->stacks);
+	free(tr->nodes);
+	free(tr->index);
+}
+
+/* ---- the commands ----------------------------------------------------------- */
+
+static int parse_time_range(const char *s, struct ropts *o)
+{
+	char *end;
+	double a = strtod(s, &end), b = 0;
+
+	if (*end != '~')
+		return -1;
+	if (end[1]) {
+		b = strtod(end + 1, &end);
+		if (*end || b < a)
+			return -1;
+	}
+	o->from_ns = a > 0 ? saturate(a * 1e9) : 0;
+	o->to_ns = b > 0 ? saturate(b * 1e9) : 0;
+	return 0;
+}
+
+static void usage_offline(const char *cmd)
+{
+	if (!strcmp(cmd, "replay"))
+		fail(cmd, "usage: mcloc replay [-d DIR] [-F GLOB] [-N GLOB] [--depth N] "
+			  "[-t USECS] [--time-range S~S] [--tid T] [--function] [-j]");
+	else if (!strcmp(cmd, "report"))
+		fail(cmd, "usage: mcloc report [-d DIR] [--sort total|self|calls|avg|name] "
+			  "[--per-thread] [-F GLOB] [-N GLOB] [--depth N] [--time-range S~S] "
+			  "[--tid T] [-j]");
+	else if (!strcmp(cmd, "graph"))
+		fail(cmd, "usage: mcloc graph [-d DIR] [--time-range S~S] [--tid T] FUNC");
+	else if (!strcmp(cmd, "dump"))
+		fail(cmd, "usage: mcloc dump [-d DIR] (--chrome FILE | --flame-graph FILE | "
+			  "--perfetto FILE) [-F GLOB] [-N GLOB] [--depth N] [--time-range S~S] "
+			  "[--tid T]   (FILE - is standard output)");
+	else
+		fail(cmd, "usage: mcloc info [-d DIR]");
+}
+
+/* Options of ARGV[0..ARGC) into O; the index of the first other
+ * argument, or -1 (said). */
+static int parse_ropts(int argc, char **argv, struct ropts *o)
+{
+	static const struct option opts[] = {
+		{ "data", required_argument, NULL, 'd' },
+		{ "filter", required_argument, NULL, 'F' },
+		{ "notrace", required_argument, NULL, 'N' },
+		{ "depth", required_argument, NULL, 'D' },
+		{ "threshold", required_argument, NULL, 't' },
+		{ "time-range", required_argument, NULL, 'R' },
+		{ "tid", required_argument, NULL, 'T' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "per-thread", no_argument, NULL, 'P' },
+		{ "sort", required_argument, NULL, 's' },
+		{ "function", no_argument, NULL, 'f' },
+		{ "chrome", required_argument, NULL, 'c' },
+		{ "flame-graph", required_argument, NULL, 'g' },
+		{ "perfetto", required_argument, NULL, 'p' },
+		{ 0 }
+	};
+	const char *cmd = argv[0];
+	int c;
+	char *end;
+
+	*o = (struct ropts){ .dir = MCLOC_REC_DEFAULT_DIR };
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "d:F:N:D:t:j", opts, NULL)) != -1) {
+		switch (c) {
+		case 'd': o->dir = optarg; break;
+		case 'F': o->filter = optarg; break;
+		case 'N': o->notrace = optarg; break;
+		case 'D':
+			o->depth = (int)strtol(optarg, &end, 10);
+			if (*end || o->depth < 1) {
+				fail(cmd, "--depth: a number from 1");
+				return -1;
+			}
+			break;
+		case 't': o->threshold_ns = saturate(strtod(optarg, NULL) * 1000); break;
+		case 'R':
+			if (parse_time_range(optarg, o) < 0) {
+				fail(cmd, "--time-range: START~END in seconds, as replay prints "
+					  "them (END may be left out)");
+				return -1;
+			}
+			break;
+		case 'T': o->tid = (uint32_t)strtoul(optarg, NULL, 10); break;
+		case 'j': o->json = true; break;
+		case 'P': o->per_thread = true; break;
+		case 'f': o->as_function = true; break;
+		case 'c': o->chrome = optarg; break;
+		case 'g': o->flame = optarg; break;
+		case 'p': o->perfetto = optarg; break;
+		case 's': {
+			static const char *const keys[] = { "total", "self", "calls", "avg", "name" };
+			size_t k = 0;
+
+			while (k < 5 && strcmp(optarg, keys[k]))
+				k++;
+			if (k == 5) {
+				fail(cmd, "--sort: total, self, calls, avg or name");
+				return -1;
+			}
+			o->sort = (enum sort_key)k;
+			break;
+		}
+		default: usage_offline(cmd); return -1;
+		}
+	}
+	return optind;
+}
+
+static int cmd_replay_report(struct recording *r, const struct ropts *o, bool report)
+{
+	for (size_t i = 0; i < r->nprocs; i++) {
+		struct rproc *p = &r->procs[i];
+		struct tracing t = { .json = o->json, .threshold_ns = o->threshold_ns,
+				     .per_thread = o->per_thread, .sort = o->sort };
+		struct walker w = { to_format };
+
+		t.mode = report ? PROFILE :
+			 p->info.tracer == MCLOC_TRACE_FUNCTION || o->as_function ? FUNCTION : GRAPH;
+		if (report && p->info.tracer == MCLOC_TRACE_FUNCTION) {
+			fail(r->dir, "process %u was recorded with the function tracer: no times "
+				     "to report (record function_graph)", p->info.pid);
+			return 1;
+		}
+		tracing_of(&t, p);
+		if (r->nprocs > 1 && !o->json)
+			printf("%s# process %u (%s)\n", i ? "\n" : "", p->info.pid, p->info.comm);
+		print_header(&t);
+		walk(o, p, &t, &w);
+		finish_output(&t);
+		tracing_done(&t, p);
+	}
+	return 0;
+}
+
+/* The name of node K's function, or its address. */
+static const char *node_name(struct tracing *t, const struct tree *tr, uint32_t k, char *b,
+			     size_t len)
+{
+	return site_name(t, tr->nodes[k].ip, b, len);
+}
+
+struct edge {
+	uint64_t ip, calls, total_ns;
+};
+
+static void add_edge(struct edge **v, size_t *n, uint64_t ip, uint64_t calls, uint64_t ns)
+{
+	for (size_t i = 0; i < *n; i++)
+		if ((*v)[i].ip == ip) {
+			(*v)[i].calls += calls;
+			(*v)[i].total_ns += ns;
+			return;
+		}
+	struct edge *nv = realloc(*v, (*n + 1) * sizeof(**v));
+
+	if (!nv)
+		return;
+	*v = nv;
+	nv[(*n)++] = (struct edge){ ip, calls, ns };
+}
+
+static int cmp_edge(const void *a, const void *b)
+{
+	const struct edge *x = a, *y = b;
+
+	if (x->total_ns != y->total_ns)
+		return x->total_ns < y->total_ns ? 1 : -1;
+	if (x->calls != y->calls)
+		return x->calls < y->calls ? 1 : -1;
+	return x->ip < y->ip ? -1 : x->ip > y->ip;
+}
+
+static void print_edges(struct tracing *t, const char *title, struct edge *v, size_t n)
+{
+	char b[32];
+
+	printf("\n%s:\n%12s %14s  %s\n", title, "Calls", "Time (us)", "Function");
+	if (n)
+		qsort(v, n, sizeof(*v), cmp_edge);
+	for (size_t i = 0; i < n; i++)
+		printf("%12llu %14.3f  %s\n", (unsigned long long)v[i].calls, v[i].total_ns / 1e3,
+		       v[i].ip ? site_name(t, v[i].ip, b, sizeof(b)) : "(the thread's start)");
+	if (!n)
+		printf("%12s %14s  (none)\n", "", "");
+}
+
+/* mcloc graph FUNC: its calls, time and own time, whom it was called by
+ * and whom it called, each with the calls and the time spent in them. */
+static int cmd_graph(struct recording *r, const struct ropts *o, const char *func)
+{
+	bool found = false;
+
+	for (size_t i = 0; i < r->nprocs; i++) {
+		struct rproc *p = &r->procs[i];
+		struct tracing t = { .mode = GRAPH };
+		struct tree tr = { .w = { tree_event } };
+		struct edge *callers = NULL, *callees = NULL;
+		size_t ncallers = 0, ncallees = 0;
+		uint64_t calls = 0, total = 0, self = 0;
+		char b[32];
+
+		if (p->info.tracer != MCLOC_TRACE_GRAPH) {
+			fail(r->dir, "process %u was recorded with the function tracer: no calls' "
+				     "ends to graph (record function_graph)", p->info.pid);
+			return 1;
+		}
+		tracing_of(&t, p);
+		walk(o, p, &t, &tr.w);
+		for (size_t k = 1; k < tr.n; k++) {
+			const struct node *nd = &tr.nodes[k];
+
+			if (strcmp(node_name(&t, &tr, (uint32_t)k, b, sizeof(b)), func))
+				continue;
+			calls += nd->calls;
+			/* (Recursion: the time of its outermost calls only.) */
+			bool outer = true;
+
+			for (uint32_t up = nd->parent; up && outer; up = tr.nodes[up].parent)
+				outer = strcmp(node_name(&t, &tr, up, b, sizeof(b)), func) != 0;
+			if (outer)
+				total += nd->total_ns;
+			self += nd->self_ns;
+			add_edge(&callers, &ncallers, nd->parent ? tr.nodes[nd->parent].ip : 0,
+				 nd->calls, nd->total_ns);
+		}
+		for (size_t k = 1; k < tr.n; k++) {
+			const struct node *nd = &tr.nodes[k];
+
+			if (nd->parent && !strcmp(node_name(&t, &tr, nd->parent, b, sizeof(b)), func))
+				add_edge(&callees, &ncallees, nd->ip, nd->calls, nd->total_ns);
+		}
+		if (calls) {
+			found = true;
+			if (r->nprocs > 1)
+				printf("# process %u (%s)\n", p->info.pid, p->info.comm);
+			printf("%s: %llu calls, %.3f us, %.3f us of its own\n", func,
+			       (unsigned long long)calls, total / 1e3, self / 1e3);
+			print_edges(&t, "Called by", callers, ncallers);
+			print_edges(&t, "Calls", callees, ncallees);
+		}
+		free(callers);
+		free(callees);
+		tree_free(&tr);
+		tracing_done(&t, p);
+	}
+	if (!found) {
+		fail(r->dir, "no call of %s recorded", func);
+		return 1;
+	}
+	return 0;
+}
+
+/* FILE for writing ("-": standard output); NULL said. */
+static FILE *out_file(const char *file)
+{
+	FILE *f = strcmp(file, "-") ? fopen(file, "w") : stdout;
+
+	if (!f)
+		fail(file, "%s", strerror(errno));
+	return f;
+}
+
+static int close_out(FILE *f, const char *file)
+{
+	if (f == stdout ? fflush(f) != 0 || ferror(f) : fclose(f) != 0) {
+		fail(file, "%s", strerror(errno ? errno : EIO));
+		return 1;
+	}
+	return 0;
+}
+
+/* The path of node K, root first, joined by ';', into F. */
+static void put_path(FILE *f, struct tracing *t, const struct tree *tr, uint32_t k)
+{
+	char b[32];
+
+	if (tr->nodes[k].parent) {
+		put_path(f, t, tr, tr->nodes[k].parent);
+		fputc(';', f);
+	}
+	const char *nm = node_name(t, tr, k, b, sizeof(b));
+
+	/* (A name with a ';' or a space would split its line.) */
+	for (; *nm; nm++)
+		fputc(*nm == ';' || *nm == ' ' ? '_' : *nm, f);
+}
+
+/*
+ * Folded stacks, as flamegraph.pl and speedscope read them: a line per
+ * call path, "main;parse;lex 1234", with the nanoseconds spent in the
+ * path's last function itself.  Untimed calls (whose return could not be
+ * hooked, or left by a longjmp) add no time.
+ */
+static int dump_flame(struct recording *r, const struct ropts *o, FILE *f)
+{
+	for (size_t i = 0; i < r->nprocs; i++) {
+		struct rproc *p = &r->procs[i];
+		struct tracing t = { .mode = GRAPH };
+		struct tree tr = { .w = { tree_event } };
+
+		tracing_of(&t, p);
+		walk(o, p, &t, &tr.w);
+		for (size_t k = 1; k < tr.n; k++) {
+			if (!tr.nodes[k].self_ns)
+				continue;
+			put_path(f, &t, &tr, (uint32_t)k);
+			fprintf(f, " %llu\n", (unsigned long long)tr.nodes[k].self_ns);
+		}
+		if (tr.failed)
+			fail(r->dir, "out of memory: the flame graph is not whole");
+		tree_free(&tr);
+		tracing_done(&t, p);
+	}
+	return 0;
+}
+
+static int dump_chrome(struct recording *r, const struct ropts *o, FILE *f)
+{
+	bool first = true;
+
+	fprintf(f, "{\"traceEvents\":[");
+	for (size_t i = 0; i < r->nprocs; i++) {
+		struct rproc *p = &r->procs[i];
+		struct tracing t = { .chrome = f, .chrome_first = first };
+		struct walker w = { to_format };
+
+		t.mode = p->info.tracer == MCLOC_TRACE_FUNCTION ? FUNCTION : GRAPH;
+		tracing_of(&t, p);
+		walk(o, p, &t, &w);
+		for (size_t k = 0; k < t.nthreads; k++)
+			while (t.threads[k].open--)
+				chrome_event(&t, &t.threads[k], "E", "", t.threads[k].last_ns);
+		first = t.chrome_first;
+		t.chrome = NULL;
+		tracing_done(&t, p);
+	}
+	fprintf(f, "\n],\"displayTimeUnit\":\"ns\"}\n");
+	return 0;
+}
+
+/* Perfetto's tracks and slices: a walker over each process's events. */
+struct pf_walk {
+	struct walker w;
+	struct perfetto *pf;
+	struct tstack *open;	/* per thread: calls begun, not ended */
+};
+
+static void pf_walk_event(struct walker *w, struct tracing *t, struct item *it)
+{
+	struct pf_walk *pw = (struct pf_walk *)w;
+	struct thread *th = thread_of(t, it->tid, NULL);
+	uint16_t type = it->e.type & (uint16_t)~MCLOC_EV_LOST_BEFORE;
+	uint64_t ns = to_ns(t, it->e.time), track = (uint64_t)t->pid << 32 | it->tid;
+	char b[32];
+
+	if (!th)
+		return;
+	th->last_ns = ns;
+	if (it->e.type & MCLOC_EV_LOST_BEFORE)
+		for (; th->open; th->open--)
+			pf_event(pw->pf, ns, track, PF_END, 0, NULL);
+	if (type == MCLOC_EV_ENTRY) {
+		th->open++;
+		pf_event(pw->pf, ns, track, PF_BEGIN, it->e.ip, site_name(t, it->e.ip, b, sizeof(b)));
+	} else if ((type == MCLOC_EV_EXIT || type == MCLOC_EV_LEFT) && th->open) {
+		th->open--;
+		pf_event(pw->pf, ns, track, PF_END, 0, NULL);
+	} else if (type == MCLOC_EV_CALL || type == MCLOC_EV_UNTIMED) {
+		pf_event(pw->pf, ns, track, PF_INSTANT, it->e.ip,
+			 site_name(t, it->e.ip, b, sizeof(b)));
+	}
+}
+
+static int dump_perfetto(struct recording *r, const struct ropts *o, FILE *f)
+{
+	struct pf_walk pw = { .w = { pf_walk_event }, .pf = pf_open(f) };
+
+	if (!pw.pf) {
+		fail(NULL, "out of memory");
+		return 1;
+	}
+	for (size_t i = 0; i < r->nprocs; i++) {
+		struct rproc *p = &r->procs[i];
+		struct tracing t = { .mode = GRAPH };
+
+		tracing_of(&t, p);
+		pf_sequence(pw.pf);
+		/* (A process's track is its pid; a thread's, pid:tid.) */
+		pf_track(pw.pf, (uint64_t)p->info.pid << 32, p->info.pid, 0, p->info.comm, 0);
+		for (size_t k = 0; k < p->nth; k++)
+			pf_track(pw.pf, (uint64_t)p->info.pid << 32 | p->th[k].tid, p->info.pid,
+				 p->th[k].tid, p->th[k].comm, (uint64_t)p->info.pid << 32);
+		walk(o, p, &t, &pw.w);
+		/* Calls still running at the end end there. */
+		for (size_t k = 0; k < t.nthreads; k++)
+			for (; t.threads[k].open; t.threads[k].open--)
+				pf_event(pw.pf, t.threads[k].last_ns,
+					 (uint64_t)p->info.pid << 32 | t.threads[k].tid, PF_END, 0, NULL);
+		tracing_done(&t, p);
+	}
+	if (pf_close(pw.pf) < 0) {
+		fail(NULL, "the Perfetto trace could not be written whole");
+		return 1;
+	}
+	return 0;
+}
+
+static int cmd_dump(struct recording *r, const struct ropts *o)
+{
+	const char *file = o->chrome ? o->chrome : o->flame ? o->flame : o->perfetto;
+
+	if (!!o->chrome + !!o->flame + !!o->perfetto != 1) {
+		usage_offline("dump");
+		return 2;
+	}
+	FILE *f = out_file(file);
+
+	if (!f)
+		return 1;
+	int ret = o->chrome ? dump_chrome(r, o, f) : o->flame ? dump_flame(r, o, f) :
+			      dump_perfetto(r, o, f);
+
+	return close_out(f, file) || ret;
+}
+
+static int cmd_info(struct recording *r)
+{
+	for (size_t i = 0; i < r->nprocs; i++) {
+		const struct rproc *p = &r->procs[i];
+		const struct mcloc_rec_info *in = &p->info;
+		time_t when = (time_t)(in->realtime_ns / 1000000000u);
+		char date[64] = "?";
+		struct tm tm;
+		double secs = in->ticks ? 0 : 0;
+
+		if (localtime_r(&when, &tm))
+			strftime(date, sizeof(date), "%Y-%m-%d %H:%M:%S %z", &tm);
+		printf("%s# process %u\n", i ? "\n" : "", in->pid);
+		printf("%-14s %s\n", "recorded:", date);
+		printf("%-14s", "command:");
+		for (size_t k = 0; k < in->argc_len; k += strlen(p->args + k) + 1)
+			printf(" %s", p->args + k);
+		printf("\n%-14s %s\n", "name:", in->comm);
+		printf("%-14s %s\n", "tracer:",
+		       in->tracer == MCLOC_TRACE_FUNCTION ? "function" : "function_graph");
+		printf("%-14s %s\n", "clock:", in->ticks ? "CPU ticks, converted to ns" :
+							  "CLOCK_MONOTONIC ns");
+		(void)secs;
+		printf("%-14s %llu\n%-14s %llu\n%-14s %llu\n", "events:",
+		       (unsigned long long)in->events, "lost:", (unsigned long long)in->lost,
+		       "waits:", (unsigned long long)in->waits);
+		printf("%-14s %zu\n", "threads:", p->nth);
+		for (size_t k = 0; k < p->nth; k++)
+			printf("  %-8u %-16s %12zu events  %llu lost  %llu waits\n", p->th[k].tid,
+			       p->th[k].comm, p->th[k].n, (unsigned long long)p->th[k].lost,
+			       (unsigned long long)p->th[k].waits);
+	}
+	return 0;
+}
+
+/* mcloc replay|report|graph|dump|info [OPTIONS] [FUNC] */
+int cmd_offline(int argc, char **argv, bool json)
+{
+	struct ropts o;
+	struct recording r;
+	const char *cmd = argv[0];
+	int at = parse_ropts(argc, argv, &o), ret;
+	bool graph = !strcmp(cmd, "graph");
+
+	if (at < 0)
+		return 2;
+	o.json = o.json || json;
+	if (argc - at != graph) {
+		usage_offline(cmd);
+		return 2;
+	}
+	if (recording_open(&r, o.dir) < 0)
+		return 1;
+	/* (A replay writes a great deal: in large blocks.) */
+	char *buf = malloc(1 << 16);
+
+	if (buf)
+		setvbuf(stdout, buf, _IOFBF, 1 << 16);
+	if (!strcmp(cmd, "replay"))
+		ret = cmd_replay_report(&r, &o, false);
+	else if (!strcmp(cmd, "report"))
+		ret = cmd_replay_report(&r, &o, true);
+	else if (graph)
+		ret = cmd_graph(&r, &o, argv[at]);
+	else if (!strcmp(cmd, "dump"))
+		ret = cmd_dump(&r, &o);
+	else
+		ret = cmd_info(&r);
+	recording_free(&r);
+	if (fflush(stdout) != 0 && !ret) {
+		fail(cmd, "standard output: %s", strerror(errno));
+		ret = 1;
+	}
+	setvbuf(stdout, NULL, _IOFBF, BUFSIZ);
+	free(buf);
+	return ret;
+}
