@@ -71,6 +71,7 @@ static pthread_mutex_t trace_lock = PTHREAD_MUTEX_INITIALIZER;
 struct my_ring {
 	unsigned gen;
 	struct mcloc_ring *r;	/* NULL: none left for this thread */
+	uint32_t cpu;		/* of its last event (~0: none yet) */
 	unsigned inside;	/* graph: calls of set_graph_function entered */
 	bool dropped;		/* events lost since the last one written */
 };
@@ -132,7 +133,7 @@ static __attribute__((noinline, cold)) struct mcloc_ring *take_ring(const struct
 	struct mcloc_ring *r = i < s->rings ? ring_at(s, i) : NULL;
 	char comm[16] = "";
 
-	mine = (struct my_ring){ .gen = s->gen, .r = r };
+	mine = (struct my_ring){ .gen = s->gen, .r = r, .cpu = ~0u };
 	if (r) {
 		prctl(PR_GET_NAME, comm);
 		comm[sizeof(comm) - 1] = 0;
@@ -151,15 +152,16 @@ static inline struct mcloc_ring *my_ring(const struct session *s)
 }
 
 /*
- * MCLOC_TRACE_WAIT: the ring is full, so the thread waits for the reader
- * to make room (yielding its CPU: on a machine with fewer CPUs than
- * busy threads the reader runs only then), and sleeps briefly once that
- * has gone on a while.  True with *HEAD where the event goes; false once
- * the trace is stopping, and the event is dropped.  System calls only: a
- * signal handler may be here.
+ * MCLOC_TRACE_WAIT: the ring has no room for NEED bytes, so the thread
+ * waits for the reader to make it (yielding its CPU: on a machine with
+ * fewer CPUs than busy threads the reader runs only then), and sleeps
+ * briefly once that has gone on a while.  True with *HEAD where the
+ * event goes; false once the trace is stopping, and the event is dropped.
+ * System calls only: a signal handler may be here.
  */
 static __attribute__((noinline, cold)) bool wait_room(const struct session *s,
-						       struct mcloc_ring *r, uint64_t *head)
+						       struct mcloc_ring *r, uint64_t *head,
+						       uint32_t need)
 {
 	__atomic_store_n(&r->waits, r->waits + 1, __ATOMIC_RELAXED);
 	for (unsigned tries = 0;; tries++) {
@@ -167,8 +169,7 @@ static __attribute__((noinline, cold)) bool wait_room(const struct session *s,
 			return false;
 		uint64_t h = r->head & ~(uint64_t)(sizeof(struct mcloc_event) - 1);
 
-		if (h - __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE) + sizeof(struct mcloc_event) <=
-		    s->ring_size) {
+		if (h - __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE) + need <= s->ring_size) {
 			*head = h;
 			return true;
 		}
@@ -179,18 +180,41 @@ static __attribute__((noinline, cold)) bool wait_room(const struct session *s,
 	}
 }
 
-/* (Inlined into the tracers: its slow paths are calls of their own, so
- * the common one saves no registers.) */
-static inline __attribute__((always_inline)) void
-put_event(const struct session *s, uint16_t type, uint64_t time, uintptr_t ip, uint64_t parent,
-	  unsigned depth)
+static __attribute__((noinline, cold)) void count_lost(const struct session *s,
+							struct mcloc_ring *r)
 {
-	struct mcloc_ring *r = my_ring(s);
-
 	if (!r) {
 		__atomic_fetch_add(&s->hdr->no_ring, 1, __ATOMIC_RELAXED);
 		return;
 	}
+	__atomic_store_n(&r->lost, r->lost + 1, __ATOMIC_RELAXED);
+	if (!mine.dropped) {
+		mine.dropped = true;
+		__atomic_store_n(&r->lost_open, 1, __ATOMIC_RELAXED);
+	}
+}
+
+/*
+ * One event: TYPE at TIME, with PAYLOAD (a site, or EXIT's duration) and
+ * DEPTH, and for CALL the caller's return address EXTRA, in slots of
+ * <mcloc/control.h>; a CPU slot first when the thread has moved.  (Inlined
+ * into the tracers: its slow paths are calls of their own, so the common
+ * one saves no registers.)
+ */
+static inline __attribute__((always_inline)) void
+put_event(const struct session *s, unsigned type, uint64_t time, uint64_t payload, uint64_t extra,
+	  unsigned depth)
+{
+	struct mcloc_ring *r = my_ring(s);
+
+	if (!r || (type != MCLOC_EV_EXIT && payload > MCLOC_EV_PAYLOAD_MAX)) {
+		count_lost(s, r);
+		return;
+	}
+	uint32_t cpu = my_cpu();
+	/* (A CALL carries its CPU in its second slot.) */
+	bool moved = cpu != mine.cpu && type != MCLOC_EV_CALL;
+	uint32_t need = (mcloc_ev_slots(type) + moved) * sizeof(struct mcloc_event);
 	/* (HEAD may be anything the controller wrote: masked by the
 	 * program's own size, the event still lands inside the ring.) */
 	uint64_t head = r->head & ~(uint64_t)(sizeof(struct mcloc_event) - 1);
@@ -199,29 +223,40 @@ put_event(const struct session *s, uint16_t type, uint64_t time, uintptr_t ip, u
 	if (s->overwrite) {
 		/* (The reader discards what claim says may be half-written:
 		 * the fence orders claim before the event's stores.) */
-		__atomic_store_n(&r->claim, head + sizeof(struct mcloc_event), __ATOMIC_RELAXED);
+		__atomic_store_n(&r->claim, head + need, __ATOMIC_RELAXED);
 		__atomic_thread_fence(__ATOMIC_RELEASE);
-	} else if (head - __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE) +
-			   sizeof(struct mcloc_event) > size &&
-		   (!s->wait || !wait_room(s, r, &head))) {
-		__atomic_store_n(&r->lost, r->lost + 1, __ATOMIC_RELAXED);
-		if (!mine.dropped) {
-			mine.dropped = true;
-			__atomic_store_n(&r->lost_open, 1, __ATOMIC_RELAXED);
-		}
+	} else if (head - __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE) + need > size &&
+		   (!s->wait || !wait_room(s, r, &head, need))) {
+		count_lost(s, r);
 		return;
 	}
-	struct mcloc_event *e = (struct mcloc_event *)((uint8_t *)(r + 1) + (head & (size - 1)));
+	uint8_t *data = (uint8_t *)(r + 1);
+	unsigned lost = 0;
 
 	if (__builtin_expect(mine.dropped, 0)) {
-		type |= MCLOC_EV_LOST_BEFORE;
+		lost = MCLOC_EV_LOST_BEFORE;
 		mine.dropped = false;
 		__atomic_store_n(&r->lost_open, 0, __ATOMIC_RELAXED);
 	}
-	*e = (struct mcloc_event){ .time = time, .ip = ip, .parent = parent, .type = type,
-				   .depth = (uint16_t)(depth > 0xffff ? 0xffff : depth),
-				   .cpu = my_cpu() };
-	__atomic_store_n(&r->head, head + sizeof(*e), __ATOMIC_RELEASE);
+	/* (Each slot masked on its own: an event of two may wrap.) */
+	if (moved) {
+		mine.cpu = cpu;
+		*(struct mcloc_event *)(data + (head & (size - 1))) =
+			(struct mcloc_event){ time, mcloc_ev_word(MCLOC_EV_CPU | lost, 0, cpu) };
+		head += sizeof(struct mcloc_event);
+		lost = 0;
+	}
+	if (type == MCLOC_EV_EXIT && payload > MCLOC_EV_PAYLOAD_MAX)
+		payload = MCLOC_EV_PAYLOAD_MAX;
+	*(struct mcloc_event *)(data + (head & (size - 1))) =
+		(struct mcloc_event){ time, mcloc_ev_word(type | lost, depth, payload) };
+	head += sizeof(struct mcloc_event);
+	if (type == MCLOC_EV_CALL) {
+		*(struct mcloc_event *)(data + (head & (size - 1))) =
+			(struct mcloc_event){ extra, cpu };
+		head += sizeof(struct mcloc_event);
+	}
+	__atomic_store_n(&r->head, head, __ATOMIC_RELEASE);
 }
 
 static bool wanted_thread(const struct session *s)
@@ -267,8 +302,8 @@ static void graph_done(uintptr_t ip, void *arg, unsigned gen, uint64_t t0, uint6
 	const struct session *s = mcr_rcu_deref(sess);
 
 	if (s && s->gen == gen) {
-		put_event(s, returned ? MCLOC_EV_EXIT : MCLOC_EV_LEFT, t1, ip,
-			  returned ? t1 - t0 : 0, depth);
+		put_event(s, returned ? MCLOC_EV_EXIT : MCLOC_EV_LEFT, t1, returned ? t1 - t0 : ip,
+			  0, depth);
 		if (arg && mine.gen == gen && mine.inside)
 			mine.inside--;
 	}
@@ -431,7 +466,7 @@ int mcr_trace_start(const struct mcloc_req_trace *q, const char *filter, const c
 		goto out;
 	}
 	*s->hdr = (struct mcloc_ring_hdr){
-		.magic = MCLOC_RING_MAGIC, .version = MCLOC_WIRE_VERSION, .rings = q->rings,
+		.magic = MCLOC_RING_MAGIC, .version = MCLOC_RING_VERSION, .rings = q->rings,
 		.ring_size = ring_size, .ring_stride = (uint32_t)stride,
 		.data_offset = (uint32_t)off, .ticks = mcr_stamp_is_tick(),
 		.start_ns = now_ns(), .start_time = mcr_stamp(),

@@ -11,6 +11,63 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* ---- decoding --------------------------------------------------------------- */
+
+size_t decode_event(struct decoder *d, const struct mcloc_event *v, size_t n, struct event *e)
+{
+	if (!n)
+		return 0;
+	uint64_t w = v[0].word;
+	unsigned type = mcloc_ev_type(w), base = type & 0xf, depth = mcloc_ev_depth(w);
+	uint64_t pay = mcloc_ev_payload(w);
+	size_t slots = mcloc_ev_slots(base);
+
+	if (slots > n)
+		return 0;
+	*e = (struct event){ .time = v[0].time, .ip = pay, .depth = (uint16_t)depth,
+			     .cpu = d->cpu };
+	if (d->lost)
+		type |= MCLOC_EV_LOST_BEFORE;
+	d->lost = false;
+	switch (base) {
+	case MCLOC_EV_CPU:
+		d->cpu = (uint32_t)pay;
+		d->lost = type & MCLOC_EV_LOST_BEFORE;
+		return 1;	/* (type 0: nothing to show) */
+	case MCLOC_EV_CALL:
+		e->parent = v[1].time;
+		e->cpu = (uint32_t)v[1].word;
+		break;
+	case MCLOC_EV_ENTRY:
+		if (!d->site_at)
+			d->site_at = calloc(MCLOC_EV_DEPTH_MAX + 1, sizeof(*d->site_at));
+		if (d->site_at)
+			d->site_at[depth] = pay;
+		break;
+	case MCLOC_EV_EXIT:
+		e->parent = pay;
+		e->ip = d->site_at ? d->site_at[depth] : 0;
+		break;
+	case MCLOC_EV_LEFT:
+	case MCLOC_EV_UNTIMED:
+		break;
+	default:
+		/* A CALL's second slot, or what no event of this version
+		 * starts with: skipped.  (Alone with LOST_BEFORE: lost at the
+		 * thread's end.) */
+		e->type = type & MCLOC_EV_LOST_BEFORE;
+		return 1;
+	}
+	e->type = (uint16_t)type;
+	return slots;
+}
+
+void decoder_free(struct decoder *d)
+{
+	free(d->site_at);
+	d->site_at = NULL;
+}
+
 /* ---- names ---------------------------------------------------------------- */
 
 struct name *name_add(struct names *ns, uint64_t addr)
@@ -38,10 +95,15 @@ static int cmp_name(const void *a, const void *b)
 
 struct name *name_find(struct names *ns, uint64_t addr)
 {
+	size_t h = (size_t)((addr * 0x9e3779b97f4a7c15ull) >> 54) & (NAME_CACHE - 1);
+
 	if (!ns->sorted) {
 		if (ns->n)
 			qsort(ns->v, ns->n, sizeof(*ns->v), cmp_name);
 		ns->sorted = true;
+		memset(ns->cache, 0, sizeof(ns->cache));
+	} else if (ns->cache[h] && ns->v[ns->cache[h] - 1].addr == addr) {
+		return &ns->v[ns->cache[h] - 1];
 	}
 	size_t lo = 0, hi = ns->n;
 
@@ -53,7 +115,12 @@ struct name *name_find(struct names *ns, uint64_t addr)
 		else
 			hi = mid;
 	}
-	return lo < ns->n && ns->v[lo].addr == addr ? &ns->v[lo] : NULL;
+	if (lo < ns->n && ns->v[lo].addr == addr) {
+		if (lo < UINT32_MAX)
+			ns->cache[h] = (uint32_t)lo + 1;
+		return &ns->v[lo];
+	}
+	return NULL;
 }
 
 /* ADDR's name in NS, or ADDR in hex in BUF. */
@@ -140,10 +207,57 @@ struct thread *thread_of(struct tracing *t, uint32_t tid, const char *comm)
 
 /* ---- formatting ------------------------------------------------------------- */
 
+/* The text formats' lines, put together by hand on F: a replay prints
+ * millions of them, and printf's parsing of its format was most of the
+ * time it took. */
+static void out_str(FILE *f, const char *s)
+{
+	fputs_unlocked(s, f);
+}
+
+static void out_spaces(FILE *f, size_t n)
+{
+	static const char sp[] = "                                                                ";
+
+	for (size_t k; n; n -= k) {
+		k = n < sizeof(sp) - 1 ? n : sizeof(sp) - 1;
+		fwrite_unlocked(sp, 1, k, f);
+	}
+}
+
+/* V in decimal, right-aligned in WIDTH columns filled with FILL. */
+static void out_uint(FILE *f, uint64_t v, size_t width, char fill)
+{
+	char d[24];
+	size_t n = 0;
+
+	do
+		d[sizeof(d) - ++n] = (char)('0' + v % 10);
+	while ((v /= 10));
+	for (; n < width; width--)
+		putc_unlocked(fill, f);
+	fwrite_unlocked(d + sizeof(d) - n, 1, n, f);
+}
+
+/* V in decimal, left-aligned in WIDTH columns. */
+static void out_uint_left(FILE *f, uint64_t v, size_t width)
+{
+	char d[24];
+	size_t n = 0;
+
+	do
+		d[sizeof(d) - ++n] = (char)('0' + v % 10);
+	while ((v /= 10));
+	fwrite_unlocked(d + sizeof(d) - n, 1, n, f);
+	if (n < width)
+		out_spaces(f, width - n);
+}
+
 static void print_time(uint64_t ns)
 {
-	printf("%5llu.%06llu", (unsigned long long)(ns / 1000000000u),
-	       (unsigned long long)(ns / 1000 % 1000000));
+	out_uint(stdout, ns / 1000000000u, 5, ' ');
+	putc_unlocked('.', stdout);
+	out_uint(stdout, ns / 1000 % 1000000, 6, '0');
 }
 
 /* ftrace's duration column: a mark for long calls, then microseconds. */
@@ -152,11 +266,23 @@ static void print_duration(uint64_t ns)
 	char mark = ns > 1000000000 ? '$' : ns > 100000000 ? '@' : ns > 10000000 ? '*' :
 		    ns > 1000000 ? '#' : ns > 100000 ? '!' : ns > 10000 ? '+' : ' ';
 
-	printf("%c %7llu.%03llu us |", mark, (unsigned long long)(ns / 1000),
-	       (unsigned long long)(ns % 1000));
+	putc_unlocked(mark, stdout);
+	putc_unlocked(' ', stdout);
+	out_uint(stdout, ns / 1000, 7, ' ');
+	putc_unlocked('.', stdout);
+	out_uint(stdout, ns % 1000, 3, '0');
+	out_str(stdout, " us |");
 }
 
-static void graph_prefix(struct tracing *t, const struct thread *th, const struct mcloc_event *e)
+/* A graph line's call: "|  ", the depth's indent, then TEXT (NULL: none). */
+static void graph_indent(unsigned depth, const char *text)
+{
+	out_spaces(stdout, 2 * (size_t)depth);
+	if (text)
+		out_str(stdout, text);
+}
+
+static void graph_prefix(struct tracing *t, const struct thread *th, const struct event *e)
 {
 	if (t->last_tid && t->last_tid != th->tid)
 		printf(" ------------------------------------------\n"
@@ -164,10 +290,12 @@ static void graph_prefix(struct tracing *t, const struct thread *th, const struc
 		       " ------------------------------------------\n\n", e->cpu,
 		       thread_of(t, t->last_tid, NULL)->comm, t->last_tid, th->comm, th->tid);
 	t->last_tid = th->tid;
-	printf(" %3u) ", e->cpu);
+	putc_unlocked(' ', stdout);
+	out_uint(stdout, e->cpu, 3, ' ');
+	out_str(stdout, ") ");
 }
 
-static void json_event(struct tracing *t, const struct thread *th, const struct mcloc_event *e,
+static void json_event(struct tracing *t, const struct thread *th, const struct event *e,
 		       const char *type, uint64_t dur)
 {
 	char b1[32], b2[32];
@@ -188,11 +316,25 @@ void chrome_event(struct tracing *t, const struct thread *th, const char *ph,
 {
 	if (!t->chrome)
 		return;
-	fprintf(t->chrome, "%s\n{\"name\":\"", t->chrome_first ? "" : ",");
-	for (const char *s = name; *s; s++)
-		fprintf(t->chrome, *s == '"' || *s == '\\' ? "\\%c" : "%c", *s);
-	fprintf(t->chrome, "\",\"ph\":\"%s\",\"ts\":%llu.%03llu,\"pid\":%u,\"tid\":%u}", ph,
-		(unsigned long long)(ns / 1000), (unsigned long long)(ns % 1000), t->pid, th->tid);
+	FILE *f = t->chrome;
+
+	out_str(f, t->chrome_first ? "\n{\"name\":\"" : ",\n{\"name\":\"");
+	for (const char *s = name; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			putc_unlocked('\\', f);
+		putc_unlocked(*s, f);
+	}
+	out_str(f, "\",\"ph\":\"");
+	out_str(f, ph);
+	out_str(f, "\",\"ts\":");
+	out_uint(f, ns / 1000, 0, ' ');
+	putc_unlocked('.', f);
+	out_uint(f, ns % 1000, 3, '0');
+	out_str(f, ",\"pid\":");
+	out_uint(f, t->pid, 0, ' ');
+	out_str(f, ",\"tid\":");
+	out_uint(f, th->tid, 0, ' ');
+	putc_unlocked('}', f);
 	t->chrome_first = false;
 }
 
@@ -207,8 +349,10 @@ void graph_flush_pending(struct tracing *t, struct thread *th)
 	if (t->json || t->chrome || t->mode != GRAPH)
 		return;	/* (--chrome: the file instead of the text) */
 	graph_prefix(t, th, &th->entry);
-	printf("%16s|  %*s%s() {\n", "", 2 * th->entry.depth, "",
-	       site_name(t, th->entry.ip, b, sizeof(b)));
+	out_spaces(stdout, 16);
+	out_str(stdout, "|  ");
+	graph_indent(th->entry.depth, site_name(t, th->entry.ip, b, sizeof(b)));
+	out_str(stdout, "() {\n");
 	th->opened++;
 }
 
@@ -263,7 +407,7 @@ static struct hit *hit_of(struct tracing *t, uint64_t ip, uint32_t tid)
 	return &t->hits[t->nhits - 1];
 }
 
-static void profile_event(struct tracing *t, struct thread *th, const struct mcloc_event *e)
+static void profile_event(struct tracing *t, struct thread *th, const struct event *e)
 {
 	struct hit *h = hit_of(t, e->ip, th->tid);
 
@@ -296,7 +440,7 @@ static void profile_event(struct tracing *t, struct thread *th, const struct mcl
 /* Events of TH were lost before its next one (at NS): say so where the
  * gap is, as trace_pipe does, and forget the calls it was inside, whose
  * ends may be among them. */
-void thread_lost(struct tracing *t, struct thread *th, const struct mcloc_event *e)
+void thread_lost(struct tracing *t, struct thread *th, const struct event *e)
 {
 	graph_flush_pending(t, th);
 	while (th->open) {
@@ -315,7 +459,7 @@ void thread_lost(struct tracing *t, struct thread *th, const struct mcloc_event 
 
 void format_event(struct tracing *t, struct item *it)
 {
-	struct mcloc_event *e = &it->e;
+	struct event *e = &it->e;
 	struct thread *th = thread_of(t, it->tid, NULL);
 	uint64_t ns = to_ns(t, e->time);
 	char b1[32], b2[32];
@@ -340,9 +484,21 @@ void format_event(struct tracing *t, struct item *it)
 		if (t->json) {
 			json_event(t, th, e, "call", 0);
 		} else if (!t->chrome) {
-			printf("%16s-%-7u [%03u] ", th->comm, th->tid, e->cpu);
+			size_t len = strlen(th->comm);
+
+			out_spaces(stdout, len < 16 ? 16 - len : 0);
+			out_str(stdout, th->comm);
+			putc_unlocked('-', stdout);
+			out_uint_left(stdout, th->tid, 7);
+			out_str(stdout, " [");
+			out_uint(stdout, e->cpu, 3, '0');
+			out_str(stdout, "] ");
 			print_time(ns);
-			printf(": %s <-%s\n", fn, caller_name(t, e->parent, b2, sizeof(b2)));
+			out_str(stdout, ": ");
+			out_str(stdout, fn);
+			out_str(stdout, " <-");
+			out_str(stdout, caller_name(t, e->parent, b2, sizeof(b2)));
+			putc_unlocked('\n', stdout);
 		}
 		return;
 	}
@@ -384,7 +540,9 @@ void format_event(struct tracing *t, struct item *it)
 				       2 * e->depth, "", fn);
 			else {
 				print_duration(dur);
-				printf("  %*s%s();\n", 2 * e->depth, "", fn);
+				out_str(stdout, "  ");
+				graph_indent(e->depth, fn);
+				out_str(stdout, "();\n");
 			}
 			return;
 		}
@@ -402,7 +560,7 @@ void format_event(struct tracing *t, struct item *it)
 		else if (print_duration(dur), named)
 			printf("  %*s} /* %s */\n", 2 * e->depth, "", fn);
 		else
-			printf("  %*s}\n", 2 * e->depth, "");
+			out_str(stdout, "  "), graph_indent(e->depth, "}\n");
 		return;
 	}
 	if (e->type == MCLOC_EV_UNTIMED) {
@@ -536,11 +694,14 @@ static void names_free(struct names *ns)
 
 void tracing_free(struct tracing *t)
 {
+	for (size_t i = 0; i < t->nthreads; i++)
+		decoder_free(&t->threads[i].dec);
 	names_free(&t->sites);
 	names_free(&t->callers);
 	free(t->threads);
 	free(t->hits);
 	free(t->items);
+	free(t->raw);
 	free(t->hit_index);
 	free(t->tails);
 }

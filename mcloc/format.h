@@ -16,24 +16,58 @@
 
 enum mode { FUNCTION, GRAPH, PROFILE };
 
+/* An event as the formatter sees it, decoded from the slots of
+ * <mcloc/control.h> by a thread's decoder. */
+struct event {
+	uint64_t time;
+	uint64_t ip;		/* the function's site */
+	uint64_t parent;	/* CALL: the return address; EXIT: the duration */
+	uint16_t type;		/* MCLOC_EV_*, LOST_BEFORE or'ed in */
+	uint16_t depth;
+	uint32_t cpu;
+};
+
+/* A thread's decoding state: its CPU, and the site of the call open at
+ * each depth (an EXIT names no site of its own). */
+struct decoder {
+	uint32_t cpu;
+	bool lost;		/* a CPU slot said events were lost */
+	uint64_t *site_at;	/* MCLOC_EV_DEPTH_MAX + 1 of them, or NULL */
+};
+
+/*
+ * The event whose first slot is V[0] (N slots there at most) into *E: the
+ * slots it takes, or 0 when it is not whole.  *E's type is 0 for what is
+ * no event to show (a CPU slot, or a slot no event starts with: a reader
+ * that starts mid-event skips it), and MCLOC_EV_LOST_BEFORE alone for
+ * events lost at a thread's end.
+ */
+size_t decode_event(struct decoder *d, const struct mcloc_event *v, size_t n, struct event *e);
+void decoder_free(struct decoder *d);
+
 struct name {
 	uint64_t addr, off;
 	char *name;		/* NULL: unknown */
 };
 
+#define NAME_CACHE 1024
 struct names {
 	struct name *v;
 	size_t n, cap;
 	bool sorted;
+	/* The last name found at each hash of an address: an event's
+	 * lookup is mostly one compare, where a search took a dozen. */
+	uint32_t cache[NAME_CACHE];	/* index + 1, 0: none */
 };
 
 /* One thread's state for the formatting. */
 #define STACK 256
 struct thread {
 	uint32_t tid;
+	struct decoder dec;		/* the live trace's, of its ring */
 	char comm[16];
 	bool pending;			/* graph: an entry not printed yet */
-	struct mcloc_event entry;	/* ... which */
+	struct event entry;	/* ... which */
 	unsigned opened;		/* graph: "{" printed, "}" not yet */
 	unsigned open;			/* chrome: begun, not ended */
 	uint64_t last_ns;
@@ -83,13 +117,15 @@ struct tracing {
 	struct item *items;		/* drain()'s, kept: a new array per pass
 					 * faulted its pages in every time */
 	size_t cap_items;
+	struct mcloc_event *raw;	/* drain()'s copy of a ring's slots */
+	size_t cap_raw;
 	double rate;			/* ns per time unit */
 	uint32_t pid;
 	struct recorder *rec;		/* mcloc record: the recording */
 };
 
 struct item {
-	struct mcloc_event e;
+	struct event e;
 	uint32_t tid;
 	uint32_t seq;		/* order within its ring, for a stable sort */
 };
@@ -121,7 +157,7 @@ void chrome_event(struct tracing *t, const struct thread *th, const char *ph,
 		  const char *name, uint64_t ns);
 void graph_flush_pending(struct tracing *t, struct thread *th);
 /* Events of TH were lost just before E: said where the gap is. */
-void thread_lost(struct tracing *t, struct thread *th, const struct mcloc_event *e);
+void thread_lost(struct tracing *t, struct thread *th, const struct event *e);
 /* The next event, in time order. */
 void format_event(struct tracing *t, struct item *it);
 /* The tracer's header lines (text output only). */

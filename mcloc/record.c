@@ -34,7 +34,7 @@
 struct rec_thread {
 	uint32_t tid;
 	int fd;			/* -1: not opened (or failed) */
-	uint64_t events;
+	uint64_t slots;
 };
 
 struct recorder {
@@ -284,9 +284,18 @@ size_t rec_drain(struct tracing *t,
 		uint64_t n = head - tail, at = tail & (size - 1);
 		uint64_t first = n < size - at ? n : size - at;
 
-		if (seen) {
-			seen(t, (const struct mcloc_event *)(data + at), first / sizeof(struct mcloc_event));
-			seen(t, (const struct mcloc_event *)data, (n - first) / sizeof(struct mcloc_event));
+		if (seen && n == first) {
+			seen(t, (const struct mcloc_event *)(data + at), n / sizeof(struct mcloc_event));
+		} else if (seen) {
+			/* (Wrapped: an event may span the end, so whole.) */
+			struct mcloc_event *v = malloc(n);
+
+			if (v) {
+				memcpy(v, data + at, first);
+				memcpy((uint8_t *)v + first, data, n - first);
+				seen(t, v, n / sizeof(struct mcloc_event));
+				free(v);
+			}
 		}
 		if (th && (!write_all(th->fd, data + at, first) ||
 			   (n > first && !write_all(th->fd, data, n - first)))) {
@@ -296,7 +305,7 @@ size_t rec_drain(struct tracing *t,
 			th = NULL;
 		}
 		if (th)
-			th->events += n / sizeof(struct mcloc_event);
+			th->slots += n / sizeof(struct mcloc_event);
 		else
 			t->skipped += n / sizeof(struct mcloc_event);
 		done += n;
@@ -361,12 +370,12 @@ int rec_close(struct tracing *t, uint64_t lost)
 		uint64_t l = __atomic_load_n(&ring->lost, __ATOMIC_RELAXED);
 		uint64_t w = __atomic_load_n(&ring->waits, __ATOMIC_RELAXED);
 
-		r->info.events += th->events;
+		r->info.slots += th->slots;
 		r->info.waits += w;
 		if (th->fd < 0)
 			continue;
 		if (__atomic_load_n(&ring->lost_open, __ATOMIC_ACQUIRE)) {
-			struct mcloc_event e = { .type = MCLOC_EV_LOST_BEFORE };
+			struct mcloc_event e = { 0, mcloc_ev_word(MCLOC_EV_LOST_BEFORE, 0, 0) };
 
 			if (!write_all(th->fd, &e, sizeof(e)))
 				write_failed(r, "a thread's events");
@@ -397,9 +406,10 @@ int rec_close(struct tracing *t, uint64_t lost)
 	}
 	ret = r->failed;
 	if (!ret)
-		fprintf(stderr, "mcloc: %s: %llu events of %u thread%s recorded, %llu lost\n", r->dir,
-			(unsigned long long)r->info.events, r->info.threads,
-			r->info.threads == 1 ? "" : "s", (unsigned long long)lost);
+		fprintf(stderr, "mcloc: %s: %u thread%s, %llu MiB of events, %llu lost\n", r->dir,
+			r->info.threads, r->info.threads == 1 ? "" : "s",
+			(unsigned long long)(r->info.slots * sizeof(struct mcloc_event) >> 20),
+			(unsigned long long)lost);
 	rec_abort(r);
 	t->rec = NULL;
 	return ret;

@@ -15,7 +15,7 @@ struct recorder *rec_open(const char *dir, const char *args, size_t args_len);
 /* A recorder dropped before its trace started. */
 void rec_abort(struct recorder *r);
 /* Copy what the rings hold to the thread files, and show SEEN (if not
- * NULL) the events copied; the bytes copied. */
+ * NULL) the slots copied, whole events; the bytes copied. */
 size_t rec_drain(struct tracing *t,
 		 void (*seen)(struct tracing *t, const struct mcloc_event *ev, size_t n));
 /* Complete the recording (LOST: events lost in all); 0, or 1 with a

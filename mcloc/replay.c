@@ -37,8 +37,10 @@
 struct rthread {
 	uint32_t tid;
 	char comm[16];
-	const struct mcloc_event *ev;	/* mapped, read as data */
-	size_t n, at;
+	const struct mcloc_event *ev;	/* mapped slots, read as data */
+	size_t n, at;			/* slots, and the next one's index */
+	struct decoder dec;
+	struct event next;		/* the event at hand (type 0: none left) */
 	void *map;
 	size_t maplen;
 	uint64_t lost, waits;
@@ -200,9 +202,11 @@ static void recording_free(struct recording *r)
 	for (size_t i = 0; i < r->nprocs; i++) {
 		struct rproc *p = &r->procs[i];
 
-		for (size_t k = 0; k < p->nth; k++)
+		for (size_t k = 0; k < p->nth; k++) {
 			if (p->th[k].map)
 				munmap(p->th[k].map, p->th[k].maplen);
+			decoder_free(&p->th[k].dec);
+		}
 		free(p->th);
 		free(p->args);
 		for (size_t k = 0; k < p->sites.n; k++)
@@ -343,7 +347,7 @@ struct merge {
 
 static bool before(const struct rthread *a, const struct rthread *b)
 {
-	uint64_t x = a->ev[a->at].time, y = b->ev[b->at].time;
+	uint64_t x = a->next.time, y = b->next.time;
 
 	return x != y ? x < y : a->tid < b->tid;
 }
@@ -365,6 +369,21 @@ static void sift_down(struct merge *m, size_t i)
 		m->h[best] = x;
 		i = best;
 	}
+}
+
+/* TH's next event to show into th->next (type 0: none left). */
+static void advance(struct rthread *th)
+{
+	while (th->at < th->n) {
+		size_t used = decode_event(&th->dec, th->ev + th->at, th->n - th->at, &th->next);
+
+		if (!used)
+			break;	/* (an event cut short at the file's end) */
+		th->at += used;
+		if (th->next.type)
+			return;
+	}
+	th->next.type = 0;
 }
 
 /* Whether NAME matches one of the comma-separated GLOBS. */
@@ -411,7 +430,7 @@ static uint8_t site_mark(const struct ropts *o, const struct rproc *p, const str
 /* Whether event E of TH passes the filters -F, -N and --depth (graph
  * events keep their pairs: an entry and its exit go or stay together). */
 static bool keep(const struct ropts *o, const struct rproc *p, const struct site_marks *sm,
-		 struct rthread *th, const struct mcloc_event *e, uint16_t type)
+		 struct rthread *th, const struct event *e, uint16_t type)
 {
 	int d = e->depth;
 	bool graph = type != MCLOC_EV_CALL;
@@ -512,19 +531,27 @@ static int walk(const struct ropts *o, struct rproc *p, struct tracing *t, struc
 			sm.mark[i] |= 2;
 	}
 	for (size_t i = 0; i < p->nth; i++) {
-		p->th[i].at = 0;
-		p->th[i].f_depth = p->th[i].n_depth = -1;
-		if (p->th[i].n && (!o->tid || p->th[i].tid == o->tid))
-			m.h[m.n++] = &p->th[i];
+		struct rthread *th = &p->th[i];
+
+		th->at = 0;
+		th->f_depth = th->n_depth = -1;
+		decoder_free(&th->dec);
+		th->dec = (struct decoder){ 0 };
+		if (o->tid && th->tid != o->tid)
+			continue;
+		advance(th);
+		if (th->next.type)
+			m.h[m.n++] = th;
 	}
 	for (size_t i = m.n; i-- > 0;)
 		sift_down(&m, i);
 	while (m.n) {
 		struct rthread *th = m.h[0];
-		struct item it = { .e = th->ev[th->at], .tid = th->tid, .seq = (uint32_t)th->at };
+		struct item it = { .e = th->next, .tid = th->tid, .seq = (uint32_t)th->at };
 		uint16_t type = it.e.type & (uint16_t)~MCLOC_EV_LOST_BEFORE;
 
-		if (++th->at == th->n)
+		advance(th);
+		if (!th->next.type)
 			m.h[0] = m.h[--m.n];
 		sift_down(&m, 0);
 		if (it.e.type & MCLOC_EV_LOST_BEFORE)
@@ -1169,12 +1196,12 @@ static int cmd_info(struct recording *r)
 		printf("%-14s %s\n", "clock:", in->ticks ? "CPU ticks, converted to ns" :
 							  "CLOCK_MONOTONIC ns");
 		(void)secs;
-		printf("%-14s %llu\n%-14s %llu\n%-14s %llu\n", "events:",
-		       (unsigned long long)in->events, "lost:", (unsigned long long)in->lost,
+		printf("%-14s %llu (of 16 bytes: an event takes one or two)\n%-14s %llu\n"
+		       "%-14s %llu\n", "slots:", (unsigned long long)in->slots, "lost:", (unsigned long long)in->lost,
 		       "waits:", (unsigned long long)in->waits);
 		printf("%-14s %zu\n", "threads:", p->nth);
 		for (size_t k = 0; k < p->nth; k++)
-			printf("  %-8u %-16s %12zu events  %llu lost  %llu waits\n", p->th[k].tid,
+			printf("  %-8u %-16s %12zu slots  %llu lost  %llu waits\n", p->th[k].tid,
 			       p->th[k].comm, p->th[k].n, (unsigned long long)p->th[k].lost,
 			       (unsigned long long)p->th[k].waits);
 	}

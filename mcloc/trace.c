@@ -65,7 +65,7 @@ static int load_sites(struct tracing *t)
 }
 
 /* Ask the program for the names of the callers in EV[0..N) not known yet. */
-static void resolve_callers(struct tracing *t, const struct mcloc_event *ev, size_t n)
+static void resolve_callers(struct tracing *t, const struct event *ev, size_t n)
 {
 	uint64_t ask_v[(MCLOC_REQ_MAX - sizeof(struct mcloc_msg)) / 8];
 	size_t k = 0;
@@ -109,6 +109,28 @@ static void resolve_callers(struct tracing *t, const struct mcloc_event *ev, siz
 			k = 0;
 		}
 	}
+}
+
+/* The callers of the calls in the slots V[0..N), named (mcloc record of
+ * the function tracer, whose replay prints them). */
+static void record_callers(struct tracing *t, const struct mcloc_event *v, size_t n)
+{
+	struct decoder d = { 0 };
+	struct event *ev = malloc(n * sizeof(*ev));
+	size_t k = 0;
+
+	for (size_t i = 0; ev && i < n;) {
+		size_t used = decode_event(&d, v + i, n - i, &ev[k]);
+
+		if (!used)
+			break;
+		i += used;
+		k += (ev[k].type & ~MCLOC_EV_LOST_BEFORE) == MCLOC_EV_CALL;
+	}
+	if (k)
+		resolve_callers(t, ev, k);
+	free(ev);
+	decoder_free(&d);
 }
 
 /* ---- the rings -------------------------------------------------------------- */
@@ -189,39 +211,75 @@ static size_t drain(struct tracing *t)
 				gap = 0;
 			}
 		}
-		uint64_t first = tail;
+		uint64_t first = tail, bytes = head - tail;
+		struct thread *th = thread_of(t, tid, NULL);
+		size_t slots = bytes / sizeof(struct mcloc_event);
 
-		for (uint32_t seq = 0; tail < head; tail += sizeof(struct mcloc_event), seq++) {
-			if (n == cap) {
-				size_t ncap = cap ? 2 * cap : 4096;
-				struct item *nv = realloc(v, ncap * sizeof(*v));
+		if (!th || !slots)
+			continue;
+		/* (Room for every event first: else the ring waits for the
+		 * next pass, unread.) */
+		if (n + slots > cap) {
+			size_t ncap = cap ? 2 * cap : 4096;
 
-				if (!nv)
-					break;	/* (the rest stays for the next pass) */
-				v = t->items = nv;
-				cap = t->cap_items = ncap;
-			}
-			memcpy(&v[n].e, (const uint8_t *)(r + 1) + (tail & (size - 1)), sizeof(v[n].e));
-			v[n].tid = tid;
-			v[n++].seq = seq;
+			while (ncap < n + slots)
+				ncap *= 2;
+			struct item *nv = realloc(v, ncap * sizeof(*v));
+
+			if (!nv)
+				continue;
+			v = t->items = nv;
+			cap = t->cap_items = ncap;
 		}
+		if (t->cap_raw < bytes) {
+			void *raw = realloc(t->raw, bytes);
+
+			if (!raw)
+				continue;
+			t->raw = raw;
+			t->cap_raw = bytes;
+		}
+		/* The slots, copied out before they are decoded: in overwrite
+		 * mode the writer may go over them meanwhile, as claim tells
+		 * after the copy. */
+		uint64_t at = tail & (size - 1), part = bytes < size - at ? bytes : size - at;
+
+		memcpy(t->raw, (const uint8_t *)(r + 1) + at, part);
+		memcpy((uint8_t *)t->raw + part, r + 1, bytes - part);
+		tail = head;
+		size_t skip = 0;
+
 		if (overwrite) {
-			/* What the writer may have overwritten as it was copied. */
 			__atomic_thread_fence(__ATOMIC_ACQUIRE);
 			uint64_t claim = __atomic_load_n(&r->claim, __ATOMIC_RELAXED);
 			uint64_t torn = claim > size + first ? (claim - size - first) : 0;
 
-			torn = torn < tail - first ? torn : tail - first;
+			torn = torn < bytes ? torn : bytes;
 			gap += torn;
-			torn /= sizeof(struct mcloc_event);
-			memmove(&v[from], &v[from + torn], (n - from - torn) * sizeof(*v));
-			n -= torn;
-			if (gap) {
-				t->overwritten += gap / sizeof(struct mcloc_event);
-				if (n > from)
-					v[from].e.type |= MCLOC_EV_LOST_BEFORE;
-			}
+			skip = torn / sizeof(struct mcloc_event);
+			/* (Counted in events: the function tracer's take two
+			 * slots each, the graph's one, but for a CPU slot.) */
+			if (gap)
+				t->overwritten += gap / (sizeof(struct mcloc_event) *
+							 (t->mode == FUNCTION ? 2 : 1));
 		}
+		bool mark = gap != 0;	/* the next event says what was lost */
+
+		for (size_t k = skip, seq = 0; k < slots;) {
+			struct event e;
+			size_t used = decode_event(&th->dec, t->raw + k, slots - k, &e);
+
+			if (!used)
+				break;
+			k += used;
+			if (!e.type)
+				continue;
+			if (mark)
+				e.type |= MCLOC_EV_LOST_BEFORE;
+			mark = false;
+			v[n++] = (struct item){ .e = e, .tid = tid, .seq = (uint32_t)seq++ };
+		}
+		(void)from;
 		t->tails[i] = tail;
 		__atomic_store_n(&r->tail, tail, __ATOMIC_RELEASE);
 	}
@@ -240,7 +298,7 @@ static size_t drain(struct tracing *t)
 				break;
 			}
 		if (t->mode == FUNCTION) {
-			struct mcloc_event *ev = malloc(n * sizeof(*ev));
+			struct event *ev = malloc(n * sizeof(*ev));
 
 			for (size_t i = 0; ev && i < n; i++)
 				ev[i] = v[i].e;
@@ -261,7 +319,7 @@ static const char *bad_geometry(const struct mcloc_ring_hdr *g, uint64_t size)
 {
 	if (g->magic != MCLOC_RING_MAGIC)
 		return "bad magic";
-	if (g->version != MCLOC_WIRE_VERSION)
+	if (g->version != MCLOC_RING_VERSION)
 		return "another version";
 	if (!g->rings || g->rings > 4096)
 		return "not 1 to 4096 rings";
@@ -581,7 +639,7 @@ static int trace_session(const struct targs *a, const char *pid, bool json,
 		 * fills its ring waits for this loop. */
 		if (!t.rec)
 			nanosleep(&d, NULL), drain(&t);
-		else if (rec_drain(&t, t.mode == FUNCTION ? resolve_callers : NULL) < t.g.ring_size / 4)
+		else if (rec_drain(&t, t.mode == FUNCTION ? record_callers : NULL) < t.g.ring_size / 4)
 			nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		if (duration > 0 && (now.tv_sec - t0.tv_sec) + (now.tv_nsec - t0.tv_nsec) / 1e9 >=
@@ -610,7 +668,7 @@ static int trace_session(const struct targs *a, const char *pid, bool json,
 		fail(pid, "the tracer may not have stopped: %s", t.p->error);
 	/* (The stopped program writes no more: one pass reads it all, a few
 	 * if memory ran short.  A peer that writes on is not followed.) */
-	for (int k = 0; k < 8 && (t.rec ? rec_drain(&t, t.mode == FUNCTION ? resolve_callers : NULL) : drain(&t)); k++)
+	for (int k = 0; k < 8 && (t.rec ? rec_drain(&t, t.mode == FUNCTION ? record_callers : NULL) : drain(&t)); k++)
 		;
 	/* Events lost at a thread's end, with none after them to say so. */
 	for (uint32_t i = 0; i < t.g.rings; i++) {
@@ -619,7 +677,7 @@ static int trace_session(const struct targs *a, const char *pid, bool json,
 					    thread_of(&t, r->tid, r->comm) : NULL;
 
 		if (th && !t.rec)
-			thread_lost(&t, th, &(struct mcloc_event){ .cpu = th->cpu });
+			thread_lost(&t, th, &(struct event){ .cpu = th->cpu });
 	}
 	if (!t.rec)
 		finish_output(&t);

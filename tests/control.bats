@@ -194,8 +194,8 @@ all_sites_off() {
 
 @test "full rings: dropped or (--overwrite) overwritten events are marked and counted, exactly" {
 	start_served
-	# 4 KiB rings hold 128 events; a burst writes 3000 per thread long
-	# before mcloc reads: most are lost.  What is printed and what is
+	# 4 KiB rings hold 256 slots: 128 calls of two slots each; a burst
+	# writes 3000 per thread long before mcloc reads: most are lost.  What is printed and what is
 	# reported lost add up to the 12000 calls, in either mode.
 	for mode in drop overwrite; do
 		opt=()
@@ -601,7 +601,7 @@ EOF
 	assert_output "mcloc: abc: not a process id"
 	run "$MCLOC" frobnicate
 	assert_failure 2
-	assert_output "mcloc: unknown command 'frobnicate' (list, funcs, enabled, stats, trace, run)"
+	assert_output "mcloc: unknown command 'frobnicate' (list, funcs, enabled, stats, trace, run, record, replay, report, graph, dump, info)"
 	run "$MCLOC" funcs
 	assert_failure 2
 	run "$MCLOC" list

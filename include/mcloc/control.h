@@ -130,7 +130,7 @@ struct mcloc_req_trace {
 				 * them at most MCLOC_RINGS_MAX_MIB */
 	uint32_t max_depth;	/* graph: no events deeper than this (0: any) */
 	uint32_t tid;		/* only this thread (0: every thread) */
-	uint32_t flags;		/* MCLOC_TRACE_OVERWRITE; no other bit set */
+	uint32_t flags;		/* MCLOC_TRACE_*: no other bit set */
 	/* Then three NUL-terminated globs, each possibly empty: the filter,
 	 * notrace, and (graph) the functions whose calls alone are traced,
 	 * with all they call (ftrace's set_graph_function). */
@@ -141,6 +141,14 @@ enum {
 	/* A full ring overwrites its oldest events (a flight recorder, as
 	 * ftrace's overwrite option) rather than dropping new ones. */
 	MCLOC_TRACE_OVERWRITE = 1 << 0,
+	/* Lossless (mcloc record): a thread whose ring is full waits for the
+	 * reader to make room, rather than dropping the event.  It waits
+	 * while the trace runs; once the trace stops (the controller asked,
+	 * or its connection closed), what no longer fits is dropped and
+	 * counted, so that a reader that dies never hangs the program.  Not
+	 * with MCLOC_TRACE_OVERWRITE. */
+	MCLOC_TRACE_WAIT = 1 << 1,
+	MCLOC_TRACE_FLAGS = MCLOC_TRACE_OVERWRITE | MCLOC_TRACE_WAIT,
 };
 
 struct mcloc_rep_trace {
@@ -159,7 +167,9 @@ struct mcloc_rep_trace {
  * size), if head - tail leaves room, else counts it lost, and then
  * advances head with release order; the reader reads up to head (acquire)
  * and advances tail.  The first event written after some were lost has
- * MCLOC_EV_LOST_BEFORE in its type.  The traced thread makes no system
+ * MCLOC_EV_LOST_BEFORE in its type.  With MCLOC_RING_WAIT in flags, a
+ * full ring makes the writer wait until the reader advances tail (it
+ * counts in waits), and drop events only once the trace has stopped.  The traced thread makes no system
  * call and takes no lock for an event.
  *
  * With MCLOC_RING_OVERWRITE in flags, the writer never looks at tail: it
@@ -169,11 +179,13 @@ struct mcloc_rep_trace {
  * (after an acquire fence) reads claim: what lies before claim - size may
  * have been overwritten while it copied, and is discarded as lost.
  */
+/* The rings' layout and events (2: events in 16-byte slots). */
+#define MCLOC_RING_VERSION 2
 #define MCLOC_RING_MAGIC 0x676e6972636c636dull	/* "mclcring" */
 
 struct mcloc_ring_hdr {
 	uint64_t magic;
-	uint32_t version;	/* MCLOC_WIRE_VERSION */
+	uint32_t version;	/* MCLOC_RING_VERSION */
 	uint32_t rings;
 	uint32_t ring_size;	/* bytes of events per ring (a power of 2) */
 	uint32_t ring_stride;	/* bytes from one struct mcloc_ring to the next */
@@ -191,7 +203,11 @@ struct mcloc_ring_hdr {
 	uint64_t now_ns, now_time;
 };
 
-enum { MCLOC_RING_OVERWRITE = 1 << 0 };
+enum {
+	MCLOC_RING_OVERWRITE = 1 << 0,
+	MCLOC_RING_WAIT = 1 << 1,	/* MCLOC_TRACE_WAIT: writers wait for room */
+	MCLOC_RING_FLAGS = MCLOC_RING_OVERWRITE | MCLOC_RING_WAIT,
+};
 
 struct mcloc_ring {
 	uint64_t head;		/* bytes written, by the thread */
@@ -203,18 +219,41 @@ struct mcloc_ring {
 	uint32_t tid;		/* 0 until a thread takes the ring */
 	uint32_t lost_open;	/* 1: events lost since the last one written */
 	char comm[16];
-	uint64_t pad2[4];
+	uint64_t waits;		/* MCLOC_RING_WAIT: times the ring was full and
+				 * the thread waited for room */
+	uint64_t pad2[3];
 	/* Then ring_size bytes of events. */
 };
 
+/*
+ * An event: one 16-byte slot, or two.  WORD packs a 48-bit payload, the
+ * depth and the type; a user-space address fits 48 bits on every
+ * architecture mcloc runs on (an event whose address does not is
+ * counted lost).  What the payload is, by type:
+ *
+ *   CALL     the site; a second slot follows: { parent, cpu }, the return
+ *            address in the caller and the CPU it ran on (so that the
+ *            function tracer's events are all of two slots)
+ *   ENTRY    the site
+ *   EXIT     the call's duration, in time units (saturated at 2^48 - 1):
+ *            its site is that of the ENTRY of the same depth before it
+ *   LEFT     the site (a longjmp or an exception left the call)
+ *   UNTIMED  the site (a call whose return cannot be hooked)
+ *   CPU      the CPU the thread runs on from here on: written before the
+ *            thread's first graph event and whenever its CPU changes
+ *            (TIME is the next event's)
+ *
+ * Half the bytes of a naive layout: a recording's cost is mostly the
+ * bytes it writes.
+ */
 struct mcloc_event {
 	uint64_t time;
-	uint64_t ip;		/* the function's call site */
-	uint64_t parent;	/* CALL, ENTRY: the return address in its caller */
-	uint16_t type;		/* MCLOC_EV_* */
-	uint16_t depth;		/* graph: hooked calls the thread is inside */
-	uint32_t cpu;		/* the CPU it ran on */
+	uint64_t word;
 };
+
+#define MCLOC_EV_PAYLOAD_BITS 48
+#define MCLOC_EV_PAYLOAD_MAX ((1ull << MCLOC_EV_PAYLOAD_BITS) - 1)
+#define MCLOC_EV_DEPTH_MAX 0x7ffu
 
 enum {
 	MCLOC_EV_CALL = 1,	/* function: a call */
@@ -222,9 +261,42 @@ enum {
 	MCLOC_EV_EXIT = 3,	/* graph: it returns */
 	MCLOC_EV_LEFT = 4,	/* graph: a longjmp left it (no return) */
 	MCLOC_EV_UNTIMED = 5,	/* graph: a call whose return cannot be hooked */
+	MCLOC_EV_CPU = 6,	/* the thread's CPU from here on */
 	/* Or'ed into type: events of this thread were lost just before. */
 	MCLOC_EV_LOST_BEFORE = 0x8000,
 };
+
+/* WORD of an event of TYPE (an MCLOC_EV_* type, LOST_BEFORE or'ed in or
+ * not), DEPTH (saturated) and PAYLOAD (masked to 48 bits). */
+static inline uint64_t mcloc_ev_word(unsigned type, unsigned depth, uint64_t payload)
+{
+	return (uint64_t)(type & MCLOC_EV_LOST_BEFORE ? 1 : 0) << 63 |
+	       (uint64_t)(type & 0xf) << 59 |
+	       (uint64_t)(depth > MCLOC_EV_DEPTH_MAX ? MCLOC_EV_DEPTH_MAX : depth) << 48 |
+	       (payload & MCLOC_EV_PAYLOAD_MAX);
+}
+
+/* An event's type (LOST_BEFORE or'ed in), depth and payload. */
+static inline unsigned mcloc_ev_type(uint64_t word)
+{
+	return (unsigned)(word >> 59 & 0xf) | (word >> 63 ? MCLOC_EV_LOST_BEFORE : 0);
+}
+
+static inline unsigned mcloc_ev_depth(uint64_t word)
+{
+	return (unsigned)(word >> 48 & MCLOC_EV_DEPTH_MAX);
+}
+
+static inline uint64_t mcloc_ev_payload(uint64_t word)
+{
+	return word & MCLOC_EV_PAYLOAD_MAX;
+}
+
+/* The slots of an event of TYPE. */
+static inline unsigned mcloc_ev_slots(unsigned type)
+{
+	return (type & 0xf) == MCLOC_EV_CALL ? 2 : 1;
+}
 
 /* One address of MCLOC_REQ_ADDRS's answer, followed by its function's name
  * (namelen bytes and a NUL; namelen 0: unknown), padded to 8 bytes. */

@@ -14,13 +14,15 @@
  *   PID.names       struct mcloc_rec_name entries to its end: the function
  *                   of each traced site and of each caller seen.
  *   PID.TID.events  one per thread that was traced: struct mcloc_rec_thread,
- *                   then struct mcloc_event (<mcloc/control.h>) to its end,
- *                   in the order the thread wrote them, which is time order.
+ *                   then the slots of its events (struct mcloc_event,
+ *                   <mcloc/control.h> says how an event takes one or two)
+ *                   to its end, in the order the thread wrote them, which
+ *                   is time order.
  *                   These are the rings' bytes, copied as they were written:
  *                   nothing is formatted while the program runs.
  *
  * An event's type may carry MCLOC_EV_LOST_BEFORE: events of the thread were
- * lost just before it.  A last event whose type is MCLOC_EV_LOST_BEFORE
+ * lost just before it.  A last slot whose type is MCLOC_EV_LOST_BEFORE
  * alone says that events were lost at the thread's end.  Integers are in
  * the byte order of the host that recorded (the magic tells it); times are
  * in the unit info's ticks says, converted to CLOCK_MONOTONIC nanoseconds
@@ -54,7 +56,7 @@ struct mcloc_rec_info {
 	uint64_t start_ns, start_time;
 	uint64_t end_ns, end_time;
 	uint64_t realtime_ns;	/* CLOCK_REALTIME at the start: the date */
-	uint64_t events;	/* events written to the thread files */
+	uint64_t slots;		/* event slots written to the thread files */
 	uint64_t lost;		/* events lost (threads without a ring included) */
 	uint64_t waits;		/* times a thread waited for room (lossless) */
 	uint32_t threads;	/* thread files */
@@ -66,7 +68,7 @@ struct mcloc_rec_info {
 struct mcloc_rec_thread {
 	uint64_t magic;		/* MCLOC_REC_THREAD_MAGIC */
 	uint32_t version;	/* MCLOC_REC_VERSION */
-	uint32_t event_size;	/* sizeof(struct mcloc_event) */
+	uint32_t event_size;	/* sizeof(struct mcloc_event): a slot */
 	uint32_t pid, tid;
 	char comm[16];		/* the thread's name, NUL-terminated */
 	uint64_t lost, waits;

@@ -36,14 +36,15 @@ RING = 192      # sizeof(struct mcloc_ring)
 HELLO = struct.Struct("=IIQQQ16s16s32s")
 SITE = struct.Struct("=QIHH")
 
-GOOD = dict(magic=MAGIC, version=VERSION, rings=2, ring_size=4096, ring_stride=RING + 4096,
+RING_VERSION = 2    # MCLOC_RING_VERSION
+GOOD = dict(magic=MAGIC, version=RING_VERSION, rings=2, ring_size=4096, ring_stride=RING + 4096,
             data_offset=128, ticks=0, flags=0)
 
 # name: (header fields changed, memfd changes)
 SCENARIOS = {
     "good": ({}, {}),
     "magic": ({"magic": 0x1234}, {}),
-    "version": ({"version": 2}, {}),
+    "version": ({"version": 1}, {}),
     "rings0": ({"rings": 0}, {}),
     "rings4097": ({"rings": 4097}, {"size": 128 + 4097 * (RING + 4096)}),
     "ringsize-npow2": ({"ring_size": 6144, "ring_stride": RING + 6144}, {"size": 128 + 2 * (RING + 6144)}),
@@ -57,7 +58,7 @@ SCENARIOS = {
     "stride-small": ({"ring_stride": 4096}, {}),
     "stride-misaligned": ({"ring_stride": RING + 4096 + 4}, {"size": 128 + 2 * (RING + 4100)}),
     "past-end": ({}, {"said": 128 + 2 * (RING + 4096) - 8}),
-    "flags": ({"flags": 2}, {}),
+    "flags": ({"flags": 4}, {}),
     "ticks": ({"ticks": 2}, {}),
     "nofd": ({}, {"fd": "none"}),
     "shortrep": ({}, {"rep": 4}),
