@@ -31,6 +31,8 @@ DEBS += sccache distcc
 # The linkers of tests/toolchains.bats and tests/lto.bats (ld.bfd and gold
 # come with binutils).
 DEBS += lld mold
+# protoc reads back mcloc dump --perfetto in tests/record.bats.
+DEBS += protobuf-compiler
 
 # What the build itself needs, as a non-Debian host can check it.
 BUILD_TOOLS := cc meson ninja pkg-config

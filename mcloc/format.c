@@ -41,8 +41,10 @@ size_t decode_event(struct decoder *d, const struct mcloc_event *v, size_t n, st
 	case MCLOC_EV_ENTRY:
 		if (!d->site_at)
 			d->site_at = calloc(MCLOC_EV_DEPTH_MAX + 1, sizeof(*d->site_at));
-		if (d->site_at)
+		if (d->site_at) {
 			d->site_at[depth] = pay;
+			e->caller_site = depth ? d->site_at[depth - 1] : 0;
+		}
 		break;
 	case MCLOC_EV_EXIT:
 		e->parent = pay;
@@ -304,8 +306,10 @@ static void json_event(struct tracing *t, const struct thread *th, const struct 
 	       t->pid, th->tid, e->cpu);
 	json_str("type", type, false);
 	json_str("function", site_name(t, e->ip, b1, sizeof(b1)), false);
-	if (e->type == MCLOC_EV_CALL || e->type == MCLOC_EV_ENTRY)
+	if (e->type == MCLOC_EV_CALL && !e->caller_site)
 		json_str("parent", caller_name(t, e->parent, b2, sizeof(b2)), false);
+	else if (e->caller_site)
+		json_str("parent", site_name(t, e->caller_site, b2, sizeof(b2)), false);
 	if (e->type == MCLOC_EV_EXIT)
 		printf("\"duration_ns\":%llu,", (unsigned long long)dur);
 	printf("\"depth\":%u}\n", e->depth);
@@ -346,8 +350,11 @@ void graph_flush_pending(struct tracing *t, struct thread *th)
 	if (!th->pending)
 		return;
 	th->pending = false;
-	if (t->json || t->chrome || t->mode != GRAPH)
-		return;	/* (--chrome: the file instead of the text) */
+	/* (--chrome: the file instead of the text.  A threshold prints a
+	 * call at its end only, as ftrace's tracing_thresh does, once its
+	 * time is known: a brace is never left open.) */
+	if (t->json || t->chrome || t->mode != GRAPH || t->threshold_ns)
+		return;
 	graph_prefix(t, th, &th->entry);
 	out_spaces(stdout, 16);
 	out_str(stdout, "|  ");
@@ -497,7 +504,10 @@ void format_event(struct tracing *t, struct item *it)
 			out_str(stdout, ": ");
 			out_str(stdout, fn);
 			out_str(stdout, " <-");
-			out_str(stdout, caller_name(t, e->parent, b2, sizeof(b2)));
+			/* (A graph's entry shown as a call: its parent is the
+			 * function it is inside, if the recording has it.) */
+			out_str(stdout, e->caller_site ? site_name(t, e->caller_site, b2, sizeof(b2)) :
+					e->parent ? caller_name(t, e->parent, b2, sizeof(b2)) : "?");
 			putc_unlocked('\n', stdout);
 		}
 		return;

@@ -25,6 +25,9 @@ struct event {
 	uint16_t type;		/* MCLOC_EV_*, LOST_BEFORE or'ed in */
 	uint16_t depth;
 	uint32_t cpu;
+	/* ENTRY: the site of the call it is inside (0: none seen), what a
+	 * graph recording shown as the function tracer names as parent */
+	uint64_t caller_site;
 };
 
 /* A thread's decoding state: its CPU, and the site of the call open at

@@ -1,0 +1,290 @@
+#!/usr/bin/env bats
+# mcloc record and the offline tools: a program of known call tree
+# (fixtures/runtime/recorded.c) is recorded, and its replay, report, graph
+# and flame graph compared with golden text (times masked: they vary);
+# the lossless recorder is made to wait; the Chrome and Perfetto outputs
+# are read back by a JSON parser and by protoc; bad recordings get one
+# line and exit 1.
+
+load helpers
+
+RT=$SRC/tests/fixtures/runtime
+LIBDIR=${MCLOC_LIBDIR:-$(dirname "$OBJPATCH")/../libmcloc}
+MCLOC=${MCLOC_CMD:-$LIBDIR/../mcloc/mcloc}
+
+setup() {
+	T=$(mktemp -d "$BATS_RUN_TMPDIR/t.XXXXXX")
+	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
+	export XDG_RUNTIME_DIR=$T/run
+	mkdir -m 700 "$XDG_RUNTIME_DIR"
+	SAN=()
+	[ -z "${MCLOC_SANITIZED:-}" ] || SAN=(-fsanitize=address,undefined)
+	export LD_LIBRARY_PATH=$LIBDIR ASAN_OPTIONS=detect_leaks=0
+	cc -O1 -pg -mfentry "${SAN[@]}" -c "$RT/recorded.c" -o "$T/recorded.o"
+	"$RECORDMCOUNT" "$T/recorded.o"
+	"$OBJPATCH" link --nop --runtime -- cc "${SAN[@]}" "$T/recorded.o" -o "$T/recorded" \
+		-lpthread -L"$LIBDIR" -lmcloc
+	cd "$T"
+}
+
+# Times masked: a duration column becomes "D us |", a timestamp "S".
+mask() {
+	sed -E 's/^ +[0-9]+\) [ +!#*@$] +[0-9]+\.[0-9]{3} us \|/ C) D us |/;
+		s/^ +[0-9]+\) +\|/ C)      |/;
+		s/\[[0-9]{3}\] [0-9]+\.[0-9]{6}/[CPU] S/'
+}
+
+@test "record, then replay: ftrace's function_graph text of the whole call tree" {
+	run "$MCLOC" record -- ./recorded
+	assert_success
+	assert_line "18"
+	assert_line --regexp '^mcloc: mcloc.data: 1 thread, 0 MiB of events, 0 lost$'
+	"$MCLOC" replay | mask > replay.txt
+	cat > want.txt <<'EOF'
+# tracer: function_graph
+#
+# CPU  DURATION                  FUNCTION CALLS
+# |     |   |                     |   |   |   |
+ C)      |  main() {
+ C)      |    top() {
+ C)      |      mid() {
+ C) D us |        leaf();
+ C) D us |        leaf();
+ C) D us |      }
+ C)      |      mid() {
+ C) D us |        leaf();
+ C) D us |        leaf();
+ C) D us |      }
+ C)      |      mid() {
+ C) D us |        leaf();
+ C) D us |        leaf();
+ C) D us |      }
+ C) D us |    }
+ C) D us |  }
+EOF
+	diff -u want.txt replay.txt
+	# The function tracer's view of the same recording: each call with
+	# the function it was called from.
+	"$MCLOC" replay --function | mask | grep -v '^#' | sed -E 's/^ +recorded-[0-9]+ +//' > fn.txt
+	printf '%s\n' '[CPU] S: main <-?' '[CPU] S: top <-main' '[CPU] S: mid <-top' \
+		'[CPU] S: leaf <-mid' '[CPU] S: leaf <-mid' '[CPU] S: mid <-top' \
+		'[CPU] S: leaf <-mid' '[CPU] S: leaf <-mid' '[CPU] S: mid <-top' \
+		'[CPU] S: leaf <-mid' '[CPU] S: leaf <-mid' > want.txt
+	diff -u want.txt fn.txt
+}
+
+@test "report, graph and the flame graph of a recording: counts golden, times that add up" {
+	"$MCLOC" record -- ./recorded
+	run "$MCLOC" report
+	assert_success
+	echo "$output" | awk 'NR > 2 { print $1, $2 }' > got.txt
+	printf '%s\n' 'main 1' 'top 1' 'mid 3' 'leaf 6' > want.txt
+	diff -u want.txt got.txt
+	# Self time is total time less the callees': leaf's are equal, and
+	# every function's self is at most its total.
+	echo "$output" | awk 'NR > 2 && ($5 > $3 + 0.0005) { print "self above total: " $0; bad = 1 }
+			      $1 == "leaf" && $3 != $5 { print "leaf: " $0; bad = 1 } END { exit bad }'
+	run "$MCLOC" report --sort calls
+	assert_success
+	[ "$(echo "$output" | awk 'NR == 3 { print $1 }')" = leaf ]
+	run "$MCLOC" graph mid
+	assert_success
+	echo "$output" | sed -E 's/[0-9]+\.[0-9]{3}/T/g' > got.txt
+	cat > want.txt <<'EOF'
+mid: 3 calls, T us, T us of its own
+
+Called by:
+       Calls      Time (us)  Function
+           3          T  top
+
+Calls:
+       Calls      Time (us)  Function
+           6          T  leaf
+EOF
+	diff -u want.txt got.txt
+	run "$MCLOC" graph nosuchfunction
+	assert_failure 1
+	assert_output "mcloc: mcloc.data: no call of nosuchfunction recorded"
+	# Folded stacks: one line per path with time of its own, and those
+	# times are the report's self times.
+	"$MCLOC" dump --flame-graph flame.txt
+	awk '{ print $1 }' flame.txt > got.txt
+	printf '%s\n' 'main' 'main;top' 'main;top;mid' 'main;top;mid;leaf' > want.txt
+	diff -u want.txt got.txt
+	awk '$2 !~ /^[1-9][0-9]*$/ { exit 1 }' flame.txt
+	leaf_ns=$(awk '$1 == "main;top;mid;leaf" { print $2 }' flame.txt)
+	leaf_us=$("$MCLOC" report | awk '$1 == "leaf" { print $5 }')
+	[ "$(awk -v a="$leaf_ns" 'BEGIN { printf "%.3f", a / 1000 }')" = "$leaf_us" ]
+}
+
+@test "replay's filters: -F and -N with what they call, --depth, --tid, --time-range, -t" {
+	"$MCLOC" record -- ./recorded
+	calls() { grep -cE '\|  +[a-z]+\(\)( \{|;)$' || true; }
+	[ "$("$MCLOC" replay | calls)" -eq 11 ]
+	# -F mid: the three calls of mid and the six of leaf in them.
+	[ "$("$MCLOC" replay -F mid | calls)" -eq 9 ]
+	[ "$("$MCLOC" replay -F 'mid' | grep -c 'main\|top')" -eq 0 ]
+	# -N mid: mid and what it calls hidden; top becomes a leaf.
+	run "$MCLOC" replay -N mid
+	assert_output --partial "top();"
+	refute_output --partial "leaf"
+	# A list of globs.
+	[ "$("$MCLOC" replay -F 'nothing,le*' | calls)" -eq 6 ]
+	[ "$("$MCLOC" replay --depth 2 | calls)" -eq 2 ]
+	tid=$("$MCLOC" info | awk '/^  [0-9]/ { print $1; exit }')
+	[ "$("$MCLOC" replay --tid "$tid" | calls)" -eq 11 ]
+	[ "$("$MCLOC" replay --tid 1 | calls)" -eq 0 ]
+	# A range that starts after everything, and one that holds it all.
+	[ "$("$MCLOC" replay --time-range '999999999~' | calls)" -eq 0 ]
+	[ "$("$MCLOC" replay --time-range '0~999999999' | calls)" -eq 11 ]
+	# A threshold of a minute hides every call; with one of a
+	# nanosecond, each call is one line at its end, as ftrace's
+	# tracing_thresh prints them: no brace is left open.
+	[ "$("$MCLOC" replay -t 60000000 | grep -vc '^#')" -eq 0 ]
+	run "$MCLOC" replay -t 0.001
+	[ "$(echo "$output" | grep -c '[a-z]();$')" -eq 6 ]
+	[ "$(echo "$output" | grep -cE '\} /\* (main|top|mid) \*/$')" -eq 5 ]
+	refute_output --partial "{"
+	run "$MCLOC" replay --time-range 5
+	assert_failure 2
+	assert_output "mcloc: replay: --time-range: START~END in seconds, as replay prints them (END may be left out)"
+}
+
+@test "lossless: with rings too small to keep up, threads wait and every event is kept" {
+	# 4 threads and main, 200000 calls of leaf each, into 4 KiB rings.
+	run "$MCLOC" record --buffer 4 -- ./recorded 200000 4
+	assert_success
+	assert_line --regexp '^mcloc: mcloc.data: 5 threads, [0-9]+ MiB of events, 0 lost$'
+	run "$MCLOC" info
+	assert_line --regexp '^lost: +0$'
+	waits=$(echo "$output" | awk '$1 == "waits:" { print $2 }')
+	[ "$waits" -gt 0 ]
+	run "$MCLOC" report
+	assert_line --regexp '^leaf +1000006 '
+	assert_line --regexp '^load +5 '
+	# Per thread: each load thread's table has its 200000 calls.
+	[ "$("$MCLOC" report --per-thread | grep -cE '^leaf +200000 ')" -eq 4 ]
+}
+
+@test "record -p PID attaches to a running program, and detaches it unharmed" {
+	cat > loop.c <<'EOF'
+#include <signal.h>
+#include <stdio.h>
+#include <unistd.h>
+static volatile sig_atomic_t done;
+static void stop(int s) { (void)s; done = 1; }
+__attribute__((noinline)) int tick(int i) { return i + 1; }
+int main(void)
+{
+	int i = 0;
+	signal(SIGUSR1, stop);
+	while (!done) { i = tick(i); usleep(1000); }
+	printf("%d\n", i > 0);
+	return 0;
+}
+EOF
+	cc -O1 -pg -mfentry "${SAN[@]}" -c loop.c -o loop.o
+	"$RECORDMCOUNT" loop.o
+	"$OBJPATCH" link --nop --runtime -- cc "${SAN[@]}" loop.o -o loop -L"$LIBDIR" -lmcloc
+	MCLOC_CONTROL=1 ./loop > loop.out &
+	pid=$!
+	for _ in $(seq 100); do [ -S "$XDG_RUNTIME_DIR/mcloc/$pid" ] && break; sleep 0.05; done
+	run "$MCLOC" record -p "$pid" --duration 0.3
+	assert_success
+	run "$MCLOC" enabled "$pid"
+	assert_output ""
+	kill -USR1 "$pid"
+	wait "$pid"
+	assert_equal "$(cat loop.out)" 1
+	run "$MCLOC" report
+	assert_line --regexp '^tick +[0-9]+ '
+	run "$MCLOC" info
+	assert_line --regexp "^command: +$pid\$"
+}
+
+@test "dump --chrome and --perfetto: a JSON parser and protoc read them back, every begin ended" {
+	"$MCLOC" record -- ./recorded 1000 2
+	"$MCLOC" dump --chrome t.json
+	$PY - t.json <<'EOF'
+import collections, json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+b = collections.Counter(e["tid"] for e in ev if e["ph"] == "B")
+e = collections.Counter(e["tid"] for e in ev if e["ph"] == "E")
+assert b == e and sum(b.values()) == 3 * 1000 + 11 + 3, (b, e)
+assert sum(1 for x in ev if x["name"] == "leaf") == 2 * (3 * 1000 + 6)
+EOF
+	"$MCLOC" dump --perfetto t.pb
+	command -v protoc >/dev/null || skip "protoc (protobuf-compiler) is not installed"
+	protoc --decode_raw < t.pb > raw.txt
+	# Tracks: the process (a ProcessDescriptor, field 3) and its three
+	# threads (ThreadDescriptors, field 4).
+	[ "$(grep -c '^  60 {' raw.txt)" -eq 4 ]
+	# Slices: as many begins (type 1) as ends (type 2), one per call.
+	begins=$(grep -c '^    9: 1$' raw.txt)
+	ends=$(grep -c '^    9: 2$' raw.txt)
+	[ "$begins" -eq $((3 * 1000 + 11 + 3)) ]
+	[ "$begins" -eq "$ends" ]
+	# Each function's name is interned once in the sequence.
+	[ "$(grep -c '^      2: "leaf"$' raw.txt)" -eq 1 ]
+}
+
+@test "bad recordings, and a directory that is not one: one line naming the file, exit 1" {
+	mkdir empty
+	run "$MCLOC" replay -d empty
+	assert_failure 1
+	assert_output "mcloc: empty: no recording here (mcloc record makes one)"
+	run "$MCLOC" replay -d nosuchdir
+	assert_failure 1
+	assert_output "mcloc: nosuchdir: No such file or directory"
+	"$MCLOC" record -- ./recorded
+	pid=$(ls mcloc.data | sed -n 's/\.info$//p')
+	cp -r mcloc.data good
+	# A thread file cut mid-event: the whole events before the cut are
+	# replayed, and no more.
+	f=$(ls good/*.events)
+	truncate -s -8 "$f"
+	run "$MCLOC" replay -d good
+	assert_success
+	# Another version, a broken info, garbage names, a thread file of
+	# another recording, and one without its info.
+	for what in version info names thread noinfo; do
+		rm -rf bad && cp -r mcloc.data bad
+		case $what in
+		version) printf '\x09' | dd of=bad/$pid.info bs=1 seek=8 conv=notrunc status=none ;;
+		info) truncate -s 20 bad/$pid.info ;;
+		names) printf 'garbage that is no name entry' >> bad/$pid.names ;;
+		thread) printf 'x' | dd of="bad/$(basename "$f")" bs=1 seek=0 conv=notrunc status=none ;;
+		noinfo) rm bad/$pid.info ;;
+		esac
+		run "$MCLOC" replay -d bad
+		echo "$what: $output"
+		assert_failure 1
+		[ "${#lines[@]}" -eq 1 ]
+		[[ "$output" == "mcloc: bad: "* ]]
+	done
+}
+
+@test "record's directory: a recording of before moves to DIR.old; anything else is left alone" {
+	"$MCLOC" record -- ./recorded
+	first=$(ls mcloc.data)
+	"$MCLOC" record -- ./recorded
+	[ "$(ls mcloc.data.old)" = "$first" ]
+	[ "$(ls mcloc.data)" != "$first" ]
+	# A directory holding anything else is not written over, nor is a
+	# DIR.old that holds more than a recording.
+	mkdir mine && echo keep > mine/notes
+	run "$MCLOC" record -d mine -- ./recorded
+	assert_failure 1
+	assert_output "mcloc: mine: exists and is not a recording (or cannot be read): not written over"
+	[ "$(cat mine/notes)" = keep ]
+	echo keep > mcloc.data.old/notes
+	run "$MCLOC" record -- ./recorded
+	assert_failure 1
+	assert_output "mcloc: mcloc.data.old: holds more than a recording: mcloc.data is not moved there"
+	[ "$(cat mcloc.data.old/notes)" = keep ]
+	# A symlink planted as the directory is not followed.
+	ln -s mine link
+	run "$MCLOC" record -d link -- ./recorded
+	assert_failure 1
+	[ "$(ls mine)" = notes ]
+}
