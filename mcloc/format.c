@@ -138,12 +138,19 @@ static const char *name_or_addr(struct names *ns, uint64_t addr, char *buf, size
 
 const char *site_name(struct tracing *t, uint64_t ip, char *buf, size_t len)
 {
-	return name_or_addr(&t->sites, ip, buf, len);
+	struct name *n = name_find(&t->sites, ip);
+	const char *s = n && n->name ? n->name : t->symbolize ? t->symbolize(t, ip, buf, len) : NULL;
+
+	return s ? s : name_or_addr(&t->sites, ip, buf, len);
 }
 
 const char *caller_name(struct tracing *t, uint64_t addr, char *buf, size_t len)
 {
-	return name_or_addr(&t->callers, addr, buf, len);
+	struct name *n = name_find(&t->callers, addr);
+	const char *s = n && n->name ? n->name :
+			t->symbolize ? t->symbolize(t, addr, buf, len) : NULL;
+
+	return s ? s : name_or_addr(&t->callers, addr, buf, len);
 }
 
 /* ---- events in time order ------------------------------------------------ */
@@ -276,6 +283,19 @@ static void print_duration(uint64_t ns)
 	out_str(stdout, " us |");
 }
 
+/* --srcline: the file and line of the site IP, where known, as a comment. */
+static void put_source(struct tracing *t, uint64_t ip)
+{
+	char b[4096];
+	const char *src = t->source ? t->source(t, ip, b, sizeof(b)) : NULL;
+
+	if (src) {
+		out_str(stdout, " /* ");
+		out_str(stdout, src);
+		out_str(stdout, " */");
+	}
+}
+
 /* A graph line's call: "|  ", the depth's indent, then TEXT (NULL: none). */
 static void graph_indent(unsigned depth, const char *text)
 {
@@ -359,7 +379,9 @@ void graph_flush_pending(struct tracing *t, struct thread *th)
 	out_spaces(stdout, 16);
 	out_str(stdout, "|  ");
 	graph_indent(th->entry.depth, site_name(t, th->entry.ip, b, sizeof(b)));
-	out_str(stdout, "() {\n");
+	out_str(stdout, "() {");
+	put_source(t, th->entry.ip);
+	putc_unlocked('\n', stdout);
 	th->opened++;
 }
 
@@ -508,6 +530,7 @@ void format_event(struct tracing *t, struct item *it)
 			 * function it is inside, if the recording has it.) */
 			out_str(stdout, e->caller_site ? site_name(t, e->caller_site, b2, sizeof(b2)) :
 					e->parent ? caller_name(t, e->parent, b2, sizeof(b2)) : "?");
+			put_source(t, e->ip);
 			putc_unlocked('\n', stdout);
 		}
 		return;
@@ -552,7 +575,9 @@ void format_event(struct tracing *t, struct item *it)
 				print_duration(dur);
 				out_str(stdout, "  ");
 				graph_indent(e->depth, fn);
-				out_str(stdout, "();\n");
+				out_str(stdout, "();");
+				put_source(t, e->ip);
+				putc_unlocked('\n', stdout);
 			}
 			return;
 		}

@@ -125,6 +125,12 @@ struct tracing {
 	double rate;			/* ns per time unit */
 	uint32_t pid;
 	struct recorder *rec;		/* mcloc record: the recording */
+	/* What names an address that the names lack (replay: the files
+	 * the program mapped), or NULL. */
+	const char *(*symbolize)(struct tracing *t, uint64_t addr, char *buf, size_t len);
+	/* replay --srcline: "file:line" of a site, or NULL */
+	const char *(*source)(struct tracing *t, uint64_t ip, char *buf, size_t len);
+	void *sym;
 };
 
 struct item {

@@ -12,10 +12,14 @@
  * holds a recording and nothing else, that recording is moved to
  * DIR.old first (a DIR.old that holds a recording only is replaced).
  * Every file is made with O_EXCL under the directory's descriptor, so a
- * symlink planted in it is never followed.
+ * symlink planted in it is never followed.  Besides the events and names
+ * of <mcloc/record.h>, a recording keeps PID.maps, the program's file
+ * mappings (the lines of /proc/PID/maps): the offline commands name
+ * callers and source lines from those files.
  */
 #include "format.h"
 #include "recorder.h"
+#include "symbols.h"
 
 #include <mcloc/record.h>
 
@@ -45,15 +49,17 @@ struct recorder {
 	size_t args_len;
 	struct rec_thread *th;	/* by ring */
 	uint32_t nth;
+	char **maps;		/* the program's file mappings, every one seen */
+	size_t nmaps;
 	bool failed;		/* a write failed: said once */
 };
 
-/* Whether NAME is a file a recording has: PID.info, PID.names or
- * PID.TID.events. */
+/* Whether NAME is a file a recording has: PID.info, PID.names, PID.maps
+ * or PID.TID.events. */
 static bool recording_file(const char *name)
 {
 	return !fnmatch("[0-9]*.info", name, 0) || !fnmatch("[0-9]*.names", name, 0) ||
-	       !fnmatch("[0-9]*.[0-9]*.events", name, 0);
+	       !fnmatch("[0-9]*.maps", name, 0) || !fnmatch("[0-9]*.[0-9]*.events", name, 0);
 }
 
 /*
@@ -198,6 +204,9 @@ void rec_abort(struct recorder *r)
 {
 	if (!r)
 		return;
+	for (size_t i = 0; i < r->nmaps; i++)
+		free(r->maps[i]);
+	free(r->maps);
 	for (uint32_t i = 0; i < r->nth; i++)
 		if (r->th[i].fd >= 0)
 			close(r->th[i].fd);
@@ -315,6 +324,39 @@ size_t rec_drain(struct tracing *t,
 	return done;
 }
 
+void rec_maps(struct tracing *t)
+{
+	struct recorder *r = t->rec;
+	size_t len = 0;
+	char *text = r ? sym_read_maps(t->pid, &len) : NULL;
+
+	for (char *line = text, *end; line && *line; line = end) {
+		end = strchr(line, '\n');
+		end = end ? end + 1 : line + strlen(line);
+		/* (File-backed lines only, each once: all of a file's, as a
+		 * reader works out where it was loaded from them.) */
+		char save = *end;
+
+		*end = 0;
+		size_t i = 0;
+
+		if (strstr(line, " /"))
+			while (i < r->nmaps && strcmp(r->maps[i], line))
+				i++;
+		if (strstr(line, " /") && i == r->nmaps && r->nmaps < 1u << 16) {
+			char **v = realloc(r->maps, (r->nmaps + 1) * sizeof(*v));
+
+			if (v) {
+				r->maps = v;
+				if ((v[r->nmaps] = strdup(line)))
+					r->nmaps++;
+			}
+		}
+		*end = save;
+	}
+	free(text);
+}
+
 static bool put_names(struct recorder *r, int fd, const struct names *ns, uint32_t kind)
 {
 	for (size_t i = 0; i < ns->n; i++) {
@@ -390,6 +432,16 @@ int rec_close(struct tracing *t, uint64_t lost)
 	if ((fd = new_file(r, name)) >= 0) {
 		if (put_names(r, fd, &t->sites, MCLOC_REC_SITE))
 			put_names(r, fd, &t->callers, MCLOC_REC_CALLER);
+		if (close(fd) < 0)
+			write_failed(r, name);
+	}
+	snprintf(name, sizeof(name), "%u.maps", t->pid);
+	if (r->nmaps && (fd = new_file(r, name)) >= 0) {
+		for (size_t i = 0; i < r->nmaps; i++)
+			if (!write_all(fd, r->maps[i], strlen(r->maps[i]))) {
+				write_failed(r, name);
+				break;
+			}
 		if (close(fd) < 0)
 			write_failed(r, name);
 	}

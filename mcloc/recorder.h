@@ -18,6 +18,10 @@ void rec_abort(struct recorder *r);
  * NULL) the slots copied, whole events; the bytes copied. */
 size_t rec_drain(struct tracing *t,
 		 void (*seen)(struct tracing *t, const struct mcloc_event *ev, size_t n));
+/* The program's file mappings, added to those seen (read again while it
+ * runs, as it may load more): what names callers and source lines
+ * later. */
+void rec_maps(struct tracing *t);
 /* Complete the recording (LOST: events lost in all); 0, or 1 with a
  * message. */
 int rec_close(struct tracing *t, uint64_t lost);

@@ -19,6 +19,8 @@
 
 #include <mcloc/record.h>
 
+#include "symbols.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -71,7 +73,7 @@ struct ropts {
 	uint64_t threshold_ns;
 	uint64_t from_ns, to_ns;	/* --time-range (to 0: no end) */
 	uint32_t tid;
-	bool json, per_thread, as_function;
+	bool json, per_thread, as_function, srcline;
 	enum sort_key sort;
 	const char *chrome, *flame, *perfetto;	/* dump: where ("-": stdout) */
 };
@@ -336,6 +338,21 @@ static int recording_open(struct recording *r, const char *dir)
 	return 0;
 }
 
+/* ---- names from the files the program mapped ----------------------------------- */
+
+static const char *symbolize(struct tracing *t, uint64_t addr, char *buf, size_t len)
+{
+	(void)buf;
+	(void)len;
+	return sym_func(t->sym, addr);
+}
+
+/* "file:line" of the site IP, or NULL. */
+static const char *source_line(struct tracing *t, uint64_t ip, char *buf, size_t len)
+{
+	return sym_source(t->sym, ip, buf, len);
+}
+
 /* ---- the events in time order -------------------------------------------- */
 
 /* A heap of the threads with events left, by their next event's time
@@ -479,8 +496,26 @@ static void to_format(struct walker *w, struct tracing *t, struct item *it)
 
 /* The tracing that formats process P's events: its clock, names and
  * threads. */
-static void tracing_of(struct tracing *t, struct rproc *p)
+static void tracing_of(struct tracing *t, struct rproc *p, const struct recording *r,
+		       const struct ropts *o)
 {
+	struct symbols *c = sym_new();
+	char path[4096];
+	size_t len = 0;
+
+	snprintf(path, sizeof(path), "%s/%u.maps", r->dir, p->info.pid);
+	char *maps = c ? slurp(AT_FDCWD, path, 64u << 20, &len) : NULL;
+
+	if (maps) {
+		sym_set_maps(c, maps, len);
+		free(maps);
+	}
+	if (c) {
+		t->sym = c;
+		t->symbolize = symbolize;
+		if (o->srcline)
+			t->source = source_line;
+	}
 	t->pid = p->info.pid;
 	t->g.ticks = p->info.ticks;
 	t->g.start_ns = p->info.start_ns;
@@ -504,6 +539,8 @@ static void tracing_of(struct tracing *t, struct rproc *p)
 
 static void tracing_done(struct tracing *t, struct rproc *p)
 {
+	sym_free(t->sym);
+	t->sym = NULL;
 	p->sites = t->sites;
 	p->callers = t->callers;
 	t->sites = t->callers = (struct names){ 0 };
@@ -768,7 +805,7 @@ static void usage_offline(const char *cmd)
 {
 	if (!strcmp(cmd, "replay"))
 		fail(cmd, "usage: mcloc replay [-d DIR] [-F GLOB] [-N GLOB] [--depth N] "
-			  "[-t USECS] [--time-range S~S] [--tid T] [--function] [-j]");
+			  "[-t USECS] [--time-range S~S] [--tid T] [--function] [--srcline] [-j]");
 	else if (!strcmp(cmd, "report"))
 		fail(cmd, "usage: mcloc report [-d DIR] [--sort total|self|calls|avg|name] "
 			  "[--per-thread] [-F GLOB] [-N GLOB] [--depth N] [--time-range S~S] "
@@ -799,6 +836,7 @@ static int parse_ropts(int argc, char **argv, struct ropts *o)
 		{ "per-thread", no_argument, NULL, 'P' },
 		{ "sort", required_argument, NULL, 's' },
 		{ "function", no_argument, NULL, 'f' },
+		{ "srcline", no_argument, NULL, 'L' },
 		{ "chrome", required_argument, NULL, 'c' },
 		{ "flame-graph", required_argument, NULL, 'g' },
 		{ "perfetto", required_argument, NULL, 'p' },
@@ -834,6 +872,7 @@ static int parse_ropts(int argc, char **argv, struct ropts *o)
 		case 'j': o->json = true; break;
 		case 'P': o->per_thread = true; break;
 		case 'f': o->as_function = true; break;
+		case 'L': o->srcline = true; break;
 		case 'c': o->chrome = optarg; break;
 		case 'g': o->flame = optarg; break;
 		case 'p': o->perfetto = optarg; break;
@@ -871,7 +910,7 @@ static int cmd_replay_report(struct recording *r, const struct ropts *o, bool re
 				     "to report (record function_graph)", p->info.pid);
 			return 1;
 		}
-		tracing_of(&t, p);
+		tracing_of(&t, p, r, o);
 		if (r->nprocs > 1 && !o->json)
 			printf("%s# process %u (%s)\n", i ? "\n" : "", p->info.pid, p->info.comm);
 		print_header(&t);
@@ -954,7 +993,7 @@ static int cmd_graph(struct recording *r, const struct ropts *o, const char *fun
 				     "ends to graph (record function_graph)", p->info.pid);
 			return 1;
 		}
-		tracing_of(&t, p);
+		tracing_of(&t, p, r, o);
 		walk(o, p, &t, &tr.w);
 		for (size_t k = 1; k < tr.n; k++) {
 			const struct node *nd = &tr.nodes[k];
@@ -1048,7 +1087,7 @@ static int dump_flame(struct recording *r, const struct ropts *o, FILE *f)
 		struct tracing t = { .mode = GRAPH };
 		struct tree tr = { .w = { tree_event } };
 
-		tracing_of(&t, p);
+		tracing_of(&t, p, r, o);
 		walk(o, p, &t, &tr.w);
 		for (size_t k = 1; k < tr.n; k++) {
 			if (!tr.nodes[k].self_ns)
@@ -1075,7 +1114,7 @@ static int dump_chrome(struct recording *r, const struct ropts *o, FILE *f)
 		struct walker w = { to_format };
 
 		t.mode = p->info.tracer == MCLOC_TRACE_FUNCTION ? FUNCTION : GRAPH;
-		tracing_of(&t, p);
+		tracing_of(&t, p, r, o);
 		walk(o, p, &t, &w);
 		for (size_t k = 0; k < t.nthreads; k++)
 			while (t.threads[k].open--)
@@ -1133,7 +1172,7 @@ static int dump_perfetto(struct recording *r, const struct ropts *o, FILE *f)
 		struct rproc *p = &r->procs[i];
 		struct tracing t = { .mode = GRAPH };
 
-		tracing_of(&t, p);
+		tracing_of(&t, p, r, o);
 		pf_sequence(pw.pf);
 		/* (A process's track is its pid; a thread's, pid:tid.) */
 		pf_track(pw.pf, (uint64_t)p->info.pid << 32, p->info.pid, 0, p->info.comm, 0);

@@ -14,6 +14,7 @@
  */
 #include "format.h"
 #include "recorder.h"
+#include "symbols.h"
 
 #include <mcloc/record.h>
 
@@ -131,6 +132,25 @@ static void record_callers(struct tracing *t, const struct mcloc_event *v, size_
 		resolve_callers(t, ev, k);
 	free(ev);
 	decoder_free(&d);
+}
+
+/* A caller or site the program could not name (it may have exited
+ * first): named from the files it mapped, as the trace last saw them. */
+static const char *live_symbolize(struct tracing *t, uint64_t addr, char *buf, size_t len)
+{
+	(void)buf;
+	(void)len;
+	return sym_func(t->sym, addr);
+}
+
+static void refresh_maps(struct tracing *t)
+{
+	size_t len = 0;
+	char *maps = sym_read_maps(t->pid, &len);
+
+	if (maps)
+		sym_set_maps(t->sym, maps, len);
+	free(maps);
 }
 
 /* ---- the rings -------------------------------------------------------------- */
@@ -630,6 +650,12 @@ static int trace_session(const struct targs *a, const char *pid, bool json,
 	bool gone = false;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	struct timespec checked = t0;
+	unsigned checks = 0;
+
+	if (t.rec)
+		rec_maps(&t);
+	else if ((t.sym = sym_new()))
+		t.symbolize = live_symbolize, refresh_maps(&t);
 
 	while (!stop_now) {
 		struct timespec d = { 0, READ_MS * 1000000L }, now;
@@ -649,6 +675,9 @@ static int trace_session(const struct targs *a, const char *pid, bool json,
 				     (now.tv_nsec - checked.tv_nsec) / 1000000 < READ_MS)
 			continue;
 		checked = now;
+		/* (The maps again about every second: it may load more.) */
+		if (++checks % 50 == 0)
+			t.rec ? rec_maps(&t) : refresh_maps(&t);
 		/* A program that exits ends its trace: what it left in the
 		 * rings is read below. */
 		if (program_gone(&t)) {
@@ -687,6 +716,8 @@ static int trace_session(const struct targs *a, const char *pid, bool json,
 	if (t.rec) {
 		double rate = clock_rate(&t);
 
+		if (!gone)
+			rec_maps(&t);
 		t.rate = rate > 0 ? rate : t.rate;
 		if (rec_close(&t, lost))
 			ret = 1;
@@ -701,6 +732,7 @@ static int trace_session(const struct targs *a, const char *pid, bool json,
 	fflush(stdout);
 out:
 	rec_abort(t.rec);
+	sym_free(t.sym);
 	if (t.h)
 		munmap((void *)t.h, t.size);
 	if (t.chrome && fclose(t.chrome) != 0) {

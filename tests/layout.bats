@@ -10,8 +10,9 @@ load helpers
 	assert_success
 	cd "$T/dest"
 	for f in bin/recordmcount bin/objpatch bin/mcloc include/mcloc/mcloc.h include/mcloc/abi.h \
-		include/mcloc/control.h share/man/man1/recordmcount.1 share/man/man1/objpatch.1 \
-		share/man/man1/mcloc.1 share/man/man3/libmcloc.3; do
+		include/mcloc/control.h include/mcloc/record.h share/man/man1/recordmcount.1 \
+		share/man/man1/objpatch.1 share/man/man1/mcloc.1 share/man/man3/libmcloc.3 \
+		share/man/man5/mcloc-record.5; do
 		[ -e "$(find . -path "*/$f" | head -1)" ] || { echo "missing: $f"; false; }
 	done
 	pc=$(find . -name mcloc.pc | head -1)

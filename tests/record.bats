@@ -288,3 +288,31 @@ EOF
 	assert_failure 1
 	[ "$(ls mine)" = notes ]
 }
+
+@test "callers are named from the files the program mapped, though it exited first; --srcline says file:line" {
+	# (-g: the line table --srcline reads.)
+	cc -g -O1 -pg -mfentry "${SAN[@]}" -c "$RT/recorded.c" -o recorded.o
+	"$RECORDMCOUNT" recorded.o
+	"$OBJPATCH" link --nop --runtime -- cc "${SAN[@]}" recorded.o -o recorded -lpthread \
+		-L"$LIBDIR" -lmcloc
+	"$MCLOC" record function -- ./recorded
+	ls mcloc.data/*.maps
+	run "$MCLOC" replay
+	assert_success
+	assert_line --regexp ': top <-main$'
+	assert_line --regexp ': mid <-top$'
+	[ "$(echo "$output" | grep -c ': leaf <-mid$')" -eq 6 ]
+	refute_output --regexp '<-0x'
+	# The line each function's body starts at, from the source.
+	line() { awk -v f="$1" '/^N / && index($0, " " f "(") { print NR + 1; exit }' "$RT/recorded.c"; }
+	run "$MCLOC" replay --srcline
+	assert_line --regexp ": leaf <-mid /\\* .*recorded\\.c:$(line leaf) \\*/\$"
+	"$MCLOC" record -- ./recorded
+	run "$MCLOC" replay --srcline
+	assert_line --regexp "\\|      mid\\(\\) \\{ /\\* .*recorded\\.c:$(line mid) \\*/\$"
+	assert_line --regexp "\\|        leaf\\(\\); /\\* .*recorded\\.c:$(line leaf) \\*/\$"
+	# The live trace names them the same way, from the maps it read.
+	run "$MCLOC" run function -- ./recorded
+	assert_line --regexp ': mid <-top$'
+	refute_output --regexp '<-0x'
+}

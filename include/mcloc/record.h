@@ -13,6 +13,10 @@
  *                   was cut short, and the tools say so.
  *   PID.names       struct mcloc_rec_name entries to its end: the function
  *                   of each traced site and of each caller seen.
+ *   PID.maps        text: the lines of /proc/PID/maps that map files, every
+ *                   one seen while the program ran; what names the callers
+ *                   and sites PID.names does not, and source lines, from
+ *                   those files (as they are when read).
  *   PID.TID.events  one per thread that was traced: struct mcloc_rec_thread,
  *                   then the slots of its events (struct mcloc_event,
  *                   <mcloc/control.h> says how an event takes one or two)

@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Naming a process's addresses from the files it mapped (symbols.h).  The
+ * maps are kept as text; libdw reads them (dwfl_linux_proc_maps_report)
+ * at the first address asked after they change, and each answer is kept
+ * by address, as a replay asks about the same few callers millions of
+ * times.
+ */
+#include "symbols.h"
+
+#ifdef MCLOC_HAVE_DW
+#include "mclines.h"
+#endif
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct symbols {
+	char *maps;
+	size_t len;
+	bool tried;			/* libdw was asked to read the maps */
+#ifdef MCLOC_HAVE_DW
+	struct mc_lines *lines;		/* NULL: none */
+#endif
+	/* open addressing: address (0: empty) and name (NULL: unknown) */
+	uint64_t *addr;
+	char **name;
+	size_t mask, n;
+};
+
+struct symbols *sym_new(void)
+{
+	return calloc(1, sizeof(struct symbols));
+}
+
+static void forget(struct symbols *c)
+{
+	for (size_t i = 0; c->name && i <= c->mask; i++)
+		free(c->name[i]);
+	free(c->addr);
+	free(c->name);
+	c->addr = NULL;
+	c->name = NULL;
+	c->mask = c->n = 0;
+#ifdef MCLOC_HAVE_DW
+	if (c->lines)
+		mc_lines_close(c->lines);
+	c->lines = NULL;
+#endif
+	c->tried = false;
+}
+
+void sym_set_maps(struct symbols *c, const char *maps, size_t len)
+{
+	if (!c || (c->maps && c->len == len && !memcmp(c->maps, maps, len)))
+		return;
+	char *m = malloc(len + 1);
+
+	if (!m)
+		return;
+	memcpy(m, maps, len);
+	m[len] = 0;
+	forget(c);
+	free(c->maps);
+	c->maps = m;
+	c->len = len;
+}
+
+char *sym_read_maps(uint32_t pid, size_t *len)
+{
+	char path[64], *buf = NULL;
+	size_t n = 0;
+	FILE *f, *out;
+
+	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
+	if (!(f = fopen(path, "re")))
+		return NULL;
+	if ((out = open_memstream(&buf, &n))) {
+		char chunk[4096];
+
+		for (size_t k; (k = fread(chunk, 1, sizeof(chunk), f)) > 0;)
+			fwrite(chunk, 1, k, out);
+		fclose(out);
+	}
+	fclose(f);
+	*len = n;
+	return buf;
+}
+
+#ifdef MCLOC_HAVE_DW
+static struct mc_lines *lines_of(struct symbols *c)
+{
+	if (!c->tried && c->maps) {
+		char err[256];
+		FILE *f = fmemopen(c->maps, c->len, "r");
+
+		c->tried = true;
+		if (f) {
+			c->lines = mc_lines_open_maps(f, err, sizeof(err));
+			fclose(f);
+		}
+	}
+	return c->lines;
+}
+#endif
+
+static bool grow(struct symbols *c)
+{
+	size_t cap = c->mask ? 2 * (c->mask + 1) : 256;
+	uint64_t *a = calloc(cap, sizeof(*a));
+	char **nm = calloc(cap, sizeof(*nm));
+
+	if (!a || !nm) {
+		free(a);
+		free(nm);
+		return false;
+	}
+	for (size_t i = 0; c->addr && i <= c->mask; i++) {
+		if (!c->addr[i])
+			continue;
+		size_t k = (size_t)(c->addr[i] * 0x9e3779b97f4a7c15ull >> 20) & (cap - 1);
+
+		while (a[k])
+			k = (k + 1) & (cap - 1);
+		a[k] = c->addr[i];
+		nm[k] = c->name[i];
+	}
+	free(c->addr);
+	free(c->name);
+	c->addr = a;
+	c->name = nm;
+	c->mask = cap - 1;
+	return true;
+}
+
+const char *sym_func(struct symbols *c, uint64_t addr)
+{
+#ifdef MCLOC_HAVE_DW
+	if (!c || !addr || !lines_of(c) || (c->n * 2 >= c->mask && !grow(c)))
+		return NULL;
+	size_t k = (size_t)(addr * 0x9e3779b97f4a7c15ull >> 20) & c->mask;
+
+	for (; c->addr[k]; k = (k + 1) & c->mask)
+		if (c->addr[k] == addr)
+			return c->name[k];
+	uint64_t off = 0;
+	const char *name = mc_lines_func(c->lines, addr, &off);
+
+	c->addr[k] = addr;
+	c->name[k] = name ? strdup(name) : NULL;
+	c->n++;
+	return c->name[k];
+#else
+	(void)c, (void)addr;
+	return NULL;
+#endif
+}
+
+const char *sym_source(struct symbols *c, uint64_t addr, char *buf, size_t len)
+{
+#ifdef MCLOC_HAVE_DW
+	struct mc_lines *l = c ? lines_of(c) : NULL;
+
+	return l ? mc_lines_src(l, addr, buf, len) : NULL;
+#else
+	(void)c, (void)addr, (void)buf, (void)len;
+	return NULL;
+#endif
+}
+
+void sym_free(struct symbols *c)
+{
+	if (!c)
+		return;
+	forget(c);
+	free(c->maps);
+	free(c);
+}

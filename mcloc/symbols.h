@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * symbols.c: names and source lines of a process's addresses from the
+ * files it mapped, as its /proc/PID/maps lists them, through the tools'
+ * libdw layer (common/mclines.c): what names callers and sites that the
+ * program could not be asked about (it exited first, or the recording is
+ * read later).  Without libdw, nothing is named this way.
+ */
+#ifndef MCLOC_COMMAND_SYMBOLS_H
+#define MCLOC_COMMAND_SYMBOLS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct symbols;
+
+struct symbols *sym_new(void);
+/* The process's file mappings: MAPS, LEN bytes of /proc/PID/maps lines.
+ * Names found before are forgotten when they change. */
+void sym_set_maps(struct symbols *c, const char *maps, size_t len);
+/* /proc/PID/maps read whole: a malloc'd NUL-terminated text, its length
+ * in *LEN; NULL when the process is gone. */
+char *sym_read_maps(uint32_t pid, size_t *len);
+/* The function ADDR lies in, or NULL; "file:line" of ADDR in BUF, or
+ * NULL. */
+const char *sym_func(struct symbols *c, uint64_t addr);
+const char *sym_source(struct symbols *c, uint64_t addr, char *buf, size_t len);
+void sym_free(struct symbols *c);
+
+#endif
