@@ -658,7 +658,9 @@ static struct {
 	bool done;
 } at_exit_end = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false };
 
-static void end_for_exit(void)
+/* The trace ended for the exit: no trace starts from now on, and the
+ * exiting thread goes on. */
+static void finish_exit(void)
 {
 	if (mcr_trace_active())
 		mcr_trace_stop();
@@ -668,6 +670,25 @@ static void end_for_exit(void)
 	at_exit_end.done = true;
 	pthread_cond_broadcast(&at_exit_end.cond);
 	pthread_mutex_unlock(&at_exit_end.lock);
+}
+
+/* When the exit's wait for the controller ends (ms; 0: none). */
+static uint64_t exit_deadline;
+
+/*
+ * At exit, with a controller tracing: the rings say the program is
+ * exiting, and the server goes on answering until the controller stops
+ * the trace (it asks the names it lacks first: a library loaded late, a
+ * caller), closes, or MCLOC_EXIT_WAIT_MS pass.  Else at once.
+ */
+static void end_for_exit(void)
+{
+	if (mcr_trace_active() && ctl.controller >= 0) {
+		mcr_trace_exiting();
+		exit_deadline = now_ms() + MCLOC_EXIT_WAIT_MS;
+		return;
+	}
+	finish_exit();
 }
 
 static void *serve(void *arg)
@@ -719,6 +740,10 @@ static void *serve(void *arg)
 					    STALL_MS);
 				conn_close(c);
 			}
+		}
+		if (exit_deadline && (!mcr_trace_active() || now_ms() >= exit_deadline)) {
+			exit_deadline = 0;
+			finish_exit();
 		}
 	}
 	for (int i = 0; i < CONN_MAX; i++)
@@ -959,5 +984,12 @@ __attribute__((constructor(102))) static void control_from_env(void)
 		first.waiting = true;
 		first.prev_hook = mcr_hooks.image_added;
 		mcr_hooks.image_added = first_image_added;
+		/* A program not linked with libmcloc (given it by LD_PRELOAD)
+		 * registers no image of its own: discovery finds its table,
+		 * which would wait for the trace's start, by which time a
+		 * short program is gone.  Discovered now, it is held here,
+		 * before its constructors and main() run.  (A program linked
+		 * with libmcloc is left to register itself, and held then.) */
+		mcloc_init();
 	}
 }

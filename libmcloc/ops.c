@@ -257,6 +257,24 @@ int mcloc_set_notrace(struct mcloc_ops *ops, const char *globs, int reset)
 	return set_globs(ops, globs, reset, true);
 }
 
+int mcr_add_patterns(struct mcloc_ops *ops, const char *globs, bool notrace, uint64_t *matched)
+{
+	char *buf = strdup(globs), *save = NULL;
+	int ok = 0;
+	unsigned i = 0;
+
+	if (!buf)
+		return 0;
+	for (char *p = strtok_r(buf, ", \t\n", &save); p; p = strtok_r(NULL, ", \t\n", &save), i++)
+		if (set_globs(ops, p, 0, notrace) >= 0) {
+			ok++;
+			if (matched && i < 64)
+				*matched |= 1ull << i;
+		}
+	free(buf);
+	return ok;
+}
+
 
 int mcloc_set_filter_ip(struct mcloc_ops *ops, uintptr_t ip, int remove)
 {

@@ -23,6 +23,7 @@
 #include "timing.h"
 #include "rcu.h"
 #include "trace.h"
+#include "ops.h"
 #include "../base/grow.h"
 
 #include <errno.h>
@@ -60,6 +61,9 @@ struct session {
 	 * whose calls alone are traced (sorted), or none. */
 	uintptr_t *graph_sites;
 	size_t ngraph;
+	/* The filter's and notrace's patterns, applied again to each image
+	 * that registers while the trace runs. */
+	char *filter, *notrace;
 };
 
 static struct session *sess;		/* RCU-published while tracing */
@@ -381,6 +385,8 @@ static void session_free(struct session *s)
 	if (s->hdr)
 		munmap(s->hdr, s->size);
 	free(s->graph_sites);
+	free(s->filter);
+	free(s->notrace);
 	free(s);
 }
 
@@ -479,16 +485,27 @@ int mcr_trace_start(const struct mcloc_req_trace *q, const char *filter, const c
 					.func = q->tracer == MCLOC_TRACE_GRAPH ? graph_cb : function_cb,
 					.flags = q->tracer == MCLOC_TRACE_GRAPH ?
 						 MCR_HOOK_OPS_FLAGS : 0 };
-	const char *failed = NULL;	/* the pattern refused */
+	const char *failed = NULL;	/* the globs refused */
 
-	if (filter[0] && (ret = mcloc_set_filter(&trace_ops, filter, 1)) < 0)
+	/* Pattern by pattern: one may name functions of an image that
+	 * registers later (image_added()); refused only when none of them
+	 * matches a function now, as ftrace refuses a filter that matches
+	 * nothing (an empty filter would mean everything). */
+	if (filter[0] && mcr_add_patterns(&trace_ops, filter, false, NULL) == 0)
 		failed = filter;
-	else if (notrace[0] && (ret = mcloc_set_notrace(&trace_ops, notrace, 1)) < 0)
+	else if (notrace[0] && mcr_add_patterns(&trace_ops, notrace, true, NULL) == 0)
 		failed = notrace;
 	if (failed) {
-		snprintf(err, errlen, "%s%s '%s': %s", ret == -ENOENT ? "a pattern of " : "",
-			 failed == filter ? "--filter" : "--notrace", failed,
-			 ret == -ENOENT ? "matches no traced function" : strerror(-ret));
+		ret = -ENOENT;
+		snprintf(err, errlen, "%s '%s': matches no traced function",
+			 failed == filter ? "--filter" : "--notrace", failed);
+		mcloc_ops_free(&trace_ops);
+		goto out;
+	}
+	if ((filter[0] && !(s->filter = strdup(filter))) ||
+	    (notrace[0] && !(s->notrace = strdup(notrace)))) {
+		ret = -ENOMEM;
+		snprintf(err, errlen, "out of memory");
 		mcloc_ops_free(&trace_ops);
 		goto out;
 	}
@@ -537,6 +554,14 @@ void mcr_trace_tick(void)
 		publish(s);
 }
 
+void mcr_trace_exiting(void)
+{
+	struct session *s = __atomic_load_n(&sess, __ATOMIC_ACQUIRE);
+
+	if (s)
+		__atomic_store_n(&s->hdr->exiting, 1, __ATOMIC_RELEASE);
+}
+
 void mcr_trace_stop(void)
 {
 	pthread_mutex_lock(&trace_lock);
@@ -556,6 +581,35 @@ void mcr_trace_stop(void)
 		session_free(s);
 	}
 	pthread_mutex_unlock(&trace_lock);
+}
+
+/*
+ * A new image registered (registry.c, before its sites are covered): the
+ * running trace's patterns extend to its functions.  Not when it
+ * registers from inside a start or stop, which covers it already, nor
+ * waiting for one: this may run under the dynamic loader's lock.
+ */
+static void (*prev_image_added)(void);
+
+static void image_added(void)
+{
+	if (prev_image_added)
+		prev_image_added();
+	if (pthread_mutex_trylock(&trace_lock))
+		return;
+	struct session *s = sess;
+
+	if (s && s->filter)
+		mcr_add_patterns(&trace_ops, s->filter, false, NULL);
+	if (s && s->notrace)
+		mcr_add_patterns(&trace_ops, s->notrace, true, NULL);
+	pthread_mutex_unlock(&trace_lock);
+}
+
+__attribute__((constructor(103))) static void trace_hook(void)
+{
+	prev_image_added = mcr_hooks.image_added;
+	mcr_hooks.image_added = image_added;
 }
 
 /*

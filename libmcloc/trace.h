@@ -18,6 +18,8 @@ void mcr_trace_tick(void);
  * runs, and the rings say done. */
 void mcr_trace_stop(void);
 bool mcr_trace_active(void);
+/* The program is exiting: the rings say so, for the controller. */
+void mcr_trace_exiting(void);
 
 /* fork.c's: the session's lock, and a child that is no session's. */
 void mcr_trace_fork(enum mcr_fork stage);

@@ -48,6 +48,7 @@
 #include "rcu.h"
 #include "../arch/runtime.h"
 #include "tracer.h"
+#include "ops.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -839,25 +840,6 @@ static void build_hits(void)
 	__atomic_store_n(&site_tab, t, __ATOMIC_RELEASE);
 }
 
-/* Add each pattern of GLOBS with SET; how many matched something.  With
- * MATCHED, bit i is set for the i-th pattern if it did. */
-static int add_patterns(struct mcloc_ops *ops, const char *globs,
-			int (*set)(struct mcloc_ops *, const char *, int), uint64_t *matched)
-{
-	char buf[sizeof(cur_filter)], *save = NULL;
-	int ok = 0;
-	unsigned i = 0;
-
-	snprintf(buf, sizeof(buf), "%s", globs);
-	for (char *p = strtok_r(buf, ", \t\n", &save); p; p = strtok_r(NULL, ", \t\n", &save), i++)
-		if (set(ops, p, 0) >= 0) {
-			ok++;
-			if (matched && i < 64)
-				*matched |= 1ull << i;
-		}
-	return ok;
-}
-
 /* (Re)register the tracer's ops over every image known now. */
 static int arm(void)
 {
@@ -873,10 +855,10 @@ static int arm(void)
 	 * A filter none of whose patterns matches yet traces nothing (an
 	 * empty filter would mean everything). */
 	if (cur_filter[0] &&
-	    add_patterns(&tracer_ops, cur_filter, mcloc_set_filter, &patterns_matched) == 0)
+	    mcr_add_patterns(&tracer_ops, cur_filter, false, &patterns_matched) == 0)
 		return 0;
 	if (cur_notrace[0])
-		add_patterns(&tracer_ops, cur_notrace, mcloc_set_notrace, NULL);
+		mcr_add_patterns(&tracer_ops, cur_notrace, true, NULL);
 	if (kind == PROFILE)
 		build_hits();
 	int ret = mcloc_register_ops(&tracer_ops);
@@ -900,9 +882,9 @@ static void extend(void)
 		return;
 	}
 	if (cur_filter[0])
-		add_patterns(&tracer_ops, cur_filter, mcloc_set_filter, &patterns_matched);
+		mcr_add_patterns(&tracer_ops, cur_filter, false, &patterns_matched);
 	if (cur_notrace[0])
-		add_patterns(&tracer_ops, cur_notrace, mcloc_set_notrace, NULL);
+		mcr_add_patterns(&tracer_ops, cur_notrace, true, NULL);
 	if (kind == PROFILE)
 		build_hits();
 }

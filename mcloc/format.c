@@ -104,7 +104,7 @@ struct name *name_find(struct names *ns, uint64_t addr)
 			qsort(ns->v, ns->n, sizeof(*ns->v), cmp_name);
 		ns->sorted = true;
 		memset(ns->cache, 0, sizeof(ns->cache));
-	} else if (ns->cache[h] && ns->v[ns->cache[h] - 1].addr == addr) {
+	} else if (ns->cache[h] && ns->cache[h] <= ns->n && ns->v[ns->cache[h] - 1].addr == addr) {
 		return &ns->v[ns->cache[h] - 1];
 	}
 	size_t lo = 0, hi = ns->n;

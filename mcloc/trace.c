@@ -59,10 +59,22 @@ static void add_site_name(const struct mcloc_rep_site *s, const char *name, void
 
 static int load_sites(struct tracing *t)
 {
-	for (size_t i = 0; i < t->sites.n; i++)
-		free(t->sites.v[i].name);
-	t->sites.n = 0;
-	return peer_sites(t->p, MCLOC_REQ_SITES, add_site_name, &t->sites);
+	/* (Into a list of their own: the names known stay if the program
+	 * cannot answer, as when it has just exited.) */
+	struct names *ns = calloc(1, sizeof(*ns));
+
+	if (!ns)
+		return -1;
+	int ret = peer_sites(t->p, MCLOC_REQ_SITES, add_site_name, ns);
+	struct names *drop = ret == 0 ? &t->sites : ns;
+
+	for (size_t i = 0; i < drop->n; i++)
+		free(drop->v[i].name);
+	free(drop->v);
+	if (ret == 0)
+		t->sites = *ns;
+	free(ns);
+	return ret;
 }
 
 /* Ask the program for the names of the callers in EV[0..N) not known yet. */
@@ -315,6 +327,10 @@ static size_t drain(struct tracing *t)
 				t->p->quiet = true;
 				load_sites(t);
 				t->p->quiet = quiet;
+				/* (An image loaded since the maps were read:
+				 * what names its sites if the program cannot.) */
+				if (!name_find(&t->sites, v[i].e.ip) && t->sym)
+					refresh_maps(t);
 				break;
 			}
 		if (t->mode == FUNCTION) {
@@ -426,7 +442,8 @@ static void usage_trace(enum cmd cmd)
 	if (cmd == RECORD) {
 		fail("record", "usage: mcloc record [function|function_graph] [-d DIR] [--filter G] "
 			       "[--notrace G] [--graph-function G] [--max-depth N] [--tid T] "
-			       "[--duration S] [--buffer KIB] [--rings N] (-p PID | -- PROG [ARGS])");
+			       "[--duration S] [--buffer KIB] [--rings N] (-p PID | [--preload LIB] -- "
+			       "PROG [ARGS])");
 		return;
 	}
 	fail(cmd == RUN ? "run" : "trace", "usage: mcloc trace PID function|function_graph|profile|nop [--filter G] "
@@ -474,7 +491,7 @@ static int parse_targs(int argc, char **argv, struct targs *a, enum cmd cmd)
 		{ "rings", required_argument, NULL, 'r' },
 		{ "overwrite", no_argument, NULL, 'O' },
 		{ "chrome", required_argument, NULL, 'c' },
-		{ "preload", required_argument, NULL, 'p' },
+		{ "preload", required_argument, NULL, 'Q' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "per-thread", no_argument, NULL, 'P' },
 		{ "sort", required_argument, NULL, 's' },
@@ -536,16 +553,16 @@ static int parse_targs(int argc, char **argv, struct targs *a, enum cmd cmd)
 		case 'I': a->pid = optarg; break;
 		case 'c': a->chrome = optarg; break;
 		case 'o': a->output = optarg; break;
-		case 'p':
-			if (cmd == RUN) {
-				a->preload = optarg;
-				break;
+		case 'Q':
+			if (cmd == TRACE) {
+				usage_trace(cmd);
+				return -1;
 			}
-			if (cmd == RECORD) {
-				a->pid = optarg;
-				break;
-			}
-			/* fall through */
+			a->preload = optarg;
+			break;
+		case 'p':	/* (record's -p only) */
+			a->pid = optarg;
+			break;
 		default: usage_trace(cmd); return -1;
 		}
 	}
@@ -679,7 +696,22 @@ static int trace_session(const struct targs *a, const char *pid, bool json,
 		if (++checks % 50 == 0)
 			t.rec ? rec_maps(&t) : refresh_maps(&t);
 		/* A program that exits ends its trace: what it left in the
-		 * rings is read below. */
+		 * rings is read below.  One that is exiting waits for us:
+		 * the names it alone knows are asked first. */
+		if (__atomic_load_n(&t.h->exiting, __ATOMIC_ACQUIRE)) {
+			bool quiet = t.p->quiet;
+
+			t.p->quiet = true;
+			load_sites(&t);
+			t.rec ? rec_maps(&t) : refresh_maps(&t);
+			for (int k = 0; k < 64 && (t.rec ? rec_drain(&t, t.mode == FUNCTION ?
+									     record_callers : NULL)
+							 : drain(&t));
+			     k++)
+				;
+			t.p->quiet = quiet;
+			break;
+		}
 		if (program_gone(&t)) {
 			gone = true;
 			break;

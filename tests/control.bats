@@ -917,3 +917,44 @@ EOF2
 	assert_output "mcloc: /tmp/mcloc-0: not a directory of this user's that only it may enter; not trusted
 status 1"
 }
+
+# A filter pattern may name a function of a library the program loads
+# later: it is kept, and applied when the library registers.  A program
+# not linked with libmcloc, given it by --preload, is held at its start
+# (its table found at once) and traced from main() on.
+@test "a filter may name functions of a library loaded later; a program given libmcloc by --preload is held and traced from main()" {
+	printf '%s\n' '__attribute__((noinline)) int plugin_fn(int x) { return x + 1; }' > "$T/plug.c"
+	printf '%s\n' '#include <dlfcn.h>' '#include <stdio.h>' \
+		'__attribute__((noinline)) int main_fn(int x) { return x * 2; }' \
+		'int main(int argc, char **argv) {' \
+		'	void *h = dlopen(argv[1], RTLD_NOW);' \
+		'	int (*f)(int) = h ? (int (*)(int))dlsym(h, "plugin_fn") : 0;' \
+		'	int s = 0;' \
+		'	for (int i = 0; f && i < 3; i++) s += f(main_fn(i));' \
+		'	printf("%d\n", s); return !f; }' > "$T/host.c"
+	cc -O1 -pg -mfentry -fPIC "${SAN[@]}" -c "$T/plug.c" -o "$T/plug.o"
+	"$RECORDMCOUNT" "$T/plug.o"
+	"$OBJPATCH" link --nop --runtime -- cc -shared "${SAN[@]}" "$T/plug.o" -o "$T/libplug.so" \
+		-L"$LIBDIR" -lmcloc
+	traced_c host "$T/host.c" -ldl
+	run "$MCLOC" run function --filter 'main_fn,plugin_fn' -- "$T/host" "$T/libplug.so"
+	assert_success
+	assert_line "9"
+	[ "$(echo "$output" | grep -cE ': main_fn <-main$')" -eq 3 ]
+	[ "$(echo "$output" | grep -cE ': plugin_fn <-main$')" -eq 3 ]
+	# A filter none of whose patterns matches a function now is still
+	# refused, as ftrace refuses it: a typo does not trace everything.
+	run "$MCLOC" run function --filter 'plugin_fn' -- "$T/host" "$T/libplug.so"
+	assert_line --partial "--filter 'plugin_fn': matches no traced function"
+	# Not linked with libmcloc: GCC's table, found when libmcloc loads.
+	[ -z "${MCLOC_SANITIZED:-}" ] || skip "a preloaded libmcloc must follow ASan's runtime"
+	printf '%s\n' '#include <stdio.h>' \
+		'__attribute__((noinline)) int fib(int n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }' \
+		'int main(void) { printf("fib(5)=%d\n", fib(5)); return 0; }' > "$T/plain.c"
+	cc -O1 -pg -mfentry -mrecord-mcount -c "$T/plain.c" -o "$T/plain.o"
+	cc "$T/plain.o" -o "$T/plain"
+	run "$MCLOC" run function --filter fib --preload "$LIBDIR/libmcloc.so" -- "$T/plain"
+	assert_success
+	assert_line "fib(5)=5"
+	[ "$(echo "$output" | grep -cE ': fib <-(fib|main)$')" -eq 15 ]
+}

@@ -201,7 +201,15 @@ struct mcloc_ring_hdr {
 	uint64_t start_ns, start_time;
 	uint32_t clock_seq, flags;	/* flags: MCLOC_RING_* */
 	uint64_t now_ns, now_time;
+	/* 1: the program is exiting.  It goes on answering requests and
+	 * waits for MCLOC_REQ_STOP (MCLOC_EXIT_WAIT_MS at most, or until
+	 * the controller's connection closes) before it ends the trace, so
+	 * that the controller can ask names (sites of images loaded late,
+	 * callers) while the program still has them. */
+	uint32_t exiting, reserved;
 };
+
+#define MCLOC_EXIT_WAIT_MS 2000
 
 enum {
 	MCLOC_RING_OVERWRITE = 1 << 0,
