@@ -46,12 +46,12 @@
 #define CONN_MAX 8
 #define STALL_MS 5000
 
-static char ctl_tracer[16];	/* the controller's tracer */
-
 
 struct conn {
 	int fd;			/* -1: free */
 	pid_t pid;		/* the peer's */
+	int session;		/* its trace's session (trace.c), or -1 */
+	char tracer[16];	/* ... which tracer */
 	size_t have;		/* bytes of the request in buf */
 	uint64_t since;		/* when its request's first byte came, or (none
 				 * pending) its last request was answered or it
@@ -67,8 +67,23 @@ static struct {
 	pthread_t thread;
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	struct conn conn[CONN_MAX];
-	int controller;		/* the connection that traces, or -1 */
-} ctl = { .lock = PTHREAD_MUTEX_INITIALIZER, .lfd = -1, .wake = { -1, -1 }, .controller = -1 };
+	int controllers;	/* connections that trace */
+} ctl = { .lock = PTHREAD_MUTEX_INITIALIZER, .lfd = -1, .wake = { -1, -1 } };
+
+/* "pid A, pid B": the controllers tracing now, into BUF. */
+static void controller_list(char *buf, size_t len)
+{
+	size_t at = 0;
+
+	buf[0] = 0;
+	for (int i = 0; i < CONN_MAX && at < len; i++)
+		if (ctl.conn[i].fd >= 0 && ctl.conn[i].session >= 0) {
+			int n = snprintf(buf + at, len - at, "%spid %d", at ? ", " : "",
+					 (int)ctl.conn[i].pid);
+
+			at += n > 0 ? (size_t)n : 0;
+		}
+}
 
 /* One "libmcloc: control: ..." line on standard error. */
 #define say(...) mcr_warn("control: " __VA_ARGS__)
@@ -279,10 +294,12 @@ static void do_hello(struct reply *r)
 		free(ns.v);
 	}
 	mcr_comm(h.comm, sizeof(h.comm));
-	if (ctl.controller >= 0) {
-		snprintf(h.controller, sizeof(h.controller), "pid %d",
-			 (int)ctl.conn[ctl.controller].pid);
-		snprintf(h.tracer, sizeof(h.tracer), "%s", ctl_tracer);
+	if (ctl.controllers) {
+		/* (The first controller's tracer; all of them are listed.) */
+		for (int i = CONN_MAX; i-- > 0;)
+			if (ctl.conn[i].fd >= 0 && ctl.conn[i].session >= 0)
+				snprintf(h.tracer, sizeof(h.tracer), "%s", ctl.conn[i].tracer);
+		controller_list(h.controller, sizeof(h.controller));
 	} else {
 		snprintf(h.tracer, sizeof(h.tracer), "%s", mcr_tracer_name());
 	}
@@ -414,9 +431,16 @@ static bool do_trace(struct reply *r, int i, const uint8_t *p, size_t plen)
 		reply_error(r, ESHUTDOWN, "the program is exiting");
 		return true;
 	}
-	if (ctl.controller >= 0) {
-		reply_error(r, EBUSY, "pid %d traces this program already",
-			    (int)ctl.conn[ctl.controller].pid);
+	if (ctl.conn[i].session >= 0) {
+		reply_error(r, EBUSY, "this connection traces already");
+		return true;
+	}
+	if (ctl.controllers >= MCLOC_SESSIONS_MAX) {
+		char who[96];
+
+		controller_list(who, sizeof(who));
+		reply_error(r, EBUSY, "%s trace this program already (%d at most)", who,
+			    MCLOC_SESSIONS_MAX);
 		return true;
 	}
 	int ret = mcr_trace_start(&q, g[0], g[1], g[2], &fd, &size, err, sizeof(err));
@@ -427,17 +451,22 @@ static bool do_trace(struct reply *r, int i, const uint8_t *p, size_t plen)
 	}
 	send_fd(r, &(struct mcloc_rep_trace){ .size = size }, fd);
 	close(fd);
-	ctl.controller = i;
+	ctl.conn[i].session = ret;
+	ctl.controllers++;
 	first_traced();
-	snprintf(ctl_tracer, sizeof(ctl_tracer), "%s",
+	snprintf(ctl.conn[i].tracer, sizeof(ctl.conn[i].tracer), "%s",
 		 q.tracer == MCLOC_TRACE_GRAPH ? "function_graph" : "function");
 	return !r->failed;
 }
 
-static void stop_trace(void)
+/* Connection C's session stopped. */
+static void stop_trace(struct conn *c)
 {
-	mcr_trace_stop();
-	ctl.controller = -1;
+	if (c->fd < 0 || c->session < 0)
+		return;
+	mcr_trace_stop(c->session);
+	c->session = -1;
+	ctl.controllers--;
 }
 
 /* Names of the addresses at P (PLEN bytes of uint64_t). */
@@ -534,11 +563,11 @@ static bool handle(struct conn *c, const struct mcloc_msg *m, struct reply *r)
 			reply_error(r, EINVAL, "request type %u takes no payload", m->type);
 			return false;
 		}
-		if (ctl.controller != i) {
+		if (ctl.conn[i].session < 0) {
 			reply_error(r, EPERM, "this connection is not tracing");
 			return true;
 		}
-		stop_trace();
+		stop_trace(&ctl.conn[i]);
 		reply_one(r, MCLOC_REP_END, NULL, 0);
 		return !r->failed;
 	case MCLOC_REQ_ADDRS:
@@ -565,8 +594,7 @@ static void conn_close(struct conn *c)
 {
 	/* A controller that goes, by STOP or by dying, stops its trace: no
 	 * site stays enabled for nobody. */
-	if (ctl.controller == (int)(c - ctl.conn))
-		stop_trace();
+	stop_trace(c);
 	close(c->fd);
 	c->fd = -1;
 	c->have = 0;
@@ -636,6 +664,7 @@ static void conn_accept(struct reply *r)
 		if (ctl.conn[i].fd < 0) {
 			ctl.conn[i].fd = fd;
 			ctl.conn[i].pid = cr.pid;
+			ctl.conn[i].session = -1;
 			ctl.conn[i].have = 0;
 			ctl.conn[i].since = now_ms();
 			return;
@@ -662,9 +691,9 @@ static struct {
  * exiting thread goes on. */
 static void finish_exit(void)
 {
-	if (mcr_trace_active())
-		mcr_trace_stop();
-	ctl.controller = -1;
+	for (int i = 0; i < CONN_MAX; i++)
+		stop_trace(&ctl.conn[i]);
+	mcr_trace_stop_all();
 	__atomic_store_n(&exiting, true, __ATOMIC_RELEASE);
 	pthread_mutex_lock(&at_exit_end.lock);
 	at_exit_end.done = true;
@@ -683,7 +712,7 @@ static uint64_t exit_deadline;
  */
 static void end_for_exit(void)
 {
-	if (mcr_trace_active() && ctl.controller >= 0) {
+	if (mcr_trace_active() && ctl.controllers) {
 		mcr_trace_exiting();
 		exit_deadline = now_ms() + MCLOC_EXIT_WAIT_MS;
 		return;
@@ -708,9 +737,9 @@ static void *serve(void *arg)
 		/* (Tracing: the rings' clock pair is refreshed every 10 ms,
 		 * so that a controller can convert times soon after the
 		 * start, and a controller's death is seen as soon.) */
-		if (poll(pf, (nfds_t)n, ctl.controller >= 0 ? 10 : 1000) < 0 && errno != EINTR)
+		if (poll(pf, (nfds_t)n, ctl.controllers ? 10 : 1000) < 0 && errno != EINTR)
 			break;
-		if (ctl.controller >= 0)
+		if (ctl.controllers)
 			mcr_trace_tick();
 		if (pf[0].revents) {
 			char c = 0;
@@ -730,7 +759,7 @@ static void *serve(void *arg)
 				conn_read(c, &r);
 			/* (The time after the read, which may have set since:
 			 * one taken before would make it seem in the future.) */
-			if (c->fd >= 0 && (c->have || i != ctl.controller) &&
+			if (c->fd >= 0 && (c->have || c->session < 0) &&
 			    now_ms() - c->since > STALL_MS) {
 				r.fd = c->fd;
 				r.failed = false;
@@ -809,7 +838,7 @@ static bool server_ends_trace(void)
 static void at_exit_control(void)
 {
 	if (!server_ends_trace() && mcr_trace_active())
-		mcr_trace_stop();
+		mcr_trace_stop_all();
 	unlink_socket();
 }
 
@@ -818,7 +847,9 @@ static void at_exit_control(void)
 static void forget_server(void)
 {
 	ctl.running = false;
-	ctl.controller = -1;
+	ctl.controllers = 0;
+	for (int i = 0; i < CONN_MAX; i++)
+		ctl.conn[i].session = -1;
 	ctl.path[0] = 0;
 	for (int i = 0; i < CONN_MAX; i++)
 		if (ctl.conn[i].fd >= 0)
@@ -910,8 +941,10 @@ int mcloc_control_start(void)
 		goto fail;
 	}
 	memcpy(ctl.path, path, sizeof(ctl.path));
-	for (int i = 0; i < CONN_MAX; i++)
+	for (int i = 0; i < CONN_MAX; i++) {
 		ctl.conn[i].fd = -1;
+		ctl.conn[i].session = -1;
+	}
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	ret = -pthread_create(&ctl.thread, NULL, serve, NULL);

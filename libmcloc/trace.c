@@ -64,11 +64,15 @@ struct session {
 	/* The filter's and notrace's patterns, applied again to each image
 	 * that registers while the trace runs. */
 	char *filter, *notrace;
+	unsigned slot;		/* in sessions[], and in each thread's mine[] */
+	/* Its callbacks' ops: a callback finds its session from it. */
+	struct mcloc_ops ops;
 };
 
-static struct session *sess;		/* RCU-published while tracing */
+/* The sessions, each a controller's, RCU-published while they trace (as
+ * ftrace's instances, each with its own tracer, filters and rings). */
+static struct session *sessions[MCLOC_SESSIONS_MAX];
 static unsigned sess_gen;
-static struct mcloc_ops trace_ops;
 static pthread_mutex_t trace_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* The calling thread's ring in the session of generation GEN. */
@@ -79,7 +83,7 @@ struct my_ring {
 	unsigned inside;	/* graph: calls of set_graph_function entered */
 	bool dropped;		/* events lost since the last one written */
 };
-static __thread struct my_ring mine __attribute__((tls_model("initial-exec")));
+static __thread struct my_ring mine[MCLOC_SESSIONS_MAX] __attribute__((tls_model("initial-exec")));
 static __thread uint32_t mytid __attribute__((tls_model("initial-exec")));
 
 /* The thread's id, asked once per thread (a fork()ed child asks again). */
@@ -137,7 +141,7 @@ static __attribute__((noinline, cold)) struct mcloc_ring *take_ring(const struct
 	struct mcloc_ring *r = i < s->rings ? ring_at(s, i) : NULL;
 	char comm[16] = "";
 
-	mine = (struct my_ring){ .gen = s->gen, .r = r, .cpu = ~0u };
+	mine[s->slot] = (struct my_ring){ .gen = s->gen, .r = r, .cpu = ~0u };
 	if (r) {
 		prctl(PR_GET_NAME, comm);
 		comm[sizeof(comm) - 1] = 0;
@@ -150,8 +154,8 @@ static __attribute__((noinline, cold)) struct mcloc_ring *take_ring(const struct
 
 static inline struct mcloc_ring *my_ring(const struct session *s)
 {
-	if (__builtin_expect(mine.gen == s->gen, 1))
-		return mine.r;
+	if (__builtin_expect(mine[s->slot].gen == s->gen, 1))
+		return mine[s->slot].r;
 	return take_ring(s);
 }
 
@@ -192,8 +196,8 @@ static __attribute__((noinline, cold)) void count_lost(const struct session *s,
 		return;
 	}
 	__atomic_store_n(&r->lost, r->lost + 1, __ATOMIC_RELAXED);
-	if (!mine.dropped) {
-		mine.dropped = true;
+	if (!mine[s->slot].dropped) {
+		mine[s->slot].dropped = true;
 		__atomic_store_n(&r->lost_open, 1, __ATOMIC_RELAXED);
 	}
 }
@@ -217,7 +221,8 @@ put_event(const struct session *s, unsigned type, uint64_t time, uint64_t payloa
 	}
 	uint32_t cpu = my_cpu();
 	/* (A CALL carries its CPU in its second slot.) */
-	bool moved = cpu != mine.cpu && type != MCLOC_EV_CALL;
+	struct my_ring *m = &mine[s->slot];
+	bool moved = cpu != m->cpu && type != MCLOC_EV_CALL;
 	uint32_t need = (mcloc_ev_slots(type) + moved) * sizeof(struct mcloc_event);
 	/* (HEAD may be anything the controller wrote: masked by the
 	 * program's own size, the event still lands inside the ring.) */
@@ -237,14 +242,14 @@ put_event(const struct session *s, unsigned type, uint64_t time, uint64_t payloa
 	uint8_t *data = (uint8_t *)(r + 1);
 	unsigned lost = 0;
 
-	if (__builtin_expect(mine.dropped, 0)) {
+	if (__builtin_expect(m->dropped, 0)) {
 		lost = MCLOC_EV_LOST_BEFORE;
-		mine.dropped = false;
+		m->dropped = false;
 		__atomic_store_n(&r->lost_open, 0, __ATOMIC_RELAXED);
 	}
 	/* (Each slot masked on its own: an event of two may wrap.) */
 	if (moved) {
-		mine.cpu = cpu;
+		m->cpu = cpu;
 		*(struct mcloc_event *)(data + (head & (size - 1))) =
 			(struct mcloc_event){ time, mcloc_ev_word(MCLOC_EV_CPU | lost, 0, cpu) };
 		head += sizeof(struct mcloc_event);
@@ -263,6 +268,13 @@ put_event(const struct session *s, unsigned type, uint64_t time, uint64_t payloa
 	__atomic_store_n(&r->head, head, __ATOMIC_RELEASE);
 }
 
+/* A callback's session, by the ops it is called for: the session lives
+ * until its ops is unregistered and a grace period has passed. */
+static inline const struct session *session_of(const struct mcloc_ops *ops)
+{
+	return (const struct session *)((const char *)ops - offsetof(struct session, ops));
+}
+
 static bool wanted_thread(const struct session *s)
 {
 	return !s->tid || my_tid() == s->tid;
@@ -274,11 +286,10 @@ static bool wanted_thread(const struct session *s)
 static void function_cb(uintptr_t ip, uintptr_t parent, struct mcloc_ops *ops,
 			struct mcloc_regs *regs)
 {
-	(void)ops;
 	(void)regs;
-	const struct session *s = mcr_rcu_deref(sess);
+	const struct session *s = session_of(ops);
 
-	if (s && wanted_thread(s))
+	if (wanted_thread(s))
 		put_event(s, MCLOC_EV_CALL, mcr_stamp(), ip, parent, 0);
 }
 
@@ -303,13 +314,20 @@ static void graph_done(uintptr_t ip, void *arg, unsigned gen, uint64_t t0, uint6
 		       unsigned depth, bool returned)
 {
 	mcr_read_lock();
-	const struct session *s = mcr_rcu_deref(sess);
+	const struct session *s = NULL;
 
-	if (s && s->gen == gen) {
+	for (unsigned k = 0; k < MCLOC_SESSIONS_MAX && !s; k++) {
+		const struct session *x = mcr_rcu_deref(sessions[k]);
+
+		s = x && x->gen == gen ? x : NULL;
+	}
+	if (s) {
 		put_event(s, returned ? MCLOC_EV_EXIT : MCLOC_EV_LEFT, t1, returned ? t1 - t0 : ip,
 			  0, depth);
-		if (arg && mine.gen == gen && mine.inside)
-			mine.inside--;
+		struct my_ring *m = &mine[s->slot];
+
+		if (arg && m->gen == gen && m->inside)
+			m->inside--;
 	}
 	mcr_read_unlock();
 }
@@ -317,18 +335,17 @@ static void graph_done(uintptr_t ip, void *arg, unsigned gen, uint64_t t0, uint6
 static void graph_cb(uintptr_t ip, uintptr_t parent, struct mcloc_ops *ops,
 		     struct mcloc_regs *regs)
 {
-	(void)ops;
-	const struct session *s = mcr_rcu_deref(sess);
+	const struct session *s = session_of(ops);
 
-	if (!s || !wanted_thread(s))
+	if (!wanted_thread(s))
 		return;
 	bool entering = false;
 
 	if (s->ngraph) {
-		if (mine.gen != s->gen)
+		if (mine[s->slot].gen != s->gen)
 			my_ring(s);
 		entering = in_graph_set(s, ip);
-		if (!entering && !mine.inside)
+		if (!entering && !mine[s->slot].inside)
 			return;	/* not under set_graph_function */
 	}
 	unsigned depth = mcr_hook_depth();
@@ -342,7 +359,7 @@ static void graph_cb(uintptr_t ip, uintptr_t parent, struct mcloc_ops *ops,
 	put_event(s, d >= 0 ? MCLOC_EV_ENTRY : MCLOC_EV_UNTIMED, t, ip, parent,
 		  d >= 0 ? (unsigned)d : depth);
 	if (entering && d >= 0)
-		mine.inside++;
+		mine[s->slot].inside++;
 }
 
 /* ---- starting, refreshing, stopping --------------------------------------- */
@@ -392,7 +409,10 @@ static void session_free(struct session *s)
 
 bool mcr_trace_active(void)
 {
-	return __atomic_load_n(&sess, __ATOMIC_RELAXED) != NULL;
+	for (unsigned k = 0; k < MCLOC_SESSIONS_MAX; k++)
+		if (__atomic_load_n(&sessions[k], __ATOMIC_RELAXED))
+			return true;
+	return false;
 }
 
 int mcr_trace_start(const struct mcloc_req_trace *q, const char *filter, const char *notrace,
@@ -404,9 +424,13 @@ int mcr_trace_start(const struct mcloc_req_trace *q, const char *filter, const c
 	size_t stride = (sizeof(struct mcloc_ring) + ring_size + 63) & ~(size_t)63;
 	size_t off = (sizeof(struct mcloc_ring_hdr) + 63) & ~(size_t)63;
 
+	unsigned slot = 0;
+
 	pthread_mutex_lock(&trace_lock);
-	if (sess) {
-		snprintf(err, errlen, "a trace runs already");
+	while (slot < MCLOC_SESSIONS_MAX && sessions[slot])
+		slot++;
+	if (slot == MCLOC_SESSIONS_MAX) {
+		snprintf(err, errlen, "%d traces run already", MCLOC_SESSIONS_MAX);
 		ret = -EBUSY;
 		goto out;
 	}
@@ -441,6 +465,7 @@ int mcr_trace_start(const struct mcloc_req_trace *q, const char *filter, const c
 	s->overwrite = q->flags & MCLOC_TRACE_OVERWRITE;
 	s->wait = !s->overwrite && (q->flags & MCLOC_TRACE_WAIT);
 	s->gen = ++sess_gen;
+	s->slot = slot;
 	if (graph[0]) {
 		struct collect c = { .glob = graph };
 
@@ -481,7 +506,7 @@ int mcr_trace_start(const struct mcloc_req_trace *q, const char *filter, const c
 	s->hdr->now_ns = s->hdr->start_ns;
 	s->hdr->now_time = s->hdr->start_time;
 
-	trace_ops = (struct mcloc_ops){ .sz = sizeof(trace_ops),
+	s->ops = (struct mcloc_ops){ .sz = sizeof(s->ops),
 					.func = q->tracer == MCLOC_TRACE_GRAPH ? graph_cb : function_cb,
 					.flags = q->tracer == MCLOC_TRACE_GRAPH ?
 						 MCR_HOOK_OPS_FLAGS : 0 };
@@ -491,29 +516,29 @@ int mcr_trace_start(const struct mcloc_req_trace *q, const char *filter, const c
 	 * registers later (image_added()); refused only when none of them
 	 * matches a function now, as ftrace refuses a filter that matches
 	 * nothing (an empty filter would mean everything). */
-	if (filter[0] && mcr_add_patterns(&trace_ops, filter, false, NULL) == 0)
+	if (filter[0] && mcr_add_patterns(&s->ops, filter, false, NULL) == 0)
 		failed = filter;
-	else if (notrace[0] && mcr_add_patterns(&trace_ops, notrace, true, NULL) == 0)
+	else if (notrace[0] && mcr_add_patterns(&s->ops, notrace, true, NULL) == 0)
 		failed = notrace;
 	if (failed) {
 		ret = -ENOENT;
 		snprintf(err, errlen, "%s '%s': matches no traced function",
 			 failed == filter ? "--filter" : "--notrace", failed);
-		mcloc_ops_free(&trace_ops);
+		mcloc_ops_free(&s->ops);
 		goto out;
 	}
 	if ((filter[0] && !(s->filter = strdup(filter))) ||
 	    (notrace[0] && !(s->notrace = strdup(notrace)))) {
 		ret = -ENOMEM;
 		snprintf(err, errlen, "out of memory");
-		mcloc_ops_free(&trace_ops);
+		mcloc_ops_free(&s->ops);
 		goto out;
 	}
-	mcr_rcu_assign(sess, s);
-	if ((ret = mcloc_register_ops(&trace_ops)) < 0) {
-		mcr_rcu_assign(sess, NULL);
+	mcr_rcu_assign(sessions[slot], s);
+	if ((ret = mcloc_register_ops(&s->ops)) < 0) {
+		mcr_rcu_assign(sessions[slot], NULL);
 		mcr_synchronize_rcu();
-		mcloc_ops_free(&trace_ops);
+		mcloc_ops_free(&s->ops);
 		snprintf(err, errlen, "cannot enable the sites: %s", strerror(-ret));
 		goto out;
 	}
@@ -521,7 +546,7 @@ int mcr_trace_start(const struct mcloc_req_trace *q, const char *filter, const c
 	*size_out = s->size;
 	fd = -1;
 	s = NULL;
-	ret = 0;
+	ret = (int)slot;
 out:
 	if (fd >= 0)
 		close(fd);
@@ -547,40 +572,50 @@ static void publish(struct session *s)
 
 void mcr_trace_tick(void)
 {
-	struct session *s = __atomic_load_n(&sess, __ATOMIC_ACQUIRE);
-
 	/* (Only the control thread starts, ticks and stops.) */
-	if (s)
-		publish(s);
+	for (unsigned k = 0; k < MCLOC_SESSIONS_MAX; k++) {
+		struct session *s = __atomic_load_n(&sessions[k], __ATOMIC_ACQUIRE);
+
+		if (s)
+			publish(s);
+	}
 }
 
 void mcr_trace_exiting(void)
 {
-	struct session *s = __atomic_load_n(&sess, __ATOMIC_ACQUIRE);
+	for (unsigned k = 0; k < MCLOC_SESSIONS_MAX; k++) {
+		struct session *s = __atomic_load_n(&sessions[k], __ATOMIC_ACQUIRE);
 
-	if (s)
-		__atomic_store_n(&s->hdr->exiting, 1, __ATOMIC_RELEASE);
+		if (s)
+			__atomic_store_n(&s->hdr->exiting, 1, __ATOMIC_RELEASE);
+	}
 }
 
-void mcr_trace_stop(void)
+void mcr_trace_stop(int id)
 {
 	pthread_mutex_lock(&trace_lock);
-	struct session *s = sess;
+	struct session *s = id >= 0 && id < MCLOC_SESSIONS_MAX ? sessions[id] : NULL;
 
 	if (s) {
-		mcr_trace_tick();
+		publish(s);
 		/* (A writer waiting for room must not hold up the grace
 		 * periods below: it drops its event instead.) */
 		__atomic_store_n(&s->stopping, true, __ATOMIC_RELEASE);
-		mcloc_unregister_ops(&trace_ops);	/* every site a NOP, no callback */
-		mcloc_ops_free(&trace_ops);
-		mcr_rcu_assign(sess, NULL);
+		mcloc_unregister_ops(&s->ops);	/* every site a NOP, no callback */
+		mcloc_ops_free(&s->ops);
+		mcr_rcu_assign(sessions[id], NULL);
 		mcr_synchronize_rcu();			/* late returns are done */
 		publish(s);				/* every ring taken */
 		__atomic_store_n(&s->hdr->done, 1, __ATOMIC_RELEASE);
 		session_free(s);
 	}
 	pthread_mutex_unlock(&trace_lock);
+}
+
+void mcr_trace_stop_all(void)
+{
+	for (int k = 0; k < MCLOC_SESSIONS_MAX; k++)
+		mcr_trace_stop(k);
 }
 
 /*
@@ -597,12 +632,14 @@ static void image_added(void)
 		prev_image_added();
 	if (pthread_mutex_trylock(&trace_lock))
 		return;
-	struct session *s = sess;
+	for (unsigned k = 0; k < MCLOC_SESSIONS_MAX; k++) {
+		struct session *s = sessions[k];
 
-	if (s && s->filter)
-		mcr_add_patterns(&trace_ops, s->filter, false, NULL);
-	if (s && s->notrace)
-		mcr_add_patterns(&trace_ops, s->notrace, true, NULL);
+		if (s && s->filter)
+			mcr_add_patterns(&s->ops, s->filter, false, NULL);
+		if (s && s->notrace)
+			mcr_add_patterns(&s->ops, s->notrace, true, NULL);
+	}
 	pthread_mutex_unlock(&trace_lock);
 }
 
@@ -613,23 +650,26 @@ __attribute__((constructor(103))) static void trace_hook(void)
 }
 
 /*
- * fork() (fork.c): the session is the parent's, as are its rings and its
- * controller.  The child withdraws it and unregisters its ops, so that
- * its sites are what the program's own ops and the environment's tracer
- * make them, and unmaps its view of the rings (without marking them done:
- * the parent still writes them).  Its thread asks its id again.
+ * fork() (fork.c): the sessions are the parent's, as are their rings and
+ * controllers.  The child withdraws them and unregisters their ops, so
+ * that its sites are what the program's own ops and the environment's
+ * tracer make them, and unmaps its view of the rings (without marking
+ * them done: the parent still writes them).  Its thread asks its id
+ * again.
  */
 void mcr_trace_fork(enum mcr_fork stage)
 {
-	struct session *s = stage == MCR_FORK_CHILD ? sess : NULL;
-
 	if (stage == MCR_FORK_CHILD) {
 		mytid = 0;
-		mine = (struct my_ring){ 0 };
-		if (s) {
-			mcr_rcu_assign(sess, NULL);
-			mcloc_unregister_ops(&trace_ops);
-			mcloc_ops_free(&trace_ops);
+		memset(mine, 0, sizeof(mine));
+		for (unsigned k = 0; k < MCLOC_SESSIONS_MAX; k++) {
+			struct session *s = sessions[k];
+
+			if (!s)
+				continue;
+			mcr_rcu_assign(sessions[k], NULL);
+			mcloc_unregister_ops(&s->ops);
+			mcloc_ops_free(&s->ops);
 			session_free(s);
 		}
 	}

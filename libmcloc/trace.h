@@ -6,17 +6,20 @@
 #include "mcr.h"
 
 struct mcloc_req_trace;
-/* Start the tracer Q asks for, with the filter, notrace and
- * set_graph_function globs given ("" for none): the rings' memfd in
- * *FD (the caller passes it on and closes it) and its size in *SIZE.
- * -errno with ERR saying why. */
+/* Start the tracer Q asks for, a session of its own beside any other
+ * (MCLOC_SESSIONS_MAX at most), with the filter, notrace and
+ * set_graph_function globs given ("" for none): the session's id, the
+ * rings' memfd in *FD (the caller passes it on and closes it) and its
+ * size in *SIZE; -errno with ERR saying why. */
 int mcr_trace_start(const struct mcloc_req_trace *q, const char *filter, const char *notrace,
 		    const char *graph, int *fd, uint64_t *size, char *err, size_t errlen);
-/* Refresh the rings' clock pair (the control thread, while tracing). */
+/* Refresh every session's clock pair (the control thread, while
+ * tracing). */
 void mcr_trace_tick(void);
-/* Stop: every site the trace enabled is a NOP again, no callback of it
- * runs, and the rings say done. */
-void mcr_trace_stop(void);
+/* Stop session ID: every site it enabled is a NOP again (unless another
+ * covers it), no callback of it runs, and its rings say done. */
+void mcr_trace_stop(int id);
+void mcr_trace_stop_all(void);
 bool mcr_trace_active(void);
 /* The program is exiting: the rings say so, for the controller. */
 void mcr_trace_exiting(void);

@@ -125,6 +125,42 @@ struct name *name_find(struct names *ns, uint64_t addr)
 	return NULL;
 }
 
+void names_merge(struct names *into, struct names *from)
+{
+	name_find(into, 0);	/* (sorted: those known are searched, the new appended) */
+	size_t known = into->n;
+
+	/* (Each name moves over, or is freed where INTO has its address.) */
+	for (size_t i = 0; i < from->n; i++) {
+		size_t lo = 0, hi = known;
+
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (into->v[mid].addr < from->v[i].addr)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		struct name *have = lo < known && into->v[lo].addr == from->v[i].addr ?
+					    &into->v[lo] : NULL;
+
+		if (have && have->name) {
+			free(from->v[i].name);
+		} else if (have) {
+			have->name = from->v[i].name;
+		} else {
+			struct name *n = name_add(into, from->v[i].addr);
+
+			if (n)
+				*n = from->v[i];
+			else
+				free(from->v[i].name);
+		}
+		from->v[i].name = NULL;
+	}
+}
+
 /* ADDR's name in NS, or ADDR in hex in BUF. */
 static const char *name_or_addr(struct names *ns, uint64_t addr, char *buf, size_t len)
 {

@@ -143,6 +143,9 @@ struct item {
  * none. */
 struct name *name_add(struct names *ns, uint64_t addr);
 struct name *name_find(struct names *ns, uint64_t addr);
+/* FROM's names added to INTO where INTO has none for their address;
+ * FROM's names are moved or freed (FROM keeps its array). */
+void names_merge(struct names *into, struct names *from);
 /* The function of the site IP, or of the caller ADDR, or the address in
  * hex in BUF. */
 const char *site_name(struct tracing *t, uint64_t ip, char *buf, size_t len);

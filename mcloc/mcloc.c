@@ -77,6 +77,8 @@ static int cmd_list(int argc, char **argv)
 				printf("\"images\":%u,\"functions\":%llu,\"enabled\":%llu,", h.images,
 				       (unsigned long long)h.functions,
 				       (unsigned long long)h.enabled);
+				h.controller[sizeof(h.controller) - 1] = 0;
+				json_str("controller", h.controller, false);
 				json_str("tracer", h.tracer, true);
 				printf("}\n");
 			} else {

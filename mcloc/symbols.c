@@ -106,6 +106,7 @@ static struct mc_lines *lines_of(struct symbols *c)
 }
 #endif
 
+#ifdef MCLOC_HAVE_DW
 static bool grow(struct symbols *c)
 {
 	size_t cap = c->mask ? 2 * (c->mask + 1) : 256;
@@ -134,6 +135,7 @@ static bool grow(struct symbols *c)
 	c->mask = cap - 1;
 	return true;
 }
+#endif
 
 const char *sym_func(struct symbols *c, uint64_t addr)
 {

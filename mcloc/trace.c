@@ -59,21 +59,17 @@ static void add_site_name(const struct mcloc_rep_site *s, const char *name, void
 
 static int load_sites(struct tracing *t)
 {
-	/* (Into a list of their own: the names known stay if the program
-	 * cannot answer, as when it has just exited.) */
-	struct names *ns = calloc(1, sizeof(*ns));
+	/* (Into a list of their own, then added to those known: a site
+	 * whose image has gone since, as at the program's exit, still names
+	 * the events it had.) */
+	struct names ns = { 0 };
+	int ret = peer_sites(t->p, MCLOC_REQ_SITES, add_site_name, &ns);
 
-	if (!ns)
-		return -1;
-	int ret = peer_sites(t->p, MCLOC_REQ_SITES, add_site_name, ns);
-	struct names *drop = ret == 0 ? &t->sites : ns;
-
-	for (size_t i = 0; i < drop->n; i++)
-		free(drop->v[i].name);
-	free(drop->v);
 	if (ret == 0)
-		t->sites = *ns;
-	free(ns);
+		names_merge(&t->sites, &ns);
+	for (size_t i = 0; i < ns.n; i++)
+		free(ns.v[i].name);
+	free(ns.v);
 	return ret;
 }
 

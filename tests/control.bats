@@ -445,12 +445,9 @@ EOF
 	assert_output "mcloc: /bin/true: exited before it offered control (is it linked with libmcloc, or given --preload?)"
 }
 
-@test "a controller that dies leaves no site enabled within a second; a second one is told who traces" {
+@test "a controller that dies leaves no site enabled within a second" {
 	start_served
 	trace_start function --filter 'work_*'
-	run "$MCLOC" trace "$PID" function_graph --duration 0.1
-	assert_failure 1
-	assert_output "mcloc: $PID: pid $TP traces this program already"
 	run "$MCLOC" list
 	assert_line --regexp "^$PID +served +[0-9]+ +8 +3 +function\$"
 	kill -KILL "$TP"
@@ -458,6 +455,48 @@ EOF
 	sleep 1
 	run "$MCLOC" list
 	assert_line --regexp "^$PID +served +[0-9]+ +8 +0 +nop\$"
+	all_sites_off
+	stop_served
+}
+
+# Several controllers at once, each its own session (ftrace's instances):
+# its own tracer, filter and rings, and no event of one in another's.
+@test "two sessions at once: each its own tracer and filter, every event of each exact; a fifth controller is told who traces" {
+	start_served
+	trace_start function --filter 'burst_outer'
+	"$MCLOC" trace "$PID" function_graph --filter 'burst_inner' >"$T/t2.out" 2>"$T/t2.err" &
+	T2=$!
+	for _ in $(seq 200); do
+		[ "$("$MCLOC" -j list | grep -o '"controller":"[^"]*"' | grep -o 'pid' | wc -l)" -eq 2 ] && break
+		sleep 0.05
+	done
+	trigger USR1 burst
+	trace_stop
+	kill -INT "$T2"
+	wait "$T2"
+	[ ! -s "$T/trace.err" ] && [ ! -s "$T/t2.err" ] || { cat "$T/trace.err" "$T/t2.err"; false; }
+	# The function session: each of the 4000 calls of burst_outer, and
+	# nothing else.
+	[ "$(grep -cE ': burst_outer <-worker$' "$T/trace.out")" -eq 4000 ]
+	[ "$(grep -vc '^#' "$T/trace.out")" -eq 4000 ]
+	# The graph session: each of the 8000 calls of burst_inner, timed.
+	[ "$(grep -cE '[0-9] us \|  burst_inner\(\);$' "$T/t2.out")" -eq 8000 ]
+	[ "$(grep -v '^#' "$T/t2.out" | grep -vc 'burst_inner();\|=>\|------\|^$')" -eq 0 ]
+	# MCLOC_SESSIONS_MAX (4) controllers, then a fifth is refused.
+	pids=()
+	for k in 1 2 3 4; do
+		"$MCLOC" trace "$PID" function --filter 'work_b' >/dev/null 2>"$T/s$k.err" &
+		pids+=($!)
+		for _ in $(seq 200); do
+			[ "$("$MCLOC" -j list | grep -o 'pid [0-9]*' | wc -l)" -eq "$k" ] && break
+			sleep 0.05
+		done
+	done
+	run "$MCLOC" trace "$PID" function --duration 0.1
+	assert_failure 1
+	assert_output --regexp "^mcloc: $PID: pid [0-9]+, pid [0-9]+, pid [0-9]+, pid [0-9]+ trace this program already \(4 at most\)\$"
+	kill -INT "${pids[@]}"
+	wait "${pids[@]}"
 	all_sites_off
 	stop_served
 }
@@ -791,11 +830,11 @@ EOF2
 	run "$MCLOC" run function --filter nosuch -- "$T/hello"
 	assert_failure 1
 	assert_line "fib(5)=5"
-	assert_line --regexp "^mcloc: [0-9]+: a pattern of --filter 'nosuch': matches no traced function\$"
+	assert_line --regexp "^mcloc: [0-9]+: --filter 'nosuch': matches no traced function\$"
 	refute_output --partial "$held"
 	# The notrace pattern is named when it is the one that matched nothing.
 	run "$MCLOC" run function --filter fib --notrace nosuch -- "$T/hello"
-	assert_line --regexp "^mcloc: [0-9]+: a pattern of --notrace 'nosuch': matches no traced function\$"
+	assert_line --regexp "^mcloc: [0-9]+: --notrace 'nosuch': matches no traced function\$"
 	refute_output --partial "$held"
 	# A wrapper that starts the program as a child: the child is not held.
 	run "$MCLOC" run function -- sh -c "\"$T/hello\"; exit 4"

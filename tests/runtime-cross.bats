@@ -19,8 +19,11 @@ setup_file() {
 	for a in aarch64 riscv64; do
 		command -v "$a-linux-gnu-gcc" >/dev/null && command -v "qemu-$a" >/dev/null || continue
 		local b=$BATS_FILE_TMPDIR/lib-$a
-		meson setup "$b" "$SRC" --cross-file "$SRC/libmcloc/cross/$a.ini" \
-			-Dtools=false >/dev/null && ninja -C "$b" >/dev/null ||
+		# (No descriptor of bats' goes to the build: a compiler cache's
+		# server that meson starts would keep it open, and bats would
+		# wait for it forever.)
+		{ meson setup "$b" "$SRC" --cross-file "$SRC/libmcloc/cross/$a.ini" \
+			-Dtools=false && ninja -C "$b"; } >"$BATS_FILE_TMPDIR/build-$a.log" 2>&1 3>&- ||
 			echo "cross build for $a failed" > "$BATS_FILE_TMPDIR/failed-$a"
 	done
 }
@@ -291,8 +294,8 @@ direct() {
 	cross aarch64
 	local b=$BATS_FILE_TMPDIR/asan-aarch64
 	meson setup "$b" "$SRC" --cross-file "$SRC/libmcloc/cross/aarch64.ini" -Dtools=false \
-		-Db_sanitize=address -Db_lundef=false >/dev/null
-	ninja -C "$b" >/dev/null
+		-Db_sanitize=address -Db_lundef=false >"$b.log" 2>&1 3>&- || { cat "$b.log"; false; }
+	ninja -C "$b" >"$b.log" 2>&1 3>&- || { cat "$b.log"; false; }
 	LIB=$b/libmcloc
 	build_cross aarch64 stress 2000 -fsanitize=address
 	# (LeakSanitizer cannot run under qemu-user.  No forks: a child forked

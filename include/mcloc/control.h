@@ -45,9 +45,10 @@ enum {
 	MCLOC_REQ_STATS = 4,
 	/* struct mcloc_req_trace: start tracing into rings in shared memory.
 	 * One MCLOC_REP_TRACE, with the memory's file descriptor attached
-	 * (SCM_RIGHTS).  The connection is then the program's controller
-	 * until MCLOC_REQ_STOP or until it closes, which stops the tracer
-	 * too: a controller that dies leaves no site enabled. */
+	 * (SCM_RIGHTS).  The connection is then a controller of the program,
+	 * its session one of MCLOC_SESSIONS_MAX at most, until
+	 * MCLOC_REQ_STOP or until it closes, which stops its session too: a
+	 * controller that dies leaves no site enabled for it. */
 	MCLOC_REQ_TRACE = 5,
 	/* No payload: stop tracing; MCLOC_REP_END once every site the tracer
 	 * enabled is a NOP again and no callback of it runs. */
@@ -122,6 +123,9 @@ enum {
 /* The most shared memory a trace may ask for: it is allocated and
  * populated when the trace starts. */
 #define MCLOC_RINGS_MAX_MIB 1024
+/* Controllers that may trace one program at once, each its own session
+ * with its own tracer, filters and rings (as ftrace's instances). */
+#define MCLOC_SESSIONS_MAX 4
 
 struct mcloc_req_trace {
 	uint32_t tracer;	/* MCLOC_TRACE_* */
