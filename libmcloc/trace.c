@@ -143,6 +143,9 @@ static __attribute__((noinline, cold)) struct mcloc_ring *take_ring(const struct
 
 	mine[s->slot] = (struct my_ring){ .gen = s->gen, .r = r, .cpu = ~0u };
 	if (r) {
+		/* (Where the kernel has no MADV_POPULATE_WRITE, the pages
+		 * come as the thread first writes them.) */
+		madvise(r, s->ring_stride, MADV_POPULATE_WRITE);
 		prctl(PR_GET_NAME, comm);
 		comm[sizeof(comm) - 1] = 0;
 		memcpy(r->comm, comm, sizeof(r->comm) < sizeof(comm) ? sizeof(r->comm) : sizeof(comm));
@@ -486,11 +489,11 @@ int mcr_trace_start(const struct mcloc_req_trace *q, const char *filter, const c
 	fd = memfd_create("mcloc-trace", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0 || ftruncate(fd, (off_t)s->size) < 0 ||
 	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0 ||
-	    /* (Populated now, as ftrace allocates its buffers up front: else
-	     * the first lap of every ring takes a page fault per 128 events
-	     * in the traced thread.) */
-	    (s->hdr = mmap(NULL, s->size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
-			   fd, 0)) == MAP_FAILED) {
+	    /* (A ring's pages are populated when a thread takes it, in one
+	     * call: else its first lap takes a page fault per 256 events in
+	     * the traced thread.  Rings no thread takes cost nothing.) */
+	    (s->hdr = mmap(NULL, s->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) ==
+		    MAP_FAILED) {
 		ret = -errno;
 		s->hdr = NULL;
 		snprintf(err, errlen, "shared memory of %zu bytes: %s", s->size, strerror(-ret));
