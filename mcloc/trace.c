@@ -591,28 +591,71 @@ static int pick_tracer(struct targs *a, const char *which)
 	return 0;
 }
 
-/* Trace the program PID as A says, until the program exits, Ctrl-C or
- * the duration.  0, or 1 with a message. */
-static int trace_session(const struct targs *a, const char *pid, bool json,
+/* Which socket file a name is: its inode number alone is not enough, as
+ * a file system such as ext4 gives the number of the socket that an
+ * exec'd program's libmcloc removed to the one it binds next; the change
+ * time tells them apart. */
+struct sock_id {
+	ino_t ino;
+	struct timespec ctime;
+};
+
+static struct sock_id sock_id(const struct stat *sb)
+{
+	return (struct sock_id){ sb->st_ino, sb->st_ctim };
+}
+
+static bool same_sock(struct sock_id a, struct sock_id b)
+{
+	return a.ino == b.ino && a.ctime.tv_sec == b.ctime.tv_sec &&
+	       a.ctime.tv_nsec == b.ctime.tv_nsec;
+}
+
+/* One traced process: its tracing, and where the loop stands with it. */
+struct live {
+	struct tracing t;
+	char pid[16];
+	const char *chrome;
+	struct timespec checked;
+	unsigned checks;
+	bool begun, gone;
+	int ret;
+	unsigned gen;		/* record: the image of the pid (0, then each exec) */
+	struct sock_id sid;	/* follow: the socket it was traced on */
+};
+
+static void on_signals(void)
+{
+	struct sigaction sa = { .sa_handler = on_stop };
+
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	sigaction(SIGPIPE, &sa, NULL);
+}
+
+/* Start A's trace in the program PID into L (into REC, a recording, if
+ * not NULL: L owns it from here).  0, or 1 with a message. */
+static int session_begin(struct live *l, const struct targs *a, const char *pid, bool json,
 			 struct recorder *rec)
 {
 	const char *filter = a->filter, *notrace = a->notrace, *graph = a->graph;
-	const char *chrome = a->chrome;
 	struct mcloc_req_trace q = a->q;
-	double duration = a->duration;
-	struct tracing t = { .json = json, .chrome_first = true, .mode = a->mode,
-			     .threshold_ns = a->threshold_ns, .per_thread = a->per_thread,
-			     .sort = a->sort, .rec = rec };
-	int ret = 1;
+	struct tracing *t = &l->t;
 
-	if (chrome && !(t.chrome = fopen(chrome, "w"))) {
-		fail(chrome, "%s", strerror(errno));
+	*l = (struct live){ .ret = 1, .chrome = a->chrome };
+	*t = (struct tracing){ .json = json, .chrome_first = true, .mode = a->mode,
+			       .threshold_ns = a->threshold_ns, .per_thread = a->per_thread,
+			       .sort = a->sort, .rec = rec };
+	snprintf(l->pid, sizeof(l->pid), "%s", pid);
+	if (l->chrome && !(t->chrome = fopen(l->chrome, "w"))) {
+		fail(l->chrome, "%s", strerror(errno));
 		return 1;
 	}
-	t.p = malloc(sizeof(*t.p));
-	if (!t.p || peer_open(t.p, pid, false) < 0)
-		goto out;
-	t.pid = (uint32_t)strtoul(pid, NULL, 10);
+	t->p = malloc(sizeof(*t->p));
+	if (!t->p || peer_open(t->p, pid, false) < 0)
+		return 1;
+	t->pid = (uint32_t)strtoul(pid, NULL, 10);
 
 	/* The request: its fields, then the three globs. */
 	uint8_t req[MCLOC_REQ_MAX - sizeof(struct mcloc_msg)];
@@ -620,7 +663,7 @@ static int trace_session(const struct targs *a, const char *pid, bool json,
 	       lg = strlen(graph) + 1;
 	if (len + lf + ln + lg > sizeof(req)) {
 		fail("trace", "the globs are too long");
-		goto out;
+		return 1;
 	}
 	memcpy(req, &q, sizeof(q));
 	memcpy(req + len, filter, lf);
@@ -628,149 +671,189 @@ static int trace_session(const struct targs *a, const char *pid, bool json,
 	memcpy(req + len + lf + ln, graph, lg);
 	len += lf + ln + lg;
 
-	struct sigaction sa = { .sa_handler = on_stop };
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	sigaction(SIGPIPE, &sa, NULL);
-
 	struct mcloc_msg m;
 	struct mcloc_rep_trace rt;
-	if (load_sites(&t) < 0)
-		goto out;
-	if (peer_send(t.p, MCLOC_REQ_TRACE, req, len) < 0 || peer_recv(t.p, &m) < 0)
-		goto out;
-	if (m.type != MCLOC_REP_TRACE || m.len < sizeof(m) + sizeof(rt) || t.p->passed_fd < 0) {
+	if (load_sites(t) < 0)
+		return 1;
+	if (peer_send(t->p, MCLOC_REQ_TRACE, req, len) < 0 || peer_recv(t->p, &m) < 0)
+		return 1;
+	if (m.type != MCLOC_REP_TRACE || m.len < sizeof(m) + sizeof(rt) || t->p->passed_fd < 0) {
 		fail(pid, "an unexpected reply to the trace request");
-		goto out;
+		return 1;
 	}
-	memcpy(&rt, t.p->buf + sizeof(m), sizeof(rt));
-	const char *why = map_rings(&t, t.p->passed_fd, rt.size);
+	memcpy(&rt, t->p->buf + sizeof(m), sizeof(rt));
+	const char *why = map_rings(t, t->p->passed_fd, rt.size);
 
-	close(t.p->passed_fd);
-	t.p->passed_fd = -1;
+	close(t->p->passed_fd);
+	t->p->passed_fd = -1;
 	if (why) {
 		fail(pid, "the trace's shared memory: %s", why);
-		goto out;
+		return 1;
 	}
-	if (!t.rec)
-		print_header(&t);
+	l->begun = true;
+	if (!t->rec)
+		print_header(t);
 	fflush(stdout);
-	if (t.chrome)
-		fprintf(t.chrome, "{\"traceEvents\":[");
+	if (t->chrome)
+		fprintf(t->chrome, "{\"traceEvents\":[");
+	clock_gettime(CLOCK_MONOTONIC, &l->checked);
+	if (t->rec)
+		rec_maps(t);
+	else if ((t->sym = sym_new()))
+		t->symbolize = live_symbolize, refresh_maps(t);
+	return 0;
+}
 
-	struct timespec t0;
-	bool gone = false;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	struct timespec checked = t0;
-	unsigned checks = 0;
+/* One pass over L's rings: the bytes (recording) or events read. */
+static size_t session_read(struct live *l)
+{
+	struct tracing *t = &l->t;
 
-	if (t.rec)
-		rec_maps(&t);
-	else if ((t.sym = sym_new()))
-		t.symbolize = live_symbolize, refresh_maps(&t);
+	return t->rec ? rec_drain(t, t->mode == FUNCTION ? record_callers : NULL) : drain(t);
+}
 
-	while (!stop_now) {
-		struct timespec d = { 0, READ_MS * 1000000L }, now;
+/* What L's loop checks every READ_MS: true when its trace is over (the
+ * program exited or is exiting). */
+static bool session_check(struct live *l, const struct timespec *now)
+{
+	struct tracing *t = &l->t;
 
-		/* A recording reads again at once while a pass finds a
-		 * ring a quarter full, and else after 1 ms: a thread that
-		 * fills its ring waits for this loop. */
-		if (!t.rec)
-			nanosleep(&d, NULL), drain(&t);
-		else if (rec_drain(&t, t.mode == FUNCTION ? record_callers : NULL) < t.g.ring_size / 4)
-			nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		if (duration > 0 && (now.tv_sec - t0.tv_sec) + (now.tv_nsec - t0.tv_nsec) / 1e9 >=
-					    duration)
-			break;
-		if (t.rec && (now.tv_sec - checked.tv_sec) * 1000 +
-				     (now.tv_nsec - checked.tv_nsec) / 1000000 < READ_MS)
-			continue;
-		checked = now;
-		/* (The maps again about every second: it may load more.) */
-		if (++checks % 50 == 0)
-			t.rec ? rec_maps(&t) : refresh_maps(&t);
-		/* A program that exits ends its trace: what it left in the
-		 * rings is read below.  One that is exiting waits for us:
-		 * the names it alone knows are asked first. */
-		if (__atomic_load_n(&t.h->exiting, __ATOMIC_ACQUIRE)) {
-			bool quiet = t.p->quiet;
+	if ((now->tv_sec - l->checked.tv_sec) * 1000 +
+		    (now->tv_nsec - l->checked.tv_nsec) / 1000000 < READ_MS)
+		return false;
+	l->checked = *now;
+	/* (The maps again about every second: it may load more.) */
+	if (++l->checks % 50 == 0)
+		t->rec ? rec_maps(t) : refresh_maps(t);
+	/* A program that exits ends its trace: what it left in the rings is
+	 * read at the end.  One that is exiting waits for us: the names it
+	 * alone knows are asked first. */
+	if (__atomic_load_n(&t->h->exiting, __ATOMIC_ACQUIRE)) {
+		bool quiet = t->p->quiet;
 
-			t.p->quiet = true;
-			load_sites(&t);
-			t.rec ? rec_maps(&t) : refresh_maps(&t);
-			for (int k = 0; k < 64 && (t.rec ? rec_drain(&t, t.mode == FUNCTION ?
-									     record_callers : NULL)
-							 : drain(&t));
-			     k++)
-				;
-			t.p->quiet = quiet;
-			break;
-		}
-		if (program_gone(&t)) {
-			gone = true;
-			break;
-		}
+		t->p->quiet = true;
+		load_sites(t);
+		t->rec ? rec_maps(t) : refresh_maps(t);
+		for (int k = 0; k < 64 && session_read(l); k++)
+			;
+		t->p->quiet = quiet;
+		return true;
 	}
+	if (program_gone(t)) {
+		l->gone = true;
+		return true;
+	}
+	return false;
+}
+
+/* L's trace stopped (every site a NOP again) and read to its end, its
+ * output or recording finished, and L freed: 0, or 1 said. */
+static int session_end(struct live *l)
+{
+	struct tracing *t = &l->t;
+	struct mcloc_msg m;
+
+	if (!l->begun)
+		goto out;
 	/* Stop: every site a NOP again; then what is left in the rings.  (A
 	 * program that exits meanwhile has nothing left to stop.) */
-	t.p->quiet = true;
-	if (gone || (peer_send(t.p, MCLOC_REQ_STOP, NULL, 0) == 0 && peer_recv(t.p, &m) == 0 &&
-		     m.type == MCLOC_REP_END))
-		ret = 0;
-	else if (program_gone(&t))
-		ret = 0;
+	t->p->quiet = true;
+	if (l->gone || (peer_send(t->p, MCLOC_REQ_STOP, NULL, 0) == 0 &&
+			peer_recv(t->p, &m) == 0 && m.type == MCLOC_REP_END))
+		l->ret = 0;
+	else if (program_gone(t))
+		l->ret = 0;
 	else
-		fail(pid, "the tracer may not have stopped: %s", t.p->error);
+		fail(l->pid, "the tracer may not have stopped: %s", t->p->error);
 	/* (The stopped program writes no more: one pass reads it all, a few
 	 * if memory ran short.  A peer that writes on is not followed.) */
-	for (int k = 0; k < 8 && (t.rec ? rec_drain(&t, t.mode == FUNCTION ? record_callers : NULL) : drain(&t)); k++)
+	for (int k = 0; k < 8 && session_read(l); k++)
 		;
 	/* Events lost at a thread's end, with none after them to say so. */
-	for (uint32_t i = 0; i < t.g.rings; i++) {
-		const struct mcloc_ring *r = ring(&t, i);
+	for (uint32_t i = 0; i < t->g.rings; i++) {
+		const struct mcloc_ring *r = ring(t, i);
 		struct thread *th = r->tid && __atomic_load_n(&r->lost_open, __ATOMIC_ACQUIRE) ?
-					    thread_of(&t, r->tid, r->comm) : NULL;
+					    thread_of(t, r->tid, r->comm) : NULL;
 
-		if (th && !t.rec)
-			thread_lost(&t, th, &(struct event){ .cpu = th->cpu });
+		if (th && !t->rec)
+			thread_lost(t, th, &(struct event){ .cpu = th->cpu });
 	}
-	if (!t.rec)
-		finish_output(&t);
-	uint64_t lost = t.h->no_ring + t.skipped;
-	for (uint32_t i = 0; i < t.g.rings; i++)
-		lost += ring(&t, i)->lost;
-	if (t.rec) {
-		double rate = clock_rate(&t);
+	if (!t->rec)
+		finish_output(t);
+	uint64_t lost = t->h->no_ring + t->skipped;
+	for (uint32_t i = 0; i < t->g.rings; i++)
+		lost += ring(t, i)->lost;
+	if (t->rec) {
+		double rate = clock_rate(t);
 
-		if (!gone)
-			rec_maps(&t);
-		t.rate = rate > 0 ? rate : t.rate;
-		if (rec_close(&t, lost))
-			ret = 1;
+		if (!l->gone)
+			rec_maps(t);
+		t->rate = rate > 0 ? rate : t->rate;
+		if (rec_close(t, lost))
+			l->ret = 1;
 	}
-	if (t.overwritten)
+	if (t->overwritten)
 		fprintf(stderr, "mcloc: %s: %llu event%s overwritten before they were read "
-				"(--overwrite)\n", pid, (unsigned long long)t.overwritten,
-			t.overwritten == 1 ? "" : "s");
+				"(--overwrite)\n", l->pid, (unsigned long long)t->overwritten,
+			t->overwritten == 1 ? "" : "s");
 	if (lost)
 		fprintf(stderr, "mcloc: %s: %llu event%s lost (rings full, or more threads than "
-				"--rings)\n", pid, (unsigned long long)lost, lost == 1 ? "" : "s");
+				"--rings)\n", l->pid, (unsigned long long)lost, lost == 1 ? "" : "s");
 	fflush(stdout);
 out:
-	rec_abort(t.rec);
-	sym_free(t.sym);
-	if (t.h)
-		munmap((void *)t.h, t.size);
-	if (t.chrome && fclose(t.chrome) != 0) {
-		fail(chrome, "%s", strerror(errno));
-		ret = 1;
+	rec_abort(t->rec);
+	t->rec = NULL;
+	sym_free(t->sym);
+	t->sym = NULL;
+	if (t->h)
+		munmap((void *)t->h, t->size);
+	if (t->chrome && fclose(t->chrome) != 0) {
+		fail(l->chrome, "%s", strerror(errno));
+		l->ret = 1;
 	}
-	if (t.p && t.p->fd >= 0)
-		close(t.p->fd);
-	free(t.p);
-	tracing_free(&t);
+	if (t->p && t->p->fd >= 0)
+		close(t->p->fd);
+	free(t->p);
+	tracing_free(t);
+	*t = (struct tracing){ 0 };
+	return l->ret;
+}
+
+/* Trace the program PID as A says, until the program exits, Ctrl-C or
+ * the duration.  0, or 1 with a message. */
+static int trace_session(const struct targs *a, const char *pid, bool json,
+			 struct recorder *rec)
+{
+	struct live *l = malloc(sizeof(*l));
+	struct timespec t0, now;
+
+	if (!l) {
+		rec_abort(rec);
+		fail(pid, "out of memory");
+		return 1;
+	}
+	on_signals();
+	if (session_begin(l, a, pid, json, rec) == 0) {
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		while (!stop_now) {
+			/* A recording reads again at once while a pass finds
+			 * a ring a quarter full, and else after 1 ms: a
+			 * thread that fills its ring waits for this loop. */
+			if (!l->t.rec)
+				nanosleep(&(struct timespec){ 0, READ_MS * 1000000L }, NULL);
+			if (session_read(l) < l->t.g.ring_size / 4 && l->t.rec)
+				nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			if (a->duration > 0 && (now.tv_sec - t0.tv_sec) +
+							(now.tv_nsec - t0.tv_nsec) / 1e9 >= a->duration)
+				break;
+			if (session_check(l, &now))
+				break;
+		}
+	}
+	int ret = session_end(l);
+
+	free(l);
 	return ret;
 }
 
@@ -855,26 +938,6 @@ static bool release(const char *pid, pid_t child)
 	}
 	free(p);
 	return done;
-}
-
-/* Which socket file a name is: its inode number alone is not enough, as
- * a file system such as ext4 gives the number of the socket that an
- * exec'd program's libmcloc removed to the one it binds next; the change
- * time tells them apart. */
-struct sock_id {
-	ino_t ino;
-	struct timespec ctime;
-};
-
-static struct sock_id sock_id(const struct stat *sb)
-{
-	return (struct sock_id){ sb->st_ino, sb->st_ctim };
-}
-
-static bool same_sock(struct sock_id a, struct sock_id b)
-{
-	return a.ino == b.ino && a.ctime.tv_sec == b.ctime.tv_sec &&
-	       a.ctime.tv_nsec == b.ctime.tv_nsec;
 }
 
 /* Wait for CHILD (pid PID), its status into *ST, once its trace is over:

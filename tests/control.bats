@@ -668,8 +668,10 @@ EOF
 	grep -q ': tick_work <-' "$T/trace.out"
 	# The rings' mapping, and the threads that unmapped it and that
 	# polled (the control thread): one and the same.
-	ring=$(grep -l 'MAP_SHARED|MAP_POPULATE' "$T"/st.* | head -1)
-	addr=$(sed -n 's/.*MAP_SHARED|MAP_POPULATE.* = \(0x[0-9a-f]*\)$/\1/p' "$ring" | head -1)
+	# (The program's one shared mapping of a descriptor: the memfd.)
+	ring=$(grep -l 'PROT_READ|PROT_WRITE, MAP_SHARED, [0-9]' "$T"/st.* | head -1)
+	addr=$(sed -n 's/.*PROT_READ|PROT_WRITE, MAP_SHARED, [0-9].* = \(0x[0-9a-f]*\)$/\1/p' \
+		"$ring" | head -1)
 	[ -n "$addr" ]
 	unmapper=$(grep -l "^munmap($addr," "$T"/st.*)
 	pollers=$(grep -lE '^p?poll\(' "$T"/st.*)
