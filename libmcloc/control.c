@@ -130,6 +130,22 @@ static void first_image_added(void)
 	pthread_mutex_unlock(&first.lock);
 }
 
+/* A child forked under a session that follows children: held until a
+ * controller traces it (or releases it), MCLOC_FOLLOW_WAIT_MS at most, so
+ * that its recording starts at its first call. */
+static void hold_child(void)
+{
+	struct timespec dl;
+
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += MCLOC_FOLLOW_WAIT_MS / 1000;
+	pthread_mutex_lock(&first.lock);
+	while (!first.traced &&
+	       pthread_cond_timedwait(&first.traced_cond, &first.lock, &dl) == 0)
+		;
+	pthread_mutex_unlock(&first.lock);
+}
+
 static void first_traced(void)
 {
 	pthread_mutex_lock(&first.lock);
@@ -890,9 +906,14 @@ void mcr_control_fork(enum mcr_fork stage)
 		pthread_cond_init(&first.traced_cond, NULL);
 		pthread_mutex_unlock(&first.lock);
 		pthread_mutex_unlock(&ctl.lock);
+		first.traced = false;
 		ret = served ? mcloc_control_start() : 0;
 		if (ret < 0 && ret != -EPERM)	/* (-EPERM: said) */
 			say("pid %d: cannot start: %s", (int)getpid(), strerror(-ret));
+		/* (Last of the child's handlers: every lock of the runtime
+		 * is free for the controller that comes.) */
+		if (mcr_trace_forked_followed() && ret == 0 && served)
+			hold_child();
 		return;
 	}
 }

@@ -53,7 +53,7 @@ struct session {
 	uint32_t clock_seq;	/* (hdr->clock_seq: a copy) */
 	unsigned gen;
 	uint32_t tracer, max_depth, tid;
-	bool overwrite, wait;
+	bool overwrite, wait, follow;
 	/* Set (before its ops goes) when the trace stops: a writer waiting
 	 * for room gives up, so that stopping never waits on the reader. */
 	bool stopping;
@@ -467,6 +467,7 @@ int mcr_trace_start(const struct mcloc_req_trace *q, const char *filter, const c
 	s->tid = q->tid;
 	s->overwrite = q->flags & MCLOC_TRACE_OVERWRITE;
 	s->wait = !s->overwrite && (q->flags & MCLOC_TRACE_WAIT);
+	s->follow = q->flags & MCLOC_TRACE_FOLLOW;
 	s->gen = ++sess_gen;
 	s->slot = slot;
 	if (graph[0]) {
@@ -660,6 +661,18 @@ __attribute__((constructor(103))) static void trace_hook(void)
  * them done: the parent still writes them).  Its thread asks its id
  * again.
  */
+/* Set in a child forked while a session that follows children ran: it
+ * holds until a controller traces it (control.c). */
+static bool forked_followed;
+
+bool mcr_trace_forked_followed(void)
+{
+	bool f = forked_followed;
+
+	forked_followed = false;
+	return f;
+}
+
 void mcr_trace_fork(enum mcr_fork stage)
 {
 	if (stage == MCR_FORK_CHILD) {
@@ -670,6 +683,7 @@ void mcr_trace_fork(enum mcr_fork stage)
 
 			if (!s)
 				continue;
+			forked_followed |= s->follow;
 			mcr_rcu_assign(sessions[k], NULL);
 			mcloc_unregister_ops(&s->ops);
 			mcloc_ops_free(&s->ops);

@@ -24,6 +24,9 @@ bool mcr_trace_active(void);
 /* The program is exiting: the rings say so, for the controller. */
 void mcr_trace_exiting(void);
 
+/* In a forked child: whether a session of its parent follows children
+ * (asked once). */
+bool mcr_trace_forked_followed(void);
 /* fork.c's: the session's lock, and a child that is no session's. */
 void mcr_trace_fork(enum mcr_fork stage);
 

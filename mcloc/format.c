@@ -70,6 +70,26 @@ void decoder_free(struct decoder *d)
 	d->site_at = NULL;
 }
 
+/* ---- the rings ------------------------------------------------------------- */
+
+struct mcloc_ring *ring_at(const struct tracing *t, uint32_t i)
+{
+	return (struct mcloc_ring *)((uint8_t *)t->h + t->g.data_offset +
+				     (size_t)i * t->g.ring_stride);
+}
+
+uint32_t rings_taken(const struct tracing *t)
+{
+	uint32_t n = __atomic_load_n(&t->h->next_ring, __ATOMIC_ACQUIRE);
+
+	/* (Rings are taken in order; a peer's count is data, bounded.) */
+	if (n > t->g.rings)
+		n = t->g.rings;
+	while (n < t->g.rings && __atomic_load_n(&ring_at(t, n)->tid, __ATOMIC_ACQUIRE))
+		n++;
+	return n;
+}
+
 /* ---- names ---------------------------------------------------------------- */
 
 struct name *name_add(struct names *ns, uint64_t addr)

@@ -139,6 +139,12 @@ struct item {
 	uint32_t seq;		/* order within its ring, for a stable sort */
 };
 
+/* Ring I of the rings t->g describes, and how many a thread has taken:
+ * what the program published, and any taken since (a program that
+ * exits, or execs, before it publishes again has them all the same). */
+struct mcloc_ring *ring_at(const struct tracing *t, uint32_t i);
+uint32_t rings_taken(const struct tracing *t);
+
 /* NS's entry for ADDR, added (unnamed) or found; NULL: out of memory, or
  * none. */
 struct name *name_add(struct names *ns, uint64_t addr);

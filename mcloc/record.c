@@ -43,6 +43,8 @@ struct rec_thread {
 
 struct recorder {
 	int dfd;
+	unsigned gen;		/* the image of its pid: 0, then 1 for each exec */
+	char key[32];		/* its files' prefix: PID, or PID-GEN after an exec */
 	const char *dir;
 	struct mcloc_rec_info info;
 	const char *args;	/* the command line, NUL-separated */
@@ -200,6 +202,41 @@ struct recorder *rec_open(const char *dir, const char *args, size_t args_len)
 	return r;
 }
 
+struct recorder *rec_another(const struct recorder *root, unsigned gen, const char *args,
+			     size_t args_len)
+{
+	struct recorder *r = calloc(1, sizeof(*r));
+
+	if (!r || (r->dfd = fcntl(root->dfd, F_DUPFD_CLOEXEC, 0)) < 0) {
+		fail(root->dir, "%s", r ? strerror(errno) : "out of memory");
+		free(r);
+		return NULL;
+	}
+	r->dir = root->dir;
+	r->gen = gen;
+	r->args = args;
+	r->args_len = args_len;
+	r->info = (struct mcloc_rec_info){ .magic = MCLOC_REC_MAGIC, .version = MCLOC_REC_VERSION,
+					   .realtime_ns = root->info.realtime_ns };
+	struct timespec rt;
+
+	if (clock_gettime(CLOCK_REALTIME, &rt) == 0)
+		r->info.realtime_ns = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
+	return r;
+}
+
+/* R's files' prefix, for the process T traces. */
+static const char *key_of(struct recorder *r, const struct tracing *t)
+{
+	if (!r->key[0]) {
+		if (r->gen)
+			snprintf(r->key, sizeof(r->key), "%u-%u", t->pid, r->gen);
+		else
+			snprintf(r->key, sizeof(r->key), "%u", t->pid);
+	}
+	return r->key;
+}
+
 void rec_abort(struct recorder *r)
 {
 	if (!r)
@@ -242,7 +279,7 @@ static struct rec_thread *thread_file(struct tracing *t, uint32_t i, uint32_t ti
 
 	memcpy(h.comm, comm, sizeof(h.comm) - 1);
 	th->tid = tid;
-	snprintf(name, sizeof(name), "%u.%u.events", t->pid, tid);
+	snprintf(name, sizeof(name), "%s.%u.events", key_of(r, t), tid);
 	th->fd = new_file(r, name);
 	if (th->fd >= 0 && !write_all(th->fd, &h, sizeof(h))) {
 		write_failed(r, name);
@@ -262,17 +299,15 @@ static struct rec_thread *thread_file(struct tracing *t, uint32_t i, uint32_t ti
 size_t rec_drain(struct tracing *t,
 		 void (*seen)(struct tracing *t, const struct mcloc_event *ev, size_t n))
 {
-	const struct mcloc_ring_hdr *h = t->h;
 	struct recorder *r = t->rec;
-	uint32_t nr = __atomic_load_n(&h->next_ring, __ATOMIC_ACQUIRE);
+	uint32_t nr = rings_taken(t);
 	uint32_t size = t->g.ring_size;
 	size_t done = 0;
 
 	if (nr > t->g.rings)
 		nr = t->g.rings;
 	for (uint32_t i = 0; i < nr; i++) {
-		struct mcloc_ring *ring = (struct mcloc_ring *)((uint8_t *)t->h + t->g.data_offset +
-								 (size_t)i * t->g.ring_stride);
+		struct mcloc_ring *ring = ring_at(t, i);
 		uint32_t tid = __atomic_load_n(&ring->tid, __ATOMIC_ACQUIRE);
 		uint64_t head = __atomic_load_n(&ring->head, __ATOMIC_ACQUIRE) &
 				~(uint64_t)(sizeof(struct mcloc_event) - 1);
@@ -324,11 +359,49 @@ size_t rec_drain(struct tracing *t,
 	return done;
 }
 
+/* PID's parent, from /proc (0 when it cannot be read). */
+static uint32_t parent_of(uint32_t pid)
+{
+	char path[64], buf[512];
+	uint32_t ppid = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+	if (!(f = fopen(path, "re")))
+		return 0;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+
+	fclose(f);
+	buf[n] = 0;
+	const char *p = strrchr(buf, ')');
+
+	if (p && sscanf(p + 1, " %*c %u", &ppid) != 1)
+		ppid = 0;
+	return ppid;
+}
+
 void rec_maps(struct tracing *t)
 {
 	struct recorder *r = t->rec;
 	size_t len = 0;
 	char *text = r ? sym_read_maps(t->pid, &len) : NULL;
+
+	if (r && !r->info.ppid)
+		if (!r->info.ppid)
+		r->info.ppid = parent_of(t->pid);
+	if (r && !r->info.comm[0]) {
+		/* (The process's name while it lives, for a process whose
+		 * threads take no ring.) */
+		char path[64];
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/%u/comm", t->pid);
+		if ((f = fopen(path, "re"))) {
+			if (fgets(r->info.comm, sizeof(r->info.comm), f))
+				r->info.comm[strcspn(r->info.comm, "\n")] = 0;
+			fclose(f);
+		}
+	}
 
 	for (char *line = text, *end; line && *line; line = end) {
 		end = strchr(line, '\n');
@@ -391,6 +464,9 @@ int rec_close(struct tracing *t, uint64_t lost)
 	if (!r)
 		return 0;
 	r->info.pid = t->pid;
+	r->info.generation = r->gen;
+	if (!r->info.ppid)
+		r->info.ppid = parent_of(t->pid);
 	r->info.tracer = t->mode == FUNCTION ? MCLOC_TRACE_FUNCTION : MCLOC_TRACE_GRAPH;
 	r->info.ticks = t->g.ticks;
 	r->info.ring_flags = t->g.flags;
@@ -407,8 +483,7 @@ int rec_close(struct tracing *t, uint64_t lost)
 	for (uint32_t i = 0; i < r->nth; i++) {
 		struct rec_thread *th = &r->th[i];
 		const struct mcloc_ring *ring =
-			(const struct mcloc_ring *)((const uint8_t *)t->h + t->g.data_offset +
-						    (size_t)i * t->g.ring_stride);
+			ring_at(t, i);
 		uint64_t l = __atomic_load_n(&ring->lost, __ATOMIC_RELAXED);
 		uint64_t w = __atomic_load_n(&ring->waits, __ATOMIC_RELAXED);
 
@@ -428,14 +503,14 @@ int rec_close(struct tracing *t, uint64_t lost)
 			write_failed(r, "a thread's header");
 		th->fd = -1;
 	}
-	snprintf(name, sizeof(name), "%u.names", t->pid);
+	snprintf(name, sizeof(name), "%s.names", key_of(r, t));
 	if ((fd = new_file(r, name)) >= 0) {
 		if (put_names(r, fd, &t->sites, MCLOC_REC_SITE))
 			put_names(r, fd, &t->callers, MCLOC_REC_CALLER);
 		if (close(fd) < 0)
 			write_failed(r, name);
 	}
-	snprintf(name, sizeof(name), "%u.maps", t->pid);
+	snprintf(name, sizeof(name), "%s.maps", key_of(r, t));
 	if (r->nmaps && (fd = new_file(r, name)) >= 0) {
 		for (size_t i = 0; i < r->nmaps; i++)
 			if (!write_all(fd, r->maps[i], strlen(r->maps[i]))) {
@@ -445,12 +520,10 @@ int rec_close(struct tracing *t, uint64_t lost)
 		if (close(fd) < 0)
 			write_failed(r, name);
 	}
-	snprintf(name, sizeof(name), "%u.info", t->pid);
+	snprintf(name, sizeof(name), "%s.info", key_of(r, t));
 	r->info.argc_len = (uint32_t)r->args_len;
-	if (t->g.rings)	/* (the first thread's name, the program's own) */
-		memcpy(r->info.comm, ((const struct mcloc_ring *)((const uint8_t *)t->h +
-								  t->g.data_offset))->comm,
-		       sizeof(r->info.comm) - 1);
+	if (t->g.rings && ring_at(t, 0)->comm[0])	/* (the first thread's name) */
+		memcpy(r->info.comm, ring_at(t, 0)->comm, sizeof(r->info.comm) - 1);
 	if (!r->failed && (fd = new_file(r, name)) >= 0) {
 		if (!write_all(fd, &r->info, sizeof(r->info)) ||
 		    !write_all(fd, r->args, r->args_len) || close(fd) < 0)
@@ -458,8 +531,8 @@ int rec_close(struct tracing *t, uint64_t lost)
 	}
 	ret = r->failed;
 	if (!ret)
-		fprintf(stderr, "mcloc: %s: %u thread%s, %llu MiB of events, %llu lost\n", r->dir,
-			r->info.threads, r->info.threads == 1 ? "" : "s",
+		fprintf(stderr, "mcloc: %s: %s (%s): %u thread%s, %llu MiB of events, %llu lost\n",
+			r->dir, key_of(r, t), r->info.comm, r->info.threads, r->info.threads == 1 ? "" : "s",
 			(unsigned long long)(r->info.slots * sizeof(struct mcloc_event) >> 20),
 			(unsigned long long)lost);
 	rec_abort(r);

@@ -12,6 +12,11 @@
  * (ARGS_LEN bytes, each argument NUL-terminated, kept until the end); a
  * recorder for t->rec, or NULL with a message. */
 struct recorder *rec_open(const char *dir, const char *args, size_t args_len);
+/* Another process's recorder in ROOT's directory (a child followed, or
+ * a program exec'd: GEN, its pid's image, 1 on), for a program whose
+ * command line is ARGS; NULL with a message. */
+struct recorder *rec_another(const struct recorder *root, unsigned gen, const char *args,
+			     size_t args_len);
 /* A recorder dropped before its trace started. */
 void rec_abort(struct recorder *r);
 /* Copy what the rings hold to the thread files, and show SEEN (if not

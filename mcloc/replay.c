@@ -52,6 +52,7 @@ struct rthread {
 };
 
 struct rproc {
+	char key[32];			/* its files' prefix: PID or PID-GEN */
 	struct mcloc_rec_info info;
 	char *args;			/* argc_len bytes */
 	struct rthread *th;
@@ -116,7 +117,7 @@ static bool load_names(int dfd, struct rproc *p, const char *dir)
 	char file[64];
 	size_t len = 0;
 
-	snprintf(file, sizeof(file), "%u.names", p->info.pid);
+	snprintf(file, sizeof(file), "%s.names", p->key);
 	uint8_t *b = slurp(dfd, file, 1u << 30, &len);
 
 	if (!b) {
@@ -221,11 +222,48 @@ static void recording_free(struct recording *r)
 	free(r->procs);
 }
 
+/* Processes in the order they were traced (then by pid and image). */
+static int cmp_proc(const void *a, const void *b)
+{
+	const struct rproc *x = a, *y = b;
+
+	if (x->info.realtime_ns != y->info.realtime_ns)
+		return x->info.realtime_ns < y->info.realtime_ns ? -1 : 1;
+	if (x->info.pid != y->info.pid)
+		return x->info.pid < y->info.pid ? -1 : 1;
+	return x->info.generation < y->info.generation ? -1 : x->info.generation > y->info.generation;
+}
+
 static int cmp_thread(const void *a, const void *b)
 {
 	const struct rthread *x = a, *y = b;
 
 	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+/* NAME's process key (PID or PID-GEN) into KEY, and what follows its
+ * dot into *REST; false when NAME is no file of a recording's. */
+static bool key_of_file(const char *name, char *key, size_t len, const char **rest)
+{
+	unsigned pid, gen = 0;
+	int n = 0;
+
+	if (sscanf(name, "%u%n", &pid, &n) != 1 || name[0] < '0' || name[0] > '9')
+		return false;
+	if (name[n] == '-') {
+		int m = 0;
+
+		if (sscanf(name + n + 1, "%u%n", &gen, &m) != 1 || !gen || name[n + 1] < '0' ||
+		    name[n + 1] > '9')
+			return false;
+		n += 1 + m;
+	}
+	if (name[n] != '.' || (size_t)n >= len)
+		return false;
+	memcpy(key, name, (size_t)n);
+	key[n] = 0;
+	*rest = name + n + 1;
+	return true;
 }
 
 /* The recording in DIR, whole; 0, or -1 with a message. */
@@ -244,11 +282,13 @@ static int recording_open(struct recording *r, const char *dir)
 	}
 	/* The processes, by their info files. */
 	for (struct dirent *e; ok && (e = readdir(d));) {
-		unsigned pid;
-		char tail[8];
+		char key[32];
+		const char *rest;
 
-		if (sscanf(e->d_name, "%u.%7s", &pid, tail) != 2 || strcmp(tail, "info"))
+		if (!key_of_file(e->d_name, key, sizeof(key), &rest) || strcmp(rest, "info"))
 			continue;
+		unsigned pid = (unsigned)strtoul(key, NULL, 10), gen = strchr(key, '-') ?
+			       (unsigned)strtoul(strchr(key, '-') + 1, NULL, 10) : 0;
 		size_t len = 0;
 		uint8_t *b = slurp(dfd, e->d_name, 1u << 24, &len);
 		struct mcloc_rec_info in;
@@ -267,7 +307,7 @@ static int recording_open(struct recording *r, const char *dir)
 			fail(dir, "%s: a recording of version %u (this mcloc reads %u)", e->d_name,
 			     in.version, MCLOC_REC_VERSION);
 			ok = false;
-		} else if (in.pid != pid || in.argc_len != len - sizeof(in) ||
+		} else if (in.pid != pid || in.generation != gen || in.argc_len != len - sizeof(in) ||
 			   (in.tracer != MCLOC_TRACE_FUNCTION && in.tracer != MCLOC_TRACE_GRAPH) ||
 			   in.ticks > 1) {
 			fail(dir, "%s: a broken info", e->d_name);
@@ -284,6 +324,7 @@ static int recording_open(struct recording *r, const char *dir)
 			struct rproc *p = &v[r->nprocs++];
 
 			*p = (struct rproc){ .info = in };
+			snprintf(p->key, sizeof(p->key), "%s", key);
 			p->info.comm[sizeof(p->info.comm) - 1] = 0;
 			p->args = malloc(in.argc_len + 1);
 			if (p->args) {
@@ -297,17 +338,19 @@ static int recording_open(struct recording *r, const char *dir)
 	 * recording cut short. */
 	rewinddir(d);
 	for (struct dirent *e; ok && (e = readdir(d));) {
-		unsigned pid, tid;
-		char tail[8];
+		unsigned tid;
+		char key[32], tail[8];
+		const char *rest;
 		size_t i = 0;
 
-		if (sscanf(e->d_name, "%u.%u.%7s", &pid, &tid, tail) != 3 || strcmp(tail, "events"))
+		if (!key_of_file(e->d_name, key, sizeof(key), &rest) ||
+		    sscanf(rest, "%u.%7s", &tid, tail) != 2 || strcmp(tail, "events"))
 			continue;
-		while (i < r->nprocs && r->procs[i].info.pid != pid)
+		while (i < r->nprocs && strcmp(r->procs[i].key, key))
 			i++;
 		if (i == r->nprocs) {
-			fail(dir, "%s: the recording of process %u was cut short (no %u.info)",
-			     e->d_name, pid, pid);
+			fail(dir, "%s: the recording of process %s was cut short (no %s.info)",
+			     e->d_name, key, key);
 			ok = false;
 			break;
 		}
@@ -325,6 +368,8 @@ static int recording_open(struct recording *r, const char *dir)
 		if (p->nth)
 			qsort(p->th, p->nth, sizeof(*p->th), cmp_thread);
 	}
+	if (ok && r->nprocs)
+		qsort(r->procs, r->nprocs, sizeof(*r->procs), cmp_proc);
 	if (ok && !r->nprocs) {
 		fail(dir, "no recording here (mcloc record makes one)");
 		ok = false;
@@ -503,7 +548,7 @@ static void tracing_of(struct tracing *t, struct rproc *p, const struct recordin
 	char path[4096];
 	size_t len = 0;
 
-	snprintf(path, sizeof(path), "%s/%u.maps", r->dir, p->info.pid);
+	snprintf(path, sizeof(path), "%s/%s.maps", r->dir, p->key);
 	char *maps = c ? slurp(AT_FDCWD, path, 64u << 20, &len) : NULL;
 
 	if (maps) {
@@ -912,7 +957,7 @@ static int cmd_replay_report(struct recording *r, const struct ropts *o, bool re
 		}
 		tracing_of(&t, p, r, o);
 		if (r->nprocs > 1 && !o->json)
-			printf("%s# process %u (%s)\n", i ? "\n" : "", p->info.pid, p->info.comm);
+			printf("%s# process %s (%s)\n", i ? "\n" : "", p->key, p->info.comm);
 		print_header(&t);
 		walk(o, p, &t, &w);
 		finish_output(&t);
@@ -1021,7 +1066,7 @@ static int cmd_graph(struct recording *r, const struct ropts *o, const char *fun
 		if (calls) {
 			found = true;
 			if (r->nprocs > 1)
-				printf("# process %u (%s)\n", p->info.pid, p->info.comm);
+				printf("# process %s (%s)\n", p->key, p->info.comm);
 			printf("%s: %llu calls, %.3f us, %.3f us of its own\n", func,
 			       (unsigned long long)calls, total / 1e3, self / 1e3);
 			print_edges(&t, "Called by", callers, ncallers);
@@ -1224,7 +1269,11 @@ static int cmd_info(struct recording *r)
 
 		if (localtime_r(&when, &tm))
 			strftime(date, sizeof(date), "%Y-%m-%d %H:%M:%S %z", &tm);
-		printf("%s# process %u\n", i ? "\n" : "", in->pid);
+		printf("%s# process %s\n", i ? "\n" : "", p->key);
+		if (in->ppid)
+			printf("%-14s %u\n", "parent:", in->ppid);
+		if (in->generation)
+			printf("%-14s %u (exec'd by pid %u)\n", "image:", in->generation, in->pid);
 		printf("%-14s %s\n", "recorded:", date);
 		printf("%-14s", "command:");
 		for (size_t k = 0; k < in->argc_len; k += strlen(p->args + k) + 1)

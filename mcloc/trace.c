@@ -18,6 +18,7 @@
 
 #include <mcloc/record.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -163,12 +164,6 @@ static void refresh_maps(struct tracing *t)
 
 /* ---- the rings -------------------------------------------------------------- */
 
-static const struct mcloc_ring *ring(const struct tracing *t, uint32_t i)
-{
-	return (const struct mcloc_ring *)((const uint8_t *)t->h + t->g.data_offset +
-					   (size_t)i * t->g.ring_stride);
-}
-
 /* The nanoseconds per time unit, from the program's latest clock pair; 0
  * when there is none yet, or none that makes sense (a clock pair is data:
  * a peer that keeps clock_seq odd gets a few tries, not a loop). */
@@ -201,7 +196,7 @@ static double clock_rate(const struct tracing *t)
 static size_t drain(struct tracing *t)
 {
 	const struct mcloc_ring_hdr *h = t->h;
-	uint32_t nr = __atomic_load_n(&h->next_ring, __ATOMIC_ACQUIRE);
+	uint32_t nr = rings_taken(t);
 	uint32_t size = t->g.ring_size;
 	bool overwrite = t->g.flags & MCLOC_RING_OVERWRITE;
 	struct item *v = t->items;
@@ -215,7 +210,7 @@ static size_t drain(struct tracing *t)
 	else if (!t->rate && !__atomic_load_n(&h->done, __ATOMIC_ACQUIRE))
 		return 0;	/* (wait for the program's clock pair) */
 	for (uint32_t i = 0; i < nr; i++) {
-		struct mcloc_ring *r = (struct mcloc_ring *)ring(t, i);
+		struct mcloc_ring *r = ring_at(t, i);
 		uint32_t tid = __atomic_load_n(&r->tid, __ATOMIC_ACQUIRE);
 		/* (Whole events only: the tail stays a multiple of an event,
 		 * so every copy lies inside the ring.) */
@@ -438,8 +433,8 @@ static void usage_trace(enum cmd cmd)
 	if (cmd == RECORD) {
 		fail("record", "usage: mcloc record [function|function_graph] [-d DIR] [--filter G] "
 			       "[--notrace G] [--graph-function G] [--max-depth N] [--tid T] "
-			       "[--duration S] [--buffer KIB] [--rings N] (-p PID | [--preload LIB] -- "
-			       "PROG [ARGS])");
+			       "[--duration S] [--buffer KIB] [--rings N] [--no-follow] (-p PID | "
+			       "[--preload LIB] -- PROG [ARGS])");
 		return;
 	}
 	fail(cmd == RUN ? "run" : "trace", "usage: mcloc trace PID function|function_graph|profile|nop [--filter G] "
@@ -469,6 +464,7 @@ struct targs {
 	const char *pid;	/* record -p: the program to attach to */
 	const char *args;	/* record: the command line, for the info */
 	size_t args_len;
+	bool follow;		/* record: children and the programs they exec too */
 };
 
 /* Options of ARGV[0..ARGC) into A; the index of the first argument that is
@@ -494,6 +490,7 @@ static int parse_targs(int argc, char **argv, struct targs *a, enum cmd cmd)
 		{ "output", required_argument, NULL, 'o' },
 		{ "data", required_argument, NULL, 'Z' },
 		{ "pid", required_argument, NULL, 'I' },
+		{ "no-follow", no_argument, NULL, 'W' },
 		{ 0 }
 	};
 	int o;
@@ -504,7 +501,7 @@ static int parse_targs(int argc, char **argv, struct targs *a, enum cmd cmd)
 			     .q = { .ring_kib = cmd == RECORD ? 4096 : 1024,
 				    .rings = cmd == RECORD ? 32 : 16,
 				    .flags = cmd == RECORD ? MCLOC_TRACE_WAIT : 0 },
-			     .data = MCLOC_REC_DEFAULT_DIR };
+			     .data = MCLOC_REC_DEFAULT_DIR, .follow = cmd == RECORD };
 	optind = 0;	/* (a fresh scan, options anywhere after the subcommand) */
 	while ((o = getopt_long(argc, argv, cmd == RECORD ? "d:p:" : "jt:o:", opts, NULL)) != -1) {
 		if (cmd == RECORD && o > 0 && strchr("jPscot", o)) {
@@ -547,6 +544,13 @@ static int parse_targs(int argc, char **argv, struct targs *a, enum cmd cmd)
 		case 'd':
 		case 'Z': a->data = optarg; break;
 		case 'I': a->pid = optarg; break;
+		case 'W':
+			if (cmd != RECORD) {
+				usage_trace(cmd);
+				return -1;
+			}
+			a->follow = false;
+			break;
 		case 'c': a->chrome = optarg; break;
 		case 'o': a->output = optarg; break;
 		case 'Q':
@@ -771,7 +775,7 @@ static int session_end(struct live *l)
 		;
 	/* Events lost at a thread's end, with none after them to say so. */
 	for (uint32_t i = 0; i < t->g.rings; i++) {
-		const struct mcloc_ring *r = ring(t, i);
+		const struct mcloc_ring *r = ring_at(t, i);
 		struct thread *th = r->tid && __atomic_load_n(&r->lost_open, __ATOMIC_ACQUIRE) ?
 					    thread_of(t, r->tid, r->comm) : NULL;
 
@@ -782,7 +786,7 @@ static int session_end(struct live *l)
 		finish_output(t);
 	uint64_t lost = t->h->no_ring + t->skipped;
 	for (uint32_t i = 0; i < t->g.rings; i++)
-		lost += ring(t, i)->lost;
+		lost += ring_at(t, i)->lost;
 	if (t->rec) {
 		double rate = clock_rate(t);
 
@@ -854,6 +858,209 @@ static int trace_session(const struct targs *a, const char *pid, bool json,
 	int ret = session_end(l);
 
 	free(l);
+	return ret;
+}
+
+/* ---- following a program's children (mcloc record) ------------------------ */
+
+static bool running(pid_t child);
+
+/* PID's parent, from /proc (0 when it cannot be read). */
+static uint32_t parent_pid(uint32_t pid)
+{
+	char path[64], buf[512];
+	uint32_t ppid = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+	if (!(f = fopen(path, "re")))
+		return 0;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+
+	fclose(f);
+	buf[n] = 0;
+	const char *p = strrchr(buf, ')');
+
+	if (!p || sscanf(p + 1, " %*c %u", &ppid) != 1)
+		ppid = 0;
+	return ppid;
+}
+
+/* Whether PID is ROOT or descends from it. */
+static bool descends(uint32_t pid, uint32_t root)
+{
+	for (int depth = 0; depth < 256 && pid > 1; depth++, pid = parent_pid(pid))
+		if (pid == root)
+			return true;
+	return false;
+}
+
+/* PID's command line (its arguments, each NUL-terminated), malloc'd, its
+ * length in *LEN; NULL when it cannot be read. */
+static char *cmdline_of(uint32_t pid, size_t *len)
+{
+	char path[64];
+	size_t n = 0;
+	char *buf = malloc(4096);
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%u/cmdline", pid);
+	if (buf && (fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
+		ssize_t k = read(fd, buf, 4095);
+
+		n = k > 0 ? (size_t)k : 0;
+		close(fd);
+	}
+	if (buf && n && buf[n - 1])
+		buf[n++] = 0;	/* (cut short: the last one ended) */
+	*len = n;
+	return buf;
+}
+
+struct follow {
+	struct live **v;	/* every process traced, ended or not */
+	size_t n;
+	char **args;		/* their command lines, kept to the end */
+	uint32_t root;
+	struct recorder *dir;	/* the directory's, for each new process */
+};
+
+/* A new process to record: PID's socket in the control directory DFD,
+ * not one traced before, below the root.  (A child holds at its fork
+ * until it is traced, a program it execs at its first image: MCLOC_CONTROL
+ * =wait.) */
+static void follow_new(struct follow *fw, const struct targs *a, int dfd)
+{
+	int fd = dup(dfd);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	rewinddir(d);	/* (a dup shares the offset the last scan left at the end) */
+	for (struct dirent *e; (e = readdir(d));) {
+		char *end;
+		unsigned long pid = strtoul(e->d_name, &end, 10);
+		struct stat sb;
+		unsigned gen = 0;
+		bool seen = false;
+
+		if (*end || !pid || pid > UINT32_MAX || !descends((uint32_t)pid, fw->root) ||
+		    fstatat(dirfd(d), e->d_name, &sb, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISSOCK(sb.st_mode))
+			continue;
+		/* (A pid traced before is traced again when it has exec'd:
+		 * its libmcloc made a new socket.) */
+		for (size_t i = 0; i < fw->n; i++)
+			if (!strcmp(fw->v[i]->pid, e->d_name)) {
+				seen |= same_sock(fw->v[i]->sid, sock_id(&sb));
+				gen++;
+			}
+		if (seen)
+			continue;
+		struct live **v = realloc(fw->v, (fw->n + 1) * sizeof(*v));
+		char **args = realloc(fw->args, (fw->n + 1) * sizeof(*args));
+
+		if (args)
+			fw->args = args;
+		if (!v || !args) {
+			if (v)
+				fw->v = v;
+			continue;
+		}
+		fw->v = v;
+		size_t len = 0;
+		char *line = cmdline_of((uint32_t)pid, &len);
+		struct recorder *rec = line ? rec_another(fw->dir, gen, line, len) : NULL;
+		struct live *l = malloc(sizeof(*l));
+
+		fw->args[fw->n] = line;
+		if (!l || !rec) {
+			free(l);
+			rec_abort(rec);
+			continue;
+		}
+		fw->v[fw->n++] = l;
+		/* (A process that cannot be traced is said, and left.) */
+		if (session_begin(l, a, e->d_name, false, rec))
+			session_end(l);
+		l->sid = sock_id(&sb);
+	}
+	closedir(d);
+}
+
+/*
+ * mcloc record's loop over a program and its children: ROOT (a pid, the
+ * process CHILD when mcloc started it, else 0) traced into REC, and each
+ * process that descends from it and offers control in CD's directory
+ * traced into a recording of its own, until all have ended (and CHILD
+ * exited), Ctrl-C or the duration.  0, or 1 said.
+ */
+static int record_follow(const struct targs *a, const char *root, struct recorder *rec,
+			 pid_t child, const struct cdir *cd)
+{
+	struct follow fw = { .root = (uint32_t)strtoul(root, NULL, 10) };
+	struct timespec t0, now, scanned;
+	struct live *first = malloc(sizeof(*first));
+	struct stat sb;
+	int ret = 0;
+
+	fw.dir = rec ? rec_another(rec, 0, NULL, 0) : NULL;
+	if (!first || !fw.dir || !(fw.v = malloc(sizeof(*fw.v))) ||
+	    !(fw.args = calloc(1, sizeof(*fw.args)))) {
+		fail(root, "out of memory");
+		free(first);
+		rec_abort(rec);
+		rec_abort(fw.dir);
+		free(fw.v);
+		return 1;
+	}
+	on_signals();
+	fw.v[fw.n++] = first;
+	if (session_begin(first, a, root, false, rec))
+		ret |= session_end(first);
+	if (fstatat(cd->fd, root, &sb, AT_SYMLINK_NOFOLLOW) == 0)
+		first->sid = sock_id(&sb);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	scanned = t0;
+	while (!stop_now) {
+		size_t got = 0, active = 0;
+
+		for (size_t i = 0; i < fw.n; i++)
+			if (fw.v[i]->t.p) {
+				got += session_read(fw.v[i]);
+				active++;
+			}
+		if (got < a->q.ring_kib * 256u)
+			nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (a->duration > 0 &&
+		    (now.tv_sec - t0.tv_sec) + (now.tv_nsec - t0.tv_nsec) / 1e9 >= a->duration)
+			break;
+		for (size_t i = 0; i < fw.n; i++)
+			if (fw.v[i]->t.p && session_check(fw.v[i], &now))
+				ret |= session_end(fw.v[i]);
+		if ((now.tv_sec - scanned.tv_sec) * 1000 + (now.tv_nsec - scanned.tv_nsec) / 1000000 <
+		    READ_MS)
+			continue;
+		scanned = now;
+		follow_new(&fw, a, cd->fd);
+		/* Over when nothing is traced and the program mcloc started
+		 * has exited (its children may outlive it: followed on). */
+		if (!active && (!child || !running(child)))
+			break;
+	}
+	for (size_t i = 0; i < fw.n; i++) {
+		if (fw.v[i]->t.p)
+			ret |= session_end(fw.v[i]);
+		free(fw.v[i]);
+		free(fw.args[i]);
+	}
+	free(fw.v);
+	free(fw.args);
+	rec_abort(fw.dir);
 	return ret;
 }
 
@@ -1023,7 +1230,9 @@ static int run_program(const struct targs *a, char **argv, bool json, struct rec
 		char wait[32];
 
 		snprintf(wait, sizeof(wait), "wait=%d", (int)getpid());
-		setenv("MCLOC_CONTROL", a->nop ? "1" : wait, 1);
+		/* (Following, every program it starts that carries the
+		 * runtime waits to be traced too.) */
+		setenv("MCLOC_CONTROL", a->nop ? "1" : rec && a->follow ? "wait" : wait, 1);
 		if (a->preload)
 			add_preload(a->preload);
 		execvp(argv[0], argv);
@@ -1077,10 +1286,15 @@ static int run_program(const struct targs *a, char **argv, bool json, struct rec
 			nanosleep(&(struct timespec){ 0, 5000000 }, NULL);
 		}
 		free(p);
-		ret = trace_session(a, pid, json, rec);
-		rec = NULL;
-		wait_releasing(&cd, pid, child, &st, argv[0]);
-		reaped = true;
+		if (rec && a->follow) {
+			ret = record_follow(a, pid, rec, child, &cd);
+			rec = NULL;
+		} else {
+			ret = trace_session(a, pid, json, rec);
+			rec = NULL;
+			wait_releasing(&cd, pid, child, &st, argv[0]);
+			reaped = true;
+		}
 	}
 	if (rec)
 		rec_abort(rec);
@@ -1145,6 +1359,8 @@ int cmd_record(int argc, char **argv, bool json)
 		fail("record", "records function or function_graph (mcloc report makes the profile)");
 		return 2;
 	}
+	if (a.follow)
+		a.q.flags |= MCLOC_TRACE_FOLLOW;
 	/* The command line, for the info: the program's, or the pid's. */
 	size_t len = 0;
 	char **args = a.pid ? (char *[]){ (char *)a.pid, NULL } : argv + dd + 1;
@@ -1162,12 +1378,18 @@ int cmd_record(int argc, char **argv, bool json)
 	struct recorder *rec = rec_open(a.data, line, len);
 	int ret;
 
+	struct cdir cd = { .fd = -1 };
+
 	if (!rec)
 		ret = 1;
+	else if (a.pid && a.follow && cdir_open(&cd, false) == 0)
+		ret = record_follow(&a, a.pid, rec, 0, &cd);
 	else if (a.pid)
 		ret = trace_session(&a, a.pid, false, rec);
 	else
 		ret = run_program(&a, argv + dd + 1, false, rec, -2);
+	if (cd.fd >= 0)
+		close(cd.fd);
 	free(line);
 	return ret;
 }

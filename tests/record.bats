@@ -38,7 +38,7 @@ mask() {
 	run "$MCLOC" record -- ./recorded
 	assert_success
 	assert_line "18"
-	assert_line --regexp '^mcloc: mcloc.data: 1 thread, 0 MiB of events, 0 lost$'
+	assert_line --regexp '^mcloc: mcloc.data: [0-9]+ \(recorded\): 1 thread, 0 MiB of events, 0 lost$'
 	"$MCLOC" replay | mask > replay.txt
 	cat > want.txt <<'EOF'
 # tracer: function_graph
@@ -154,7 +154,7 @@ EOF
 	# 4 threads and main, 200000 calls of leaf each, into 4 KiB rings.
 	run "$MCLOC" record --buffer 4 -- ./recorded 200000 4
 	assert_success
-	assert_line --regexp '^mcloc: mcloc.data: 5 threads, [0-9]+ MiB of events, 0 lost$'
+	assert_line --regexp '^mcloc: mcloc.data: [0-9]+ \(recorded\): 5 threads, [0-9]+ MiB of events, 0 lost$'
 	run "$MCLOC" info
 	assert_line --regexp '^lost: +0$'
 	waits=$(echo "$output" | awk '$1 == "waits:" { print $2 }')
@@ -315,4 +315,38 @@ EOF
 	run "$MCLOC" run function -- ./recorded
 	assert_line --regexp ': mid <-top$'
 	refute_output --regexp '<-0x'
+}
+
+@test "fork and exec are followed: each child, and each program a child execs that carries the runtime, recorded whole" {
+	cc -O1 -pg -mfentry "${SAN[@]}" -c "$RT/forkexec.c" -o forkexec.o
+	"$RECORDMCOUNT" forkexec.o
+	"$OBJPATCH" link --nop --runtime -- cc "${SAN[@]}" forkexec.o -o forkexec -L"$LIBDIR" -lmcloc
+	run "$MCLOC" record -- ./forkexec ./recorded
+	assert_success
+	assert_line "children 0 0"
+	assert_line "18"
+	# Four recordings: the parent, two children, and the program the
+	# first exec'd (its pid's second image: PID-1).
+	[ "$(echo "$output" | grep -cE '^mcloc: mcloc.data: [0-9-]+ \((forkexec|recorded)\): 1 thread, 0 MiB of events, 0 lost$')" -eq 4 ]
+	[ "$(ls mcloc.data/*.info | wc -l)" -eq 4 ]
+	ls mcloc.data | grep -qE '^[0-9]+-1\.info$'
+	# Each process's calls, exactly, in the order they were traced.
+	run "$MCLOC" report --sort name
+	assert_success
+	echo "$output" | awk '/^# process/ { p = $4 } /^(main|work|top|mid|leaf) / { print p, $1, $2 }' > got.txt
+	printf '%s\n' '(forkexec) main 1' '(forkexec) work 2' '(forkexec) work 2' \
+		'(recorded) leaf 6' '(recorded) main 1' '(recorded) mid 3' '(recorded) top 1' \
+		'(forkexec) work 1' | sort > want.txt
+	sort got.txt | diff -u want.txt -
+	# The tree: each child names its parent (the exec'd program too,
+	# under its pid).
+	parent=$(ls mcloc.data | sed -n 's/^\([0-9]*\)\.info$/\1/p' | sort -n | head -1)
+	run "$MCLOC" info
+	[ "$(echo "$output" | grep -c "^parent: *$parent\$")" -eq 3 ]
+	assert_line --regexp "^image: +1 \\(exec'd by pid [0-9]+\\)\$"
+	# --no-follow: the parent alone.
+	rm -rf mcloc.data
+	run "$MCLOC" record --no-follow -- ./forkexec ./recorded
+	assert_success
+	[ "$(ls mcloc.data/*.info | wc -l)" -eq 1 ]
 }

@@ -152,7 +152,12 @@ enum {
 	 * counted, so that a reader that dies never hangs the program.  Not
 	 * with MCLOC_TRACE_OVERWRITE. */
 	MCLOC_TRACE_WAIT = 1 << 1,
-	MCLOC_TRACE_FLAGS = MCLOC_TRACE_OVERWRITE | MCLOC_TRACE_WAIT,
+	/* A child the program forks while this trace runs holds at its start
+	 * (MCLOC_FOLLOW_WAIT_MS at most) until a controller traces it, or
+	 * releases it: mcloc record follows children into recordings of
+	 * their own, from their first call. */
+	MCLOC_TRACE_FOLLOW = 1 << 2,
+	MCLOC_TRACE_FLAGS = MCLOC_TRACE_OVERWRITE | MCLOC_TRACE_WAIT | MCLOC_TRACE_FOLLOW,
 };
 
 struct mcloc_rep_trace {
@@ -214,6 +219,7 @@ struct mcloc_ring_hdr {
 };
 
 #define MCLOC_EXIT_WAIT_MS 2000
+#define MCLOC_FOLLOW_WAIT_MS 5000
 
 enum {
 	MCLOC_RING_OVERWRITE = 1 << 0,

@@ -5,19 +5,21 @@
  * dump, info) read.  man/mcloc-record.5 describes it in words.
  *
  * A recording is a directory (mcloc.data by default).  Each traced
- * process has three kinds of files in it, named by its pid:
+ * process has its files in it, named by its KEY: its pid, or PID-GEN for
+ * the GENth program the pid exec'd while followed (mcloc record follows
+ * forked children and the programs they exec):
  *
- *   PID.info        struct mcloc_rec_info, then the command line: argc_len
+ *   KEY.info        struct mcloc_rec_info, then the command line: argc_len
  *                   bytes, each argument NUL-terminated.  Written last, when
  *                   the process's recording ends: a recording without it
  *                   was cut short, and the tools say so.
- *   PID.names       struct mcloc_rec_name entries to its end: the function
+ *   KEY.names       struct mcloc_rec_name entries to its end: the function
  *                   of each traced site and of each caller seen.
- *   PID.maps        text: the lines of /proc/PID/maps that map files, every
+ *   KEY.maps        text: the lines of /proc/PID/maps that map files, every
  *                   one seen while the program ran; what names the callers
  *                   and sites PID.names does not, and source lines, from
  *                   those files (as they are when read).
- *   PID.TID.events  one per thread that was traced: struct mcloc_rec_thread,
+ *   KEY.TID.events  one per thread that was traced: struct mcloc_rec_thread,
  *                   then the slots of its events (struct mcloc_event,
  *                   <mcloc/control.h> says how an event takes one or two)
  *                   to its end, in the order the thread wrote them, which
@@ -64,6 +66,8 @@ struct mcloc_rec_info {
 	uint64_t lost;		/* events lost (threads without a ring included) */
 	uint64_t waits;		/* times a thread waited for room (lossless) */
 	uint32_t threads;	/* thread files */
+	uint32_t generation;	/* 0; 1 on for programs the pid exec'd later */
+	uint32_t ppid;		/* its parent when traced (0: unknown) */
 	uint32_t reserved;
 	char comm[16];		/* the process's name, NUL-terminated */
 };
