@@ -418,7 +418,7 @@ static bool exiting;
 static bool do_trace(struct reply *r, int i, const uint8_t *p, size_t plen)
 {
 	struct mcloc_req_trace q;
-	const char *g[3];
+	const char *g[4] = { NULL, NULL, NULL, "" };
 	size_t at = sizeof(q);
 	char err[300];
 	int fd;
@@ -429,7 +429,8 @@ static bool do_trace(struct reply *r, int i, const uint8_t *p, size_t plen)
 		return false;
 	}
 	memcpy(&q, p, sizeof(q));
-	for (int k = 0; k < 3; k++) {
+	/* (The triggers, a fourth string, may be left out.) */
+	for (int k = 0; k < 4 && (k < 3 || at < plen); k++) {
 		const char *z = memchr(p + at, 0, plen - at);
 
 		if (!z) {
@@ -459,7 +460,7 @@ static bool do_trace(struct reply *r, int i, const uint8_t *p, size_t plen)
 			    MCLOC_SESSIONS_MAX);
 		return true;
 	}
-	int ret = mcr_trace_start(&q, g[0], g[1], g[2], &fd, &size, err, sizeof(err));
+	int ret = mcr_trace_start(&q, g[0], g[1], g[2], g[3], &fd, &size, err, sizeof(err));
 	if (ret < 0) {
 		reply_error(r, -ret, "%s", err);
 		first_traced();

@@ -65,6 +65,13 @@ struct session {
 	 * that registers while the trace runs. */
 	char *filter, *notrace;
 	unsigned slot;		/* in sessions[], and in each thread's mine[] */
+	/* Triggers, by site (sorted): MCLOC_TRIGGER_* bits. */
+	struct trig {
+		uintptr_t site;
+		unsigned actions;
+	} *trig;
+	size_t ntrig;
+	int off;		/* a trigger turned tracing off (atomic) */
 	/* Its callbacks' ops: a callback finds its session from it. */
 	struct mcloc_ops ops;
 };
@@ -286,14 +293,60 @@ static bool wanted_thread(const struct session *s)
 /* The tracers' callbacks run inside the dispatcher's read-side section
  * (every caller of an ops's func holds one): the session they read stays
  * until it ends, without a section of their own. */
+/* The triggers of the site IP (MCLOC_TRIGGER_* bits), and trace_on's
+ * effect, which comes before the call is traced. */
+static __attribute__((noinline)) unsigned triggers_at(const struct session *s, uintptr_t ip)
+{
+	size_t lo = 0, hi = s->ntrig;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (s->trig[mid].site < ip)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	unsigned tr = lo < s->ntrig && s->trig[lo].site == ip ? s->trig[lo].actions : 0;
+
+	if (tr & MCLOC_TRIGGER_ON)
+		__atomic_store_n((int *)&s->off, 0, __ATOMIC_RELAXED);
+	return tr;
+}
+
+static inline bool tracing_off(const struct session *s)
+{
+	return __atomic_load_n(&s->off, __ATOMIC_RELAXED);
+}
+
+/* What the triggers TR do after the call's event (at depth DEPTH). */
+static void triggers_after(const struct session *s, unsigned tr, uint64_t t, unsigned depth)
+{
+	if (tr & MCLOC_TRIGGER_BACKTRACE)
+		put_event(s, MCLOC_EV_MARK, t, MCLOC_MARK_BACKTRACE, 0, depth);
+	if (tr & MCLOC_TRIGGER_SNAPSHOT)
+		put_event(s, MCLOC_EV_MARK, t, MCLOC_MARK_SNAPSHOT, 0, depth);
+	if (tr & MCLOC_TRIGGER_OFF)
+		__atomic_store_n((int *)&s->off, 1, __ATOMIC_RELAXED);
+}
+
 static void function_cb(uintptr_t ip, uintptr_t parent, struct mcloc_ops *ops,
 			struct mcloc_regs *regs)
 {
 	(void)regs;
 	const struct session *s = session_of(ops);
 
-	if (wanted_thread(s))
-		put_event(s, MCLOC_EV_CALL, mcr_stamp(), ip, parent, 0);
+	if (!wanted_thread(s))
+		return;
+	unsigned tr = s->ntrig ? triggers_at(s, ip) : 0;
+
+	if (!tracing_off(s)) {
+		uint64_t t = mcr_stamp();
+
+		put_event(s, MCLOC_EV_CALL, t, ip, parent, 0);
+		if (tr)
+			triggers_after(s, tr, t, 0);
+	}
 }
 
 static bool in_graph_set(const struct session *s, uintptr_t ip)
@@ -355,6 +408,12 @@ static void graph_cb(uintptr_t ip, uintptr_t parent, struct mcloc_ops *ops,
 
 	if (s->max_depth && depth >= s->max_depth)
 		return;
+	unsigned tr = s->ntrig ? triggers_at(s, ip) : 0;
+
+	/* (Off: no call is hooked, so that none ends unseen; the returns
+	 * of those hooked before still come.) */
+	if (tracing_off(s))
+		return;
 	uint64_t t = mcr_stamp();
 	int d = mcr_hook_call(regs, ip, parent, graph_done, entering ? (void *)1 : NULL, s->gen,
 			      t);
@@ -363,6 +422,8 @@ static void graph_cb(uintptr_t ip, uintptr_t parent, struct mcloc_ops *ops,
 		  d >= 0 ? (unsigned)d : depth);
 	if (entering && d >= 0)
 		mine[s->slot].inside++;
+	if (tr)
+		triggers_after(s, tr, t, d >= 0 ? (unsigned)d : depth);
 }
 
 /* ---- starting, refreshing, stopping --------------------------------------- */
@@ -398,10 +459,71 @@ static int cmp_uptr(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* SPEC's triggers (GLOB:ACTION,...) into S: 0, or -errno with ERR. */
+static int parse_triggers(struct session *s, const char *spec, char *err, size_t errlen)
+{
+	static const char *const names[] = MCLOC_TRIGGER_NAMES;
+	char *buf = strdup(spec), *save = NULL;
+	int ret = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	for (char *it = strtok_r(buf, ",", &save); it && !ret; it = strtok_r(NULL, ",", &save)) {
+		char *colon = strrchr(it, ':');
+		unsigned bit = 0;
+
+		for (unsigned k = 0; colon && k < sizeof(names) / sizeof(names[0]); k++)
+			if (!strcmp(colon + 1, names[k]))
+				bit = 1u << k;
+		if (!colon || colon == it || !bit) {
+			snprintf(err, errlen, "--trigger '%s': not FUNC:ACTION, ACTION one of "
+					      "trace_on, trace_off, backtrace, snapshot", it);
+			ret = -EINVAL;
+			break;
+		}
+		*colon = 0;
+		struct collect c = { .glob = it };
+
+		mcr_each_site_name(collect_site, &c);
+		struct trig *v = c.n ? realloc(s->trig, (s->ntrig + c.n) * sizeof(*v)) : NULL;
+
+		if (c.failed || (c.n && !v)) {
+			ret = -ENOMEM;
+			snprintf(err, errlen, "out of memory");
+		} else if (!c.n) {
+			ret = -ENOENT;
+			snprintf(err, errlen, "--trigger '%s': matches no traced function", it);
+		} else {
+			s->trig = v;
+			for (size_t i = 0; i < c.n; i++)
+				s->trig[s->ntrig++] = (struct trig){ c.v[i], bit };
+			if (bit == MCLOC_TRIGGER_ON)
+				s->off = 1;	/* (on when one of them is hit) */
+		}
+		free(c.v);
+	}
+	free(buf);
+	if (ret || !s->ntrig)
+		return ret;
+	/* By site, one entry each, its actions together. */
+	qsort(s->trig, s->ntrig, sizeof(*s->trig), cmp_uptr);
+	size_t k = 0;
+
+	for (size_t i = 0; i < s->ntrig; i++) {
+		if (k && s->trig[k - 1].site == s->trig[i].site)
+			s->trig[k - 1].actions |= s->trig[i].actions;
+		else
+			s->trig[k++] = s->trig[i];
+	}
+	s->ntrig = k;
+	return 0;
+}
+
 static void session_free(struct session *s)
 {
 	if (!s)
 		return;
+	free(s->trig);
 	if (s->hdr)
 		munmap(s->hdr, s->size);
 	free(s->graph_sites);
@@ -419,7 +541,8 @@ bool mcr_trace_active(void)
 }
 
 int mcr_trace_start(const struct mcloc_req_trace *q, const char *filter, const char *notrace,
-		    const char *graph, int *fd_out, uint64_t *size_out, char *err, size_t errlen)
+		    const char *graph, const char *triggers, int *fd_out, uint64_t *size_out,
+		    char *err, size_t errlen)
 {
 	struct session *s = NULL;
 	int fd = -1, ret;
@@ -485,6 +608,8 @@ int mcr_trace_start(const struct mcloc_req_trace *q, const char *filter, const c
 		s->graph_sites = c.v;
 		s->ngraph = c.n;
 	}
+	if (triggers[0] && (ret = parse_triggers(s, triggers, err, errlen)) < 0)
+		goto out;
 	/* (Sealed at its size: the controller checks the seals, as a memfd
 	 * that may shrink under its mapping would fault it.) */
 	fd = memfd_create("mcloc-trace", MFD_CLOEXEC | MFD_ALLOW_SEALING);

@@ -52,6 +52,7 @@ size_t decode_event(struct decoder *d, const struct mcloc_event *v, size_t n, st
 		break;
 	case MCLOC_EV_LEFT:
 	case MCLOC_EV_UNTIMED:
+	case MCLOC_EV_MARK:	/* (ip: the mark's kind) */
 		break;
 	default:
 		/* A CALL's second slot, or what no event of this version
@@ -542,6 +543,49 @@ void thread_lost(struct tracing *t, struct thread *th, const struct event *e)
 		printf("%16s-%-7u [%03u] [LOST EVENTS]\n", th->comm, th->tid, e->cpu);
 }
 
+/* A trigger's mark: a backtrace (the calls the thread is inside, the
+ * innermost first), or where a snapshot was asked. */
+static void mark_event(struct tracing *t, struct thread *th, const struct event *e, uint64_t ns)
+{
+	char b[32];
+	bool bt = e->ip == MCLOC_MARK_BACKTRACE;
+
+	if (t->chrome || t->mode == PROFILE)
+		return;
+	graph_flush_pending(t, th);
+	if (t->json) {
+		printf("{\"time_ns\":%llu,\"pid\":%u,\"tid\":%u,\"type\":\"%s\"",
+		       (unsigned long long)ns, t->pid, th->tid, bt ? "backtrace" : "snapshot");
+		if (bt && t->mode == GRAPH) {
+			printf(",\"stack\":[");
+			for (unsigned d = e->depth + 1; d-- > 0;)
+				if (d < STACK)
+					printf("\"%s\"%s", site_name(t, th->at_depth[d], b, sizeof(b)),
+					       d ? "," : "");
+			putchar(']');
+		}
+		printf("}\n");
+		return;
+	}
+	if (t->mode == GRAPH) {
+		graph_prefix(t, th, e);
+		out_spaces(stdout, 16);
+		out_str(stdout, "|  ");
+		graph_indent(e->depth + 1, bt ? "/* backtrace: " : "/* snapshot */\n");
+		for (unsigned d = e->depth + 1; bt && d-- > 0;) {
+			if (d < STACK)
+				out_str(stdout, site_name(t, th->at_depth[d], b, sizeof(b)));
+			out_str(stdout, d ? " <- " : " */\n");
+		}
+		return;
+	}
+	/* (The function tracer keeps no stack: the call and its caller.) */
+	printf("%16s-%-7u [%03u] ", th->comm, th->tid, e->cpu);
+	print_time(ns);
+	printf(": <%s>\n", bt ? "backtrace: the function tracer keeps no stack (record "
+				"function_graph)" : "snapshot");
+}
+
 void format_event(struct tracing *t, struct item *it)
 {
 	struct event *e = &it->e;
@@ -558,6 +602,12 @@ void format_event(struct tracing *t, struct item *it)
 	t->events++;
 	th->last_ns = ns;
 	th->cpu = e->cpu;
+	if (e->type == MCLOC_EV_ENTRY && e->depth < STACK)
+		th->at_depth[e->depth] = e->ip;
+	if (e->type == MCLOC_EV_MARK) {
+		mark_event(t, th, e, ns);
+		return;
+	}
 	if (t->mode == PROFILE) {
 		profile_event(t, th, e);
 		return;

@@ -81,6 +81,8 @@ struct thread {
 	struct open_call {
 		uint64_t ip, child_ns;
 	} stack[STACK];
+	/* the site of the call open at each depth, for a backtrace mark */
+	uint64_t at_depth[STACK];
 };
 
 struct hit {

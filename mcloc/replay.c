@@ -646,7 +646,7 @@ static int walk(const struct ropts *o, struct rproc *p, struct tracing *t, struc
 				thread_lost(t, ft, &it.e);
 			continue;
 		}
-		if (type < MCLOC_EV_CALL || type > MCLOC_EV_UNTIMED)
+		if (type < MCLOC_EV_CALL || type > MCLOC_EV_MARK || type == MCLOC_EV_CPU)
 			continue;	/* (not an event of this version: data) */
 		uint64_t ns = to_ns(t, it.e.time);
 
@@ -773,7 +773,7 @@ static void tree_event(struct walker *w, struct tracing *t, struct item *it)
 	struct tstack *s = stack_of(tr, it->tid);
 	uint16_t type = it->e.type & (uint16_t)~MCLOC_EV_LOST_BEFORE;
 
-	if (!s)
+	if (!s || type == MCLOC_EV_MARK)
 		return;
 	if (it->e.type & MCLOC_EV_LOST_BEFORE)
 		s->n = 0;

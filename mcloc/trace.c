@@ -433,14 +433,15 @@ static void usage_trace(enum cmd cmd)
 	if (cmd == RECORD) {
 		fail("record", "usage: mcloc record [function|function_graph] [-d DIR] [--filter G] "
 			       "[--notrace G] [--graph-function G] [--max-depth N] [--tid T] "
-			       "[--duration S] [--buffer KIB] [--rings N] [--no-follow] (-p PID | "
+			       "[--duration S] [--buffer KIB] [--rings N] [--trigger FUNC:ACTION] "
+			       "[--no-follow] (-p PID | "
 			       "[--preload LIB] -- PROG [ARGS])");
 		return;
 	}
 	fail(cmd == RUN ? "run" : "trace", "usage: mcloc trace PID function|function_graph|profile|nop [--filter G] "
 		      "[--notrace G] [--graph-function G] [--max-depth N] [--tid T] "
 		      "[--duration S] [-t USECS] [--per-thread] [--sort KEY] [--buffer KIB] "
-		      "[--rings N] [--overwrite] [--chrome FILE] [-o FILE] [-j]");
+		      "[--rings N] [--overwrite] [--trigger FUNC:ACTION] [--chrome FILE] [-o FILE] [-j]");
 }
 
 static const char *cmd_name(enum cmd c)
@@ -451,6 +452,7 @@ static const char *cmd_name(enum cmd c)
 /* What the trace, run and record subcommands were asked for. */
 struct targs {
 	const char *filter, *notrace, *graph, *chrome, *preload;
+	const char *triggers;	/* --trigger FUNC:ACTION,... */
 	const char *output;	/* -o: the trace's text (or JSON) there, not on stdout */
 	struct mcloc_req_trace q;
 	double duration;
@@ -491,13 +493,14 @@ static int parse_targs(int argc, char **argv, struct targs *a, enum cmd cmd)
 		{ "data", required_argument, NULL, 'Z' },
 		{ "pid", required_argument, NULL, 'I' },
 		{ "no-follow", no_argument, NULL, 'W' },
+		{ "trigger", required_argument, NULL, 'X' },
 		{ 0 }
 	};
 	int o;
 
 	/* (record: rings for a reader that keeps up, so that threads
 	 * seldom wait; lossless.) */
-	*a = (struct targs){ .filter = "", .notrace = "", .graph = "",
+	*a = (struct targs){ .filter = "", .notrace = "", .graph = "", .triggers = "",
 			     .q = { .ring_kib = cmd == RECORD ? 4096 : 1024,
 				    .rings = cmd == RECORD ? 32 : 16,
 				    .flags = cmd == RECORD ? MCLOC_TRACE_WAIT : 0 },
@@ -544,6 +547,7 @@ static int parse_targs(int argc, char **argv, struct targs *a, enum cmd cmd)
 		case 'd':
 		case 'Z': a->data = optarg; break;
 		case 'I': a->pid = optarg; break;
+		case 'X': a->triggers = optarg; break;
 		case 'W':
 			if (cmd != RECORD) {
 				usage_trace(cmd);
@@ -644,6 +648,7 @@ static int session_begin(struct live *l, const struct targs *a, const char *pid,
 			 struct recorder *rec)
 {
 	const char *filter = a->filter, *notrace = a->notrace, *graph = a->graph;
+	const char *triggers = a->triggers;
 	struct mcloc_req_trace q = a->q;
 	struct tracing *t = &l->t;
 
@@ -661,11 +666,12 @@ static int session_begin(struct live *l, const struct targs *a, const char *pid,
 		return 1;
 	t->pid = (uint32_t)strtoul(pid, NULL, 10);
 
-	/* The request: its fields, then the three globs. */
+	/* The request: its fields, then the three globs, then the triggers
+	 * if there are any. */
 	uint8_t req[MCLOC_REQ_MAX - sizeof(struct mcloc_msg)];
 	size_t len = sizeof(q), lf = strlen(filter) + 1, ln = strlen(notrace) + 1,
-	       lg = strlen(graph) + 1;
-	if (len + lf + ln + lg > sizeof(req)) {
+	       lg = strlen(graph) + 1, lt = triggers[0] ? strlen(triggers) + 1 : 0;
+	if (len + lf + ln + lg + lt > sizeof(req)) {
 		fail("trace", "the globs are too long");
 		return 1;
 	}
@@ -673,7 +679,8 @@ static int session_begin(struct live *l, const struct targs *a, const char *pid,
 	memcpy(req + len, filter, lf);
 	memcpy(req + len + lf, notrace, ln);
 	memcpy(req + len + lf + ln, graph, lg);
-	len += lf + ln + lg;
+	memcpy(req + len + lf + ln + lg, triggers, lt);
+	len += lf + ln + lg + lt;
 
 	struct mcloc_msg m;
 	struct mcloc_rep_trace rt;

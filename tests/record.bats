@@ -350,3 +350,29 @@ EOF
 	assert_success
 	[ "$(ls mcloc.data/*.info | wc -l)" -eq 1 ]
 }
+
+@test "triggers: trace_on, trace_off and backtrace at a function's calls; a bad trigger is one line" {
+	"$MCLOC" record --trigger 'leaf:backtrace' -- ./recorded
+	run "$MCLOC" replay
+	[ "$(echo "$output" | grep -cE '\|          /\* backtrace: leaf <- mid <- top <- main \*/$')" -eq 6 ]
+	"$MCLOC" replay -j | grep -F '"type":"backtrace","stack":["leaf","mid","top","main"]}'
+	# trace_on: nothing before mid's first call (tracing starts off).
+	"$MCLOC" record --trigger 'mid:trace_on' -- ./recorded
+	run "$MCLOC" report
+	echo "$output" | awk 'NR > 2 { print $1, $2 }' | sort > got.txt
+	printf '%s\n' 'leaf 6' 'mid 3' > want.txt
+	diff -u want.txt got.txt
+	# trace_off: mid's first call is the last traced, and its return is
+	# kept: every brace closes.
+	"$MCLOC" record --trigger 'mid:trace_off' -- ./recorded
+	run "$MCLOC" replay
+	echo "$output" | grep -v '^#' | sed -E 's/^ +[0-9]+\) +[ +!#*@$]? *([0-9.]+ us)? *\| //' > got.txt
+	printf '%s\n' ' main() {' '   top() {' '     mid();' '   }' ' }' > want.txt
+	diff -u want.txt got.txt
+	run "$MCLOC" record --trigger 'mid:explode' -- ./recorded
+	assert_failure 1
+	assert_line --regexp "^mcloc: [0-9]+: --trigger 'mid:explode': not FUNC:ACTION, ACTION one of trace_on, trace_off, backtrace, snapshot\$"
+	run "$MCLOC" record --trigger 'nosuch:backtrace' -- ./recorded
+	assert_failure 1
+	assert_line --regexp "^mcloc: [0-9]+: --trigger 'nosuch': matches no traced function\$"
+}

@@ -137,7 +137,11 @@ struct mcloc_req_trace {
 	uint32_t flags;		/* MCLOC_TRACE_*: no other bit set */
 	/* Then three NUL-terminated globs, each possibly empty: the filter,
 	 * notrace, and (graph) the functions whose calls alone are traced,
-	 * with all they call (ftrace's set_graph_function). */
+	 * with all they call (ftrace's set_graph_function); and, if the
+	 * request goes on, the triggers, NUL-terminated: GLOB:ACTION items
+	 * separated by commas, ACTION one of MCLOC_TRIGGER_NAMES, as ftrace's
+	 * set_ftrace_filter commands.  A session with a trace_on trigger
+	 * starts with its tracing off. */
 	char globs[];
 };
 
@@ -159,6 +163,22 @@ enum {
 	MCLOC_TRACE_FOLLOW = 1 << 2,
 	MCLOC_TRACE_FLAGS = MCLOC_TRACE_OVERWRITE | MCLOC_TRACE_WAIT | MCLOC_TRACE_FOLLOW,
 };
+
+/* What a trigger does when a call of its function is traced:
+ *   trace_on   the session's tracing on, from this call on
+ *   trace_off  off, after this call's entry (its return is kept)
+ *   backtrace  an MCLOC_EV_MARK of MCLOC_MARK_BACKTRACE after its entry:
+ *              a reader shows the calls it is inside
+ *   snapshot   an MCLOC_EV_MARK of MCLOC_MARK_SNAPSHOT: a flight
+ *              recorder's reader saves what the rings hold */
+#define MCLOC_TRIGGER_NAMES { "trace_on", "trace_off", "backtrace", "snapshot" }
+enum {
+	MCLOC_TRIGGER_ON = 1 << 0,
+	MCLOC_TRIGGER_OFF = 1 << 1,
+	MCLOC_TRIGGER_BACKTRACE = 1 << 2,
+	MCLOC_TRIGGER_SNAPSHOT = 1 << 3,
+};
+enum { MCLOC_MARK_BACKTRACE = 1, MCLOC_MARK_SNAPSHOT = 2 };
 
 struct mcloc_rep_trace {
 	uint64_t size;		/* bytes of the shared memory to map */
@@ -257,6 +277,8 @@ struct mcloc_ring {
  *            its site is that of the ENTRY of the same depth before it
  *   LEFT     the site (a longjmp or an exception left the call)
  *   UNTIMED  the site (a call whose return cannot be hooked)
+ *   MARK     what a trigger marks here (MCLOC_MARK_*), at the depth of
+ *            the call that fired it
  *   CPU      the CPU the thread runs on from here on: written before the
  *            thread's first graph event and whenever its CPU changes
  *            (TIME is the next event's)
@@ -280,6 +302,7 @@ enum {
 	MCLOC_EV_LEFT = 4,	/* graph: a longjmp left it (no return) */
 	MCLOC_EV_UNTIMED = 5,	/* graph: a call whose return cannot be hooked */
 	MCLOC_EV_CPU = 6,	/* the thread's CPU from here on */
+	MCLOC_EV_MARK = 7,	/* a trigger's mark: payload MCLOC_MARK_* */
 	/* Or'ed into type: events of this thread were lost just before. */
 	MCLOC_EV_LOST_BEFORE = 0x8000,
 };
