@@ -558,6 +558,7 @@ static bool handle(struct conn *c, const struct mcloc_msg *m, struct reply *r)
 	case MCLOC_REQ_SITES:
 	case MCLOC_REQ_STATS:
 	case MCLOC_REQ_RELEASE:
+	case MCLOC_REQ_SNAPSHOT:
 		if (plen) {
 			reply_error(r, EINVAL, "request type %u takes no payload", m->type);
 			return false;
@@ -568,6 +569,9 @@ static bool handle(struct conn *c, const struct mcloc_msg *m, struct reply *r)
 			do_stats(r);
 		} else if (m->type == MCLOC_REQ_RELEASE) {
 			first_traced();
+			reply_one(r, MCLOC_REP_END, NULL, 0);
+		} else if (m->type == MCLOC_REQ_SNAPSHOT) {
+			mcr_trace_snapshot();
 			reply_one(r, MCLOC_REP_END, NULL, 0);
 		} else {
 			do_sites(r, m->type == MCLOC_REQ_SITES);

@@ -324,8 +324,10 @@ static void triggers_after(const struct session *s, unsigned tr, uint64_t t, uns
 {
 	if (tr & MCLOC_TRIGGER_BACKTRACE)
 		put_event(s, MCLOC_EV_MARK, t, MCLOC_MARK_BACKTRACE, 0, depth);
-	if (tr & MCLOC_TRIGGER_SNAPSHOT)
+	if (tr & MCLOC_TRIGGER_SNAPSHOT) {
 		put_event(s, MCLOC_EV_MARK, t, MCLOC_MARK_SNAPSHOT, 0, depth);
+		__atomic_fetch_add(&s->hdr->snapshots, 1, __ATOMIC_RELEASE);
+	}
 	if (tr & MCLOC_TRIGGER_OFF)
 		__atomic_store_n((int *)&s->off, 1, __ATOMIC_RELAXED);
 }
@@ -707,6 +709,16 @@ void mcr_trace_tick(void)
 
 		if (s)
 			publish(s);
+	}
+}
+
+void mcr_trace_snapshot(void)
+{
+	for (unsigned k = 0; k < MCLOC_SESSIONS_MAX; k++) {
+		struct session *s = __atomic_load_n(&sessions[k], __ATOMIC_ACQUIRE);
+
+		if (s)
+			__atomic_fetch_add(&s->hdr->snapshots, 1, __ATOMIC_RELEASE);
 	}
 }
 

@@ -495,7 +495,8 @@ static struct hit *hit_of(struct tracing *t, uint64_t ip, uint32_t tid)
 
 static void profile_event(struct tracing *t, struct thread *th, const struct event *e)
 {
-	struct hit *h = hit_of(t, e->ip, th->tid);
+	/* (An exit whose entry was lost names no site: nothing to count.) */
+	struct hit *h = e->ip ? hit_of(t, e->ip, th->tid) : NULL;
 
 	if (!h)
 		return;

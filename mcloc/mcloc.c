@@ -216,6 +216,34 @@ static int cmd_stats(int argc, char **argv)
 	return ret;
 }
 
+/* mcloc snapshot PID: ask the program's flight recorders (mcloc record
+ * --overwrite) to save what their rings hold now. */
+static int cmd_snapshot(int argc, char **argv)
+{
+	struct peer *p;
+	struct mcloc_msg m;
+	int ret = 1;
+
+	(void)argv;
+	if (argc != 2) {
+		fail("snapshot", "usage: mcloc snapshot PID");
+		return 2;
+	}
+	if (!(p = malloc(sizeof(*p))) || peer_open(p, argv[1], false) < 0) {
+		free(p);
+		return 1;
+	}
+	if (peer_send(p, MCLOC_REQ_SNAPSHOT, NULL, 0) == 0 && peer_recv(p, &m) == 0) {
+		if (m.type == MCLOC_REP_END)
+			ret = 0;
+		else
+			fail(argv[1], "an unexpected reply (type %#x)", m.type);
+	}
+	close(p->fd);
+	free(p);
+	return ret;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: mcloc [-j] COMMAND [ARGS]\n"
@@ -236,6 +264,7 @@ static void usage(FILE *f)
 		   "  dump (--chrome|--flame-graph|--perfetto) FILE\n"
 		   "                        a recording for a viewer\n"
 		   "  info [-d DIR]         what a recording holds\n"
+		   "  snapshot PID          a flight recorder (record --overwrite) saves its rings\n"
 		   "  -j, --json            JSON lines\n"
 		   "See mcloc(1).\n");
 }
@@ -280,10 +309,12 @@ int main(int argc, char **argv)
 		return cmd_run(argc, argv, json);
 	if (!strcmp(argv[0], "record"))
 		return cmd_record(argc, argv, json);
+	if (!strcmp(argv[0], "snapshot"))
+		return cmd_snapshot(argc, argv);
 	for (const char *const *c = (const char *const[]){ "replay", "report", "graph", "dump",
 							    "info", NULL }; *c; c++)
 		if (!strcmp(argv[0], *c))
 			return cmd_offline(argc, argv, json);
-	fail(NULL, "unknown command '%s' (list, funcs, enabled, stats, trace, run, record, replay, report, graph, dump, info)", argv[0]);
+	fail(NULL, "unknown command '%s' (list, funcs, enabled, stats, trace, run, record, replay, report, graph, dump, info, snapshot)", argv[0]);
 	return 2;
 }

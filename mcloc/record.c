@@ -302,6 +302,7 @@ size_t rec_drain(struct tracing *t,
 	struct recorder *r = t->rec;
 	uint32_t nr = rings_taken(t);
 	uint32_t size = t->g.ring_size;
+	bool overwrite = t->g.flags & MCLOC_RING_OVERWRITE;
 	size_t done = 0;
 
 	if (nr > t->g.rings)
@@ -315,9 +316,18 @@ size_t rec_drain(struct tracing *t,
 
 		if (!tid || head == tail)
 			continue;
-		if (head - tail > size) {	/* (no program's head: skipped) */
-			t->skipped += (head - size - tail) / sizeof(struct mcloc_event);
+		uint64_t gap = 0;
+
+		/* Overwrite (a flight recorder, read at each snapshot): from
+		 * the oldest event still there.  (Else a head that far ahead
+		 * is no program's: skipped.) */
+		if (head - tail > size) {
+			gap = head - size - tail;
 			tail = head - size;
+			if (!overwrite) {
+				t->skipped += gap / sizeof(struct mcloc_event);
+				gap = 0;
+			}
 		}
 		char comm[16];
 
@@ -328,6 +338,37 @@ size_t rec_drain(struct tracing *t,
 		uint64_t n = head - tail, at = tail & (size - 1);
 		uint64_t first = n < size - at ? n : size - at;
 
+		if (overwrite) {
+			/* Copied, then what the writer went over meanwhile (by
+			 * claim) dropped; the first slot kept says events were
+			 * lost before it.  From the copy on, it is written as
+			 * any ring's bytes. */
+			uint8_t *v = t->cap_raw >= n ? (uint8_t *)t->raw : realloc(t->raw, n);
+
+			if (!v)
+				continue;
+			if (t->cap_raw < n)
+				t->raw = (struct mcloc_event *)v, t->cap_raw = n;
+			memcpy(v, data + at, first);
+			memcpy(v + first, data, n - first);
+			__atomic_thread_fence(__ATOMIC_ACQUIRE);
+			uint64_t claim = __atomic_load_n(&ring->claim, __ATOMIC_RELAXED);
+			uint64_t torn = claim > size + tail ? claim - size - tail : 0;
+
+			torn = torn < n ? torn : n;
+			gap += torn;
+			data = v + torn;
+			n -= torn;
+			at = 0;
+			first = n;
+			size = UINT32_MAX;	/* (the copy does not wrap) */
+			if (gap) {
+				t->overwritten += gap / sizeof(struct mcloc_event);
+				if (n)
+					((struct mcloc_event *)v)[torn / sizeof(struct mcloc_event)].word |=
+						mcloc_ev_word(MCLOC_EV_LOST_BEFORE, 0, 0);
+			}
+		}
 		if (seen && n == first) {
 			seen(t, (const struct mcloc_event *)(data + at), n / sizeof(struct mcloc_event));
 		} else if (seen) {
@@ -355,6 +396,7 @@ size_t rec_drain(struct tracing *t,
 		done += n;
 		t->tails[i] = head;
 		__atomic_store_n(&ring->tail, head, __ATOMIC_RELEASE);
+		size = t->g.ring_size;
 	}
 	return done;
 }
@@ -428,6 +470,12 @@ void rec_maps(struct tracing *t)
 		*end = save;
 	}
 	free(text);
+}
+
+void rec_snapshot(struct tracing *t)
+{
+	if (t->rec)
+		t->rec->info.snapshots++;
 }
 
 static bool put_names(struct recorder *r, int fd, const struct names *ns, uint32_t kind)

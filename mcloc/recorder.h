@@ -27,6 +27,8 @@ size_t rec_drain(struct tracing *t,
  * runs, as it may load more): what names callers and source lines
  * later. */
 void rec_maps(struct tracing *t);
+/* A flight recorder's snapshot is being taken (counted for the info). */
+void rec_snapshot(struct tracing *t);
 /* Complete the recording (LOST: events lost in all); 0, or 1 with a
  * message. */
 int rec_close(struct tracing *t, uint64_t lost);

@@ -1281,6 +1281,9 @@ static int cmd_info(struct recording *r)
 		printf("\n%-14s %s\n", "name:", in->comm);
 		printf("%-14s %s\n", "tracer:",
 		       in->tracer == MCLOC_TRACE_FUNCTION ? "function" : "function_graph");
+		if (in->ring_flags & MCLOC_RING_OVERWRITE)
+			printf("%-14s flight recorder, %u snapshot%s\n", "kept:", in->snapshots,
+			       in->snapshots == 1 ? "" : "s");
 		printf("%-14s %s\n", "clock:", in->ticks ? "CPU ticks, converted to ns" :
 							  "CLOCK_MONOTONIC ns");
 		(void)secs;

@@ -38,6 +38,14 @@
 #define READ_MS 20
 
 static volatile sig_atomic_t stop_now;
+/* SIGUSR1s received: each asks a flight recorder for a snapshot. */
+static volatile sig_atomic_t snap_asked;
+
+static void on_snapshot(int sig)
+{
+	(void)sig;
+	snap_asked++;
+}
 
 static void on_stop(int sig)
 {
@@ -537,12 +545,8 @@ static int parse_targs(int argc, char **argv, struct targs *a, enum cmd cmd)
 		case 'b': a->q.ring_kib = (uint32_t)strtoul(optarg, NULL, 10); break;
 		case 'r': a->q.rings = (uint32_t)strtoul(optarg, NULL, 10); break;
 		case 'O':
-			if (cmd == RECORD) {
-				fail("record", "--overwrite: not for a recording yet (mcloc trace "
-					       "--overwrite keeps a flight recorder)");
-				return -1;
-			}
-			a->q.flags |= MCLOC_TRACE_OVERWRITE;
+			/* (record: a flight recorder, instead of lossless) */
+			a->q.flags = (a->q.flags & ~(uint32_t)MCLOC_TRACE_WAIT) | MCLOC_TRACE_OVERWRITE;
 			break;
 		case 'd':
 		case 'Z': a->data = optarg; break;
@@ -629,6 +633,9 @@ struct live {
 	bool begun, gone;
 	int ret;
 	unsigned gen;		/* record: the image of the pid (0, then each exec) */
+	/* record --overwrite: the snapshots taken, as the program's count
+	 * and ours of SIGUSR1 said */
+	uint32_t snaps_program, snaps_signal;
 	struct sock_id sid;	/* follow: the socket it was traced on */
 };
 
@@ -640,6 +647,8 @@ static void on_signals(void)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 	sigaction(SIGPIPE, &sa, NULL);
+	sa.sa_handler = on_snapshot;
+	sigaction(SIGUSR1, &sa, NULL);
 }
 
 /* Start A's trace in the program PID into L (into REC, a recording, if
@@ -715,11 +724,24 @@ static int session_begin(struct live *l, const struct targs *a, const char *pid,
 	return 0;
 }
 
-/* One pass over L's rings: the bytes (recording) or events read. */
-static size_t session_read(struct live *l)
+/* One pass over L's rings: the bytes (recording) or events read.  A
+ * flight recorder's (record --overwrite) are read only for a snapshot:
+ * asked by the program (MCLOC_REQ_SNAPSHOT, a trigger), by SIGUSR1, or
+ * (FINAL) at the end. */
+static size_t session_read(struct live *l, bool final)
 {
 	struct tracing *t = &l->t;
 
+	if (t->rec && (t->g.flags & MCLOC_RING_OVERWRITE) && !final) {
+		uint32_t asked = __atomic_load_n(&t->h->snapshots, __ATOMIC_ACQUIRE);
+		uint32_t signalled = (uint32_t)snap_asked;
+
+		if (asked == l->snaps_program && signalled == l->snaps_signal)
+			return 0;
+		l->snaps_program = asked;
+		l->snaps_signal = signalled;
+		rec_snapshot(t);
+	}
 	return t->rec ? rec_drain(t, t->mode == FUNCTION ? record_callers : NULL) : drain(t);
 }
 
@@ -745,7 +767,7 @@ static bool session_check(struct live *l, const struct timespec *now)
 		t->p->quiet = true;
 		load_sites(t);
 		t->rec ? rec_maps(t) : refresh_maps(t);
-		for (int k = 0; k < 64 && session_read(l); k++)
+		for (int k = 0; k < 64 && session_read(l, false); k++)
 			;
 		t->p->quiet = quiet;
 		return true;
@@ -777,8 +799,12 @@ static int session_end(struct live *l)
 	else
 		fail(l->pid, "the tracer may not have stopped: %s", t->p->error);
 	/* (The stopped program writes no more: one pass reads it all, a few
-	 * if memory ran short.  A peer that writes on is not followed.) */
-	for (int k = 0; k < 8 && session_read(l); k++)
+	 * if memory ran short.  A peer that writes on is not followed.  A
+	 * flight recorder's last snapshot is this one, however the program
+	 * ended.) */
+	if (t->rec && (t->g.flags & MCLOC_RING_OVERWRITE))
+		rec_snapshot(t);
+	for (int k = 0; k < 8 && session_read(l, true); k++)
 		;
 	/* Events lost at a thread's end, with none after them to say so. */
 	for (uint32_t i = 0; i < t->g.rings; i++) {
@@ -852,7 +878,7 @@ static int trace_session(const struct targs *a, const char *pid, bool json,
 			 * thread that fills its ring waits for this loop. */
 			if (!l->t.rec)
 				nanosleep(&(struct timespec){ 0, READ_MS * 1000000L }, NULL);
-			if (session_read(l) < l->t.g.ring_size / 4 && l->t.rec)
+			if (session_read(l, false) < l->t.g.ring_size / 4 && l->t.rec)
 				nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
 			clock_gettime(CLOCK_MONOTONIC, &now);
 			if (a->duration > 0 && (now.tv_sec - t0.tv_sec) +
@@ -1037,7 +1063,7 @@ static int record_follow(const struct targs *a, const char *root, struct recorde
 
 		for (size_t i = 0; i < fw.n; i++)
 			if (fw.v[i]->t.p) {
-				got += session_read(fw.v[i]);
+				got += session_read(fw.v[i], false);
 				active++;
 			}
 		if (got < a->q.ring_kib * 256u)

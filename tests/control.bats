@@ -549,12 +549,12 @@ EOF
 	[ ! -s "$T/served.err" ] || { cat "$T/served.err"; false; }
 }
 
-@test "40 malformed requests each get an error and a closed connection; the program runs on" {
+@test "41 malformed requests each get an error and a closed connection; the program runs on" {
 	start_served
 	run $CLIENT malformed "$XDG_RUNTIME_DIR/mcloc/$PID"
 	echo "$output"
 	assert_success
-	assert_line "40 malformed requests, 40 answered with an error"
+	assert_line "41 malformed requests, 41 answered with an error"
 	# Still answering, and still counting.
 	run $CLIENT hello "$XDG_RUNTIME_DIR/mcloc/$PID"
 	assert_output "$PID"
@@ -640,7 +640,7 @@ EOF
 	assert_output "mcloc: abc: not a process id"
 	run "$MCLOC" frobnicate
 	assert_failure 2
-	assert_output "mcloc: unknown command 'frobnicate' (list, funcs, enabled, stats, trace, run, record, replay, report, graph, dump, info)"
+	assert_output "mcloc: unknown command 'frobnicate' (list, funcs, enabled, stats, trace, run, record, replay, report, graph, dump, info, snapshot)"
 	run "$MCLOC" funcs
 	assert_failure 2
 	run "$MCLOC" list

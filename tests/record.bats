@@ -376,3 +376,51 @@ EOF
 	assert_failure 1
 	assert_line --regexp "^mcloc: [0-9]+: --trigger 'nosuch': matches no traced function\$"
 }
+
+@test "record --overwrite: a flight recorder, saved at the end, on a snapshot trigger, on mcloc snapshot PID and on SIGUSR1" {
+	# 4 KiB rings: at the end, the last 256 slots of each thread.
+	run "$MCLOC" record --overwrite --buffer 4 -- ./recorded 200000 2
+	assert_success
+	assert_line --regexp '^mcloc: [0-9]+: [0-9]+ events overwritten before they were read \(--overwrite\)$'
+	run "$MCLOC" info
+	assert_line --regexp '^kept: +flight recorder, 1 snapshot$'
+	[ "$(echo "$output" | grep -cE '^  [0-9]+ +recorded +256 slots ')" -eq 3 ]
+	run "$MCLOC" replay
+	assert_line --partial "[LOST EVENTS]"
+	run "$MCLOC" report
+	assert_success
+	refute_line --regexp '^0 '
+	# A snapshot trigger: saved there, and at the end.
+	"$MCLOC" record --overwrite --trigger 'top:snapshot' -- ./recorded
+	run "$MCLOC" info
+	assert_line --regexp '^kept: +flight recorder, 2 snapshots$'
+	# mcloc snapshot PID, and SIGUSR1 to the recorder, on a program that
+	# runs until told.
+	cat > loop.c <<'EOF2'
+#include <signal.h>
+#include <unistd.h>
+static volatile sig_atomic_t done;
+static void stop(int s) { (void)s; done = 1; }
+__attribute__((noinline)) int tick(int i) { return i + 1; }
+int main(void) { int i = 0; signal(SIGUSR1, stop); while (!done) { i = tick(i); usleep(1000); } return i < 0; }
+EOF2
+	cc -O1 -pg -mfentry "${SAN[@]}" -c loop.c -o loop.o
+	"$RECORDMCOUNT" loop.o
+	"$OBJPATCH" link --nop --runtime -- cc "${SAN[@]}" loop.o -o loop -L"$LIBDIR" -lmcloc
+	rm -rf mcloc.data
+	"$MCLOC" record --overwrite --buffer 4 -- ./loop &
+	rp=$!
+	for _ in $(seq 200); do pid=$(pgrep -x loop) && [ -S "$XDG_RUNTIME_DIR/mcloc/$pid" ] && break; sleep 0.05; done
+	sleep 0.3
+	run "$MCLOC" snapshot "$pid"
+	assert_success
+	sleep 0.1
+	kill -USR1 "$rp"
+	sleep 0.1
+	kill -USR1 "$pid"
+	wait "$rp"
+	run "$MCLOC" info
+	assert_line --regexp '^kept: +flight recorder, 3 snapshots$'
+	run "$MCLOC" snapshot 999999999
+	assert_failure 1
+}

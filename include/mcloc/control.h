@@ -65,6 +65,10 @@ enum {
 	 * that will not trace (mcloc run, when its trace failed or ended
 	 * while the program runs on); MCLOC_REP_END. */
 	MCLOC_REQ_RELEASE = 9,
+	/* No payload: every session's rings are asked to be saved (their
+	 * header's snapshots count goes up), as a flight recorder keeps
+	 * them; MCLOC_REP_END. */
+	MCLOC_REQ_SNAPSHOT = 10,
 };
 
 enum {
@@ -235,7 +239,11 @@ struct mcloc_ring_hdr {
 	 * the controller's connection closes) before it ends the trace, so
 	 * that the controller can ask names (sites of images loaded late,
 	 * callers) while the program still has them. */
-	uint32_t exiting, reserved;
+	uint32_t exiting;
+	/* Snapshots asked (MCLOC_REQ_SNAPSHOT, a snapshot trigger): a
+	 * flight recorder's reader saves what the rings hold each time it
+	 * changes. */
+	uint32_t snapshots;
 };
 
 #define MCLOC_EXIT_WAIT_MS 2000

@@ -68,7 +68,9 @@ struct mcloc_rec_info {
 	uint32_t threads;	/* thread files */
 	uint32_t generation;	/* 0; 1 on for programs the pid exec'd later */
 	uint32_t ppid;		/* its parent when traced (0: unknown) */
-	uint32_t reserved;
+	uint32_t snapshots;	/* ring_flags MCLOC_RING_OVERWRITE (a flight
+				 * recorder): the snapshots saved, the last at
+				 * the end; a gap between two is marked lost */
 	char comm[16];		/* the process's name, NUL-terminated */
 };
 

@@ -79,7 +79,8 @@ CASES = [
     ("ADDRS without addresses", msg(REQ_ADDRS)),
     ("SITES with a payload", msg(8, b"\0")),
     ("RELEASE with a payload", msg(9, b"\0")),
-] + [("unknown type %d" % t, msg(t)) for t in range(10, 15)] + [
+    ("SNAPSHOT with a payload", msg(10, b"\0")),
+] + [("unknown type %d" % t, msg(t)) for t in range(11, 16)] + [
     ("a header cut short, then silence", HDR.pack(16, REQ_HELLO, VERSION, 1, 0)[:10]),
 ]
 
