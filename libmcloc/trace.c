@@ -293,20 +293,28 @@ static bool wanted_thread(const struct session *s)
 /* The tracers' callbacks run inside the dispatcher's read-side section
  * (every caller of an ops's func holds one): the session they read stays
  * until it ends, without a section of their own. */
-/* The triggers of the site IP (MCLOC_TRIGGER_* bits), and trace_on's
- * effect, which comes before the call is traced. */
-static __attribute__((noinline)) unsigned triggers_at(const struct session *s, uintptr_t ip)
+/* Where IP is, or would go, among the N entries at BASE (STRIDE bytes
+ * apart, each starting with a site), sorted by site. */
+static size_t site_index(const void *base, size_t n, size_t stride, uintptr_t ip)
 {
-	size_t lo = 0, hi = s->ntrig;
+	size_t lo = 0, hi = n;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (s->trig[mid].site < ip)
+		if (*(const uintptr_t *)((const char *)base + mid * stride) < ip)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
+	return lo;
+}
+
+/* The triggers of the site IP (MCLOC_TRIGGER_* bits), and trace_on's
+ * effect, which comes before the call is traced. */
+static __attribute__((noinline)) unsigned triggers_at(const struct session *s, uintptr_t ip)
+{
+	size_t lo = site_index(s->trig, s->ntrig, sizeof(*s->trig), ip);
 	unsigned tr = lo < s->ntrig && s->trig[lo].site == ip ? s->trig[lo].actions : 0;
 
 	if (tr & MCLOC_TRIGGER_ON)
@@ -353,17 +361,9 @@ static void function_cb(uintptr_t ip, uintptr_t parent, struct mcloc_ops *ops,
 
 static bool in_graph_set(const struct session *s, uintptr_t ip)
 {
-	size_t lo = 0, hi = s->ngraph;
+	size_t i = site_index(s->graph_sites, s->ngraph, sizeof(*s->graph_sites), ip);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (s->graph_sites[mid] < ip)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < s->ngraph && s->graph_sites[lo] == ip;
+	return i < s->ngraph && s->graph_sites[i] == ip;
 }
 
 /* A traced call of the graph returned (at T1), or a longjmp or an

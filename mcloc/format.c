@@ -91,6 +91,84 @@ uint32_t rings_taken(const struct tracing *t)
 	return n;
 }
 
+bool ring_unread(struct tracing *t, uint32_t i, bool copy, struct unread *u)
+{
+	struct mcloc_ring *r = ring_at(t, i);
+	uint32_t size = t->g.ring_size;
+	bool overwrite = t->g.flags & MCLOC_RING_OVERWRITE;
+	/* (Whole slots only: the tail stays a multiple of one, so every copy
+	 * lies inside the ring.) */
+	uint64_t head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE) &
+			~(uint64_t)(sizeof(struct mcloc_event) - 1);
+	uint64_t tail = t->tails[i];
+
+	*u = (struct unread){ .tid = __atomic_load_n(&r->tid, __ATOMIC_ACQUIRE), .head = head };
+	if (!u->tid || head == tail)
+		return false;
+	/* Overwrite: from the oldest slot still there.  (Without it, a head
+	 * that far ahead is no program's: skipped all the same, so that a
+	 * pass reads a ringful at most.) */
+	if (head - tail > size) {
+		u->gap = head - size - tail;
+		tail = head - size;
+		if (!overwrite) {
+			t->skipped += u->gap / sizeof(struct mcloc_event);
+			u->gap = 0;
+		}
+	}
+	const uint8_t *data = (const uint8_t *)(r + 1);
+	uint64_t n = head - tail, at = tail & (size - 1);
+
+	u->na = n < size - at ? n : size - at;
+	u->nb = n - u->na;
+	u->a = data + at;
+	u->b = data;
+	if (!copy && !overwrite)
+		return true;
+	if (t->cap_raw < n) {
+		void *raw = realloc(t->raw, n);
+
+		if (!raw)
+			return false;	/* (read at the next pass) */
+		t->raw = raw;
+		t->cap_raw = n;
+	}
+	/* Copied out first: in overwrite mode the writer may go over them
+	 * meanwhile, as claim tells after the copy.  The first slot kept
+	 * then says events were lost before it. */
+	uint8_t *v = (uint8_t *)t->raw;
+
+	memcpy(v, u->a, u->na);
+	memcpy(v + u->na, u->b, u->nb);
+	uint64_t torn = 0;
+
+	if (overwrite) {
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		uint64_t claim = __atomic_load_n(&r->claim, __ATOMIC_RELAXED);
+
+		torn = claim > size + tail ? claim - size - tail : 0;
+		torn = torn < n ? torn : n;
+		u->gap += torn;
+		/* (In events: the function tracer's take two slots each, the
+		 * graph's one, but for a CPU slot.) */
+		if (u->gap)
+			t->overwritten += u->gap / (sizeof(struct mcloc_event) *
+						    (t->mode == FUNCTION ? 2 : 1));
+	}
+	u->a = v + torn;
+	u->na = n - torn;
+	u->nb = 0;
+	if (u->gap && u->na)
+		((struct mcloc_event *)(v + torn))->word |= mcloc_ev_word(MCLOC_EV_LOST_BEFORE, 0, 0);
+	return true;
+}
+
+void ring_consume(struct tracing *t, uint32_t i, uint64_t head)
+{
+	t->tails[i] = head;
+	__atomic_store_n(&ring_at(t, i)->tail, head, __ATOMIC_RELEASE);
+}
+
 /* ---- names ---------------------------------------------------------------- */
 
 struct name *name_add(struct names *ns, uint64_t addr)
@@ -116,6 +194,21 @@ static int cmp_name(const void *a, const void *b)
 	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
+size_t name_index(const struct name *v, size_t n, uint64_t addr)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (v[mid].addr < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 struct name *name_find(struct names *ns, uint64_t addr)
 {
 	size_t h = (size_t)((addr * 0x9e3779b97f4a7c15ull) >> 54) & (NAME_CACHE - 1);
@@ -128,16 +221,8 @@ struct name *name_find(struct names *ns, uint64_t addr)
 	} else if (ns->cache[h] && ns->cache[h] <= ns->n && ns->v[ns->cache[h] - 1].addr == addr) {
 		return &ns->v[ns->cache[h] - 1];
 	}
-	size_t lo = 0, hi = ns->n;
+	size_t lo = name_index(ns->v, ns->n, addr);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (ns->v[mid].addr < addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	if (lo < ns->n && ns->v[lo].addr == addr) {
 		if (lo < UINT32_MAX)
 			ns->cache[h] = (uint32_t)lo + 1;
@@ -153,16 +238,7 @@ void names_merge(struct names *into, struct names *from)
 
 	/* (Each name moves over, or is freed where INTO has its address.) */
 	for (size_t i = 0; i < from->n; i++) {
-		size_t lo = 0, hi = known;
-
-		while (lo < hi) {
-			size_t mid = lo + (hi - lo) / 2;
-
-			if (into->v[mid].addr < from->v[i].addr)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
+		size_t lo = name_index(into->v, known, from->v[i].addr);
 		struct name *have = lo < known && into->v[lo].addr == from->v[i].addr ?
 					    &into->v[lo] : NULL;
 
@@ -718,6 +794,19 @@ void format_event(struct tracing *t, struct item *it)
 		printf("%16s|  %*s%s(); /* its return cannot be hooked: not timed */\n", "",
 		       2 * e->depth, "", fn);
 	}
+}
+
+int sort_key_of(const char *s, enum sort_key *key, const char *who)
+{
+	static const char *const keys[] = { "total", "self", "calls", "avg", "name" };
+
+	for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
+		if (!strcmp(s, keys[k])) {
+			*key = (enum sort_key)k;
+			return 0;
+		}
+	fail(who, "--sort: total, self, calls, avg or name");
+	return -1;
 }
 
 static struct tracing *sorting;

@@ -147,10 +147,29 @@ struct item {
 struct mcloc_ring *ring_at(const struct tracing *t, uint32_t i);
 uint32_t rings_taken(const struct tracing *t);
 
+/*
+ * What ring I holds unread, for either reader, from the oldest slot still
+ * there to the head: in two pieces in place (A, then B), or (COPY, and
+ * always in overwrite mode) in one copied into t->raw, what the writer
+ * went over meanwhile dropped (by claim), the first slot kept marked
+ * lost after a gap.  GAP: the bytes lost before them (overwritten, and
+ * counted in t->overwritten).  False when there is nothing, or no room
+ * for the copy yet; ring_consume() then gives the ring back up to HEAD.
+ */
+struct unread {
+	uint32_t tid;
+	const uint8_t *a, *b;
+	uint64_t na, nb, gap, head;
+};
+bool ring_unread(struct tracing *t, uint32_t i, bool copy, struct unread *u);
+void ring_consume(struct tracing *t, uint32_t i, uint64_t head);
+
 /* NS's entry for ADDR, added (unnamed) or found; NULL: out of memory, or
  * none. */
 struct name *name_add(struct names *ns, uint64_t addr);
 struct name *name_find(struct names *ns, uint64_t addr);
+/* Where ADDR is, or would go, among the N names at V, sorted. */
+size_t name_index(const struct name *v, size_t n, uint64_t addr);
 /* FROM's names added to INTO where INTO has none for their address;
  * FROM's names are moved or freed (FROM keeps its array). */
 void names_merge(struct names *into, struct names *from);
@@ -186,6 +205,8 @@ void print_header(const struct tracing *t);
  * the Chrome file's close. */
 void finish_output(struct tracing *t);
 void print_profile(struct tracing *t);
+/* --sort's KEY into *KEY (the order of enum sort_key); -1 said for WHO. */
+int sort_key_of(const char *s, enum sort_key *key, const char *who);
 /* What t holds, freed (not t itself). */
 void tracing_free(struct tracing *t);
 

@@ -163,19 +163,33 @@ static void print_site(const struct mcloc_rep_site *s, const char *name, void *c
 	}
 }
 
-static int cmd_enabled(int argc, char **argv)
+/* The peer of a subcommand that takes one argument, the PID (ARGV[1]):
+ * NULL with *RET the exit status (2 on a usage error) when there is
+ * none. */
+static struct peer *peer_of_pid(int argc, char **argv, int *ret)
 {
 	struct peer *p;
-	int ret;
 
 	if (argc != 2) {
-		fail("enabled", "usage: mcloc enabled PID");
-		return 2;
+		fail(argv[0], "usage: mcloc %s PID", argv[0]);
+		*ret = 2;
+		return NULL;
 	}
 	if (!(p = malloc(sizeof(*p))) || peer_open(p, argv[1], false) < 0) {
 		free(p);
-		return 1;
+		*ret = 1;
+		return NULL;
 	}
+	return p;
+}
+
+static int cmd_enabled(int argc, char **argv)
+{
+	int ret;
+	struct peer *p = peer_of_pid(argc, argv, &ret);
+
+	if (!p)
+		return ret;
 	ret = peer_sites(p, MCLOC_REQ_ENABLED, print_site, NULL) < 0;
 	close(p->fd);
 	free(p);
@@ -184,18 +198,12 @@ static int cmd_enabled(int argc, char **argv)
 
 static int cmd_stats(int argc, char **argv)
 {
-	struct peer *p;
 	struct mcloc_rep_stats s;
 	int ret = 1;
+	struct peer *p = peer_of_pid(argc, argv, &ret);
 
-	if (argc != 2) {
-		fail("stats", "usage: mcloc stats PID");
-		return 2;
-	}
-	if (!(p = malloc(sizeof(*p))) || peer_open(p, argv[1], false) < 0) {
-		free(p);
-		return 1;
-	}
+	if (!p)
+		return ret;
 	if (ask(p, MCLOC_REQ_STATS, MCLOC_REP_STATS, &s, sizeof(s)) == 0) {
 		static const char *const names[] = { "images", "records", "enabled", "refused",
 						     "batches", "sites_patched", "syncs",
@@ -220,19 +228,13 @@ static int cmd_stats(int argc, char **argv)
  * --overwrite) to save what their rings hold now. */
 static int cmd_snapshot(int argc, char **argv)
 {
-	struct peer *p;
 	struct mcloc_msg m;
 	int ret = 1;
+	struct peer *p = peer_of_pid(argc, argv, &ret);
 
-	(void)argv;
-	if (argc != 2) {
-		fail("snapshot", "usage: mcloc snapshot PID");
-		return 2;
-	}
-	if (!(p = malloc(sizeof(*p))) || peer_open(p, argv[1], false) < 0) {
-		free(p);
-		return 1;
-	}
+	if (!p)
+		return ret;
+	ret = 1;
 	if (peer_send(p, MCLOC_REQ_SNAPSHOT, NULL, 0) == 0 && peer_recv(p, &m) == 0) {
 		if (m.type == MCLOC_REP_END)
 			ret = 0;

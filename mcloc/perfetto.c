@@ -18,6 +18,7 @@
  * is written once, in the packet of its first event.
  */
 #include "perfetto.h"
+#include "u64map.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -99,9 +100,8 @@ struct perfetto {
 	struct buf pkt, m1, m2, m3;	/* a packet, and messages inside it */
 	uint32_t seq;
 	bool cleared;			/* the sequence's first packet is out */
-	uint64_t *iid_ip;		/* open addressing: ip of iid i + 1 ... */
-	uint64_t *iid;			/* ... and the iid, 0 empty */
-	size_t mask, count;
+	struct u64map iids;		/* a site's interned name, by site */
+	uint64_t count;
 };
 
 struct perfetto *pf_open(FILE *f)
@@ -128,10 +128,8 @@ void pf_sequence(struct perfetto *p)
 {
 	p->seq++;
 	p->cleared = false;
-	free(p->iid_ip);
-	free(p->iid);
-	p->iid_ip = p->iid = NULL;
-	p->mask = p->count = 0;
+	u64map_free(&p->iids);
+	p->count = 0;
 }
 
 void pf_track(struct perfetto *p, uint64_t uuid, uint32_t pid, uint32_t tid, const char *name,
@@ -156,42 +154,15 @@ void pf_track(struct perfetto *p, uint64_t uuid, uint32_t pid, uint32_t tid, con
 /* IP's iid, and whether it is new (to be interned with this packet). */
 static uint64_t iid_of(struct perfetto *p, uint64_t ip, bool *fresh)
 {
-	*fresh = false;
-	if (p->count * 2 >= p->mask) {
-		size_t cap = p->mask ? 2 * (p->mask + 1) : 1024;
-		uint64_t *ips = calloc(cap, 8), *ids = calloc(cap, 8);
+	uint64_t *v = u64map_slot(&p->iids, ip ? ip : ~0ull, fresh);
 
-		if (!ips || !ids) {
-			free(ips);
-			free(ids);
-			p->pkt.failed = true;
-			return 0;
-		}
-		for (size_t i = 0; i <= p->mask && p->iid; i++) {
-			if (!p->iid[i])
-				continue;
-			size_t k = (size_t)((p->iid_ip[i] * 0x9e3779b97f4a7c15ull) >> 20) & (cap - 1);
-
-			while (ids[k])
-				k = (k + 1) & (cap - 1);
-			ips[k] = p->iid_ip[i];
-			ids[k] = p->iid[i];
-		}
-		free(p->iid_ip);
-		free(p->iid);
-		p->iid_ip = ips;
-		p->iid = ids;
-		p->mask = cap - 1;
+	if (!v) {
+		p->pkt.failed = true;
+		return 0;
 	}
-	size_t k = (size_t)((ip * 0x9e3779b97f4a7c15ull) >> 20) & p->mask;
-
-	for (; p->iid[k]; k = (k + 1) & p->mask)
-		if (p->iid_ip[k] == ip)
-			return p->iid[k];
-	p->iid_ip[k] = ip;
-	p->iid[k] = ++p->count;
-	*fresh = true;
-	return p->count;
+	if (*fresh)
+		*v = ++p->count;
+	return *v;
 }
 
 void pf_event(struct perfetto *p, uint64_t ns, uint64_t track, enum pf_type type, uint64_t ip,
@@ -228,8 +199,7 @@ int pf_close(struct perfetto *p)
 	free(p->m1.p);
 	free(p->m2.p);
 	free(p->m3.p);
-	free(p->iid_ip);
-	free(p->iid);
+	u64map_free(&p->iids);
 	free(p);
 	return ret;
 }

@@ -301,89 +301,25 @@ size_t rec_drain(struct tracing *t,
 {
 	struct recorder *r = t->rec;
 	uint32_t nr = rings_taken(t);
-	uint32_t size = t->g.ring_size;
-	bool overwrite = t->g.flags & MCLOC_RING_OVERWRITE;
 	size_t done = 0;
 
-	if (nr > t->g.rings)
-		nr = t->g.rings;
 	for (uint32_t i = 0; i < nr; i++) {
-		struct mcloc_ring *ring = ring_at(t, i);
-		uint32_t tid = __atomic_load_n(&ring->tid, __ATOMIC_ACQUIRE);
-		uint64_t head = __atomic_load_n(&ring->head, __ATOMIC_ACQUIRE) &
-				~(uint64_t)(sizeof(struct mcloc_event) - 1);
-		uint64_t tail = t->tails[i];
+		struct unread u;
 
-		if (!tid || head == tail)
+		/* (A copy only where it must be: the callers seen need
+		 * whole events, which may span the ring's end.) */
+		if (!ring_unread(t, i, seen != NULL, &u))
 			continue;
-		uint64_t gap = 0;
-
-		/* Overwrite (a flight recorder, read at each snapshot): from
-		 * the oldest event still there.  (Else a head that far ahead
-		 * is no program's: skipped.) */
-		if (head - tail > size) {
-			gap = head - size - tail;
-			tail = head - size;
-			if (!overwrite) {
-				t->skipped += gap / sizeof(struct mcloc_event);
-				gap = 0;
-			}
-		}
 		char comm[16];
 
-		memcpy(comm, ring->comm, sizeof(comm));
+		memcpy(comm, ring_at(t, i)->comm, sizeof(comm));
 		comm[15] = 0;
-		struct rec_thread *th = thread_file(t, i, tid, comm);
-		const uint8_t *data = (const uint8_t *)(ring + 1);
-		uint64_t n = head - tail, at = tail & (size - 1);
-		uint64_t first = n < size - at ? n : size - at;
+		struct rec_thread *th = thread_file(t, i, u.tid, comm);
+		uint64_t n = u.na + u.nb;
 
-		if (overwrite) {
-			/* Copied, then what the writer went over meanwhile (by
-			 * claim) dropped; the first slot kept says events were
-			 * lost before it.  From the copy on, it is written as
-			 * any ring's bytes. */
-			uint8_t *v = t->cap_raw >= n ? (uint8_t *)t->raw : realloc(t->raw, n);
-
-			if (!v)
-				continue;
-			if (t->cap_raw < n)
-				t->raw = (struct mcloc_event *)v, t->cap_raw = n;
-			memcpy(v, data + at, first);
-			memcpy(v + first, data, n - first);
-			__atomic_thread_fence(__ATOMIC_ACQUIRE);
-			uint64_t claim = __atomic_load_n(&ring->claim, __ATOMIC_RELAXED);
-			uint64_t torn = claim > size + tail ? claim - size - tail : 0;
-
-			torn = torn < n ? torn : n;
-			gap += torn;
-			data = v + torn;
-			n -= torn;
-			at = 0;
-			first = n;
-			size = UINT32_MAX;	/* (the copy does not wrap) */
-			if (gap) {
-				t->overwritten += gap / sizeof(struct mcloc_event);
-				if (n)
-					((struct mcloc_event *)v)[torn / sizeof(struct mcloc_event)].word |=
-						mcloc_ev_word(MCLOC_EV_LOST_BEFORE, 0, 0);
-			}
-		}
-		if (seen && n == first) {
-			seen(t, (const struct mcloc_event *)(data + at), n / sizeof(struct mcloc_event));
-		} else if (seen) {
-			/* (Wrapped: an event may span the end, so whole.) */
-			struct mcloc_event *v = malloc(n);
-
-			if (v) {
-				memcpy(v, data + at, first);
-				memcpy((uint8_t *)v + first, data, n - first);
-				seen(t, v, n / sizeof(struct mcloc_event));
-				free(v);
-			}
-		}
-		if (th && (!write_all(th->fd, data + at, first) ||
-			   (n > first && !write_all(th->fd, data, n - first)))) {
+		if (seen)
+			seen(t, (const struct mcloc_event *)u.a, u.na / sizeof(struct mcloc_event));
+		if (th && (!write_all(th->fd, u.a, u.na) || !write_all(th->fd, u.b, u.nb))) {
 			write_failed(r, "a thread's events");
 			close(th->fd);
 			th->fd = -1;
@@ -394,33 +330,11 @@ size_t rec_drain(struct tracing *t,
 		else
 			t->skipped += n / sizeof(struct mcloc_event);
 		done += n;
-		t->tails[i] = head;
-		__atomic_store_n(&ring->tail, head, __ATOMIC_RELEASE);
-		size = t->g.ring_size;
+		ring_consume(t, i, u.head);
 	}
 	return done;
 }
 
-/* PID's parent, from /proc (0 when it cannot be read). */
-static uint32_t parent_of(uint32_t pid)
-{
-	char path[64], buf[512];
-	uint32_t ppid = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
-	if (!(f = fopen(path, "re")))
-		return 0;
-	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-
-	fclose(f);
-	buf[n] = 0;
-	const char *p = strrchr(buf, ')');
-
-	if (p && sscanf(p + 1, " %*c %u", &ppid) != 1)
-		ppid = 0;
-	return ppid;
-}
 
 void rec_maps(struct tracing *t)
 {
@@ -430,7 +344,7 @@ void rec_maps(struct tracing *t)
 
 	if (r && !r->info.ppid)
 		if (!r->info.ppid)
-		r->info.ppid = parent_of(t->pid);
+		r->info.ppid = proc_parent(t->pid);
 	if (r && !r->info.comm[0]) {
 		/* (The process's name while it lives, for a process whose
 		 * threads take no ring.) */
@@ -514,7 +428,7 @@ int rec_close(struct tracing *t, uint64_t lost)
 	r->info.pid = t->pid;
 	r->info.generation = r->gen;
 	if (!r->info.ppid)
-		r->info.ppid = parent_of(t->pid);
+		r->info.ppid = proc_parent(t->pid);
 	r->info.tracer = t->mode == FUNCTION ? MCLOC_TRACE_FUNCTION : MCLOC_TRACE_GRAPH;
 	r->info.ticks = t->g.ticks;
 	r->info.ring_flags = t->g.flags;

@@ -475,18 +475,10 @@ struct site_marks {
 static uint8_t site_mark(const struct ropts *o, const struct rproc *p, const struct site_marks *sm,
 			 uint64_t ip)
 {
-	size_t lo = 0, hi = p->sites.n;
+	size_t i = name_index(p->sites.v, p->sites.n, ip);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (p->sites.v[mid].addr < ip)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	(void)o;
-	return lo < p->sites.n && p->sites.v[lo].addr == ip ? sm->mark[lo] : 0;
+	return i < p->sites.n && p->sites.v[i].addr == ip ? sm->mark[i] : 0;
 }
 
 /* Whether event E of TH passes the filters -F, -N and --depth (graph
@@ -921,19 +913,10 @@ static int parse_ropts(int argc, char **argv, struct ropts *o)
 		case 'c': o->chrome = optarg; break;
 		case 'g': o->flame = optarg; break;
 		case 'p': o->perfetto = optarg; break;
-		case 's': {
-			static const char *const keys[] = { "total", "self", "calls", "avg", "name" };
-			size_t k = 0;
-
-			while (k < 5 && strcmp(optarg, keys[k]))
-				k++;
-			if (k == 5) {
-				fail(cmd, "--sort: total, self, calls, avg or name");
+		case 's':
+			if (sort_key_of(optarg, &o->sort, cmd) < 0)
 				return -1;
-			}
-			o->sort = (enum sort_key)k;
 			break;
-		}
 		default: usage_offline(cmd); return -1;
 		}
 	}

@@ -7,6 +7,7 @@
  * times.
  */
 #include "symbols.h"
+#include "u64map.h"
 
 #ifdef MCLOC_HAVE_DW
 #include "mclines.h"
@@ -24,10 +25,7 @@ struct symbols {
 #ifdef MCLOC_HAVE_DW
 	struct mc_lines *lines;		/* NULL: none */
 #endif
-	/* open addressing: address (0: empty) and name (NULL: unknown) */
-	uint64_t *addr;
-	char **name;
-	size_t mask, n;
+	struct u64map names;		/* a strdup'd name (0: unknown), by address */
 };
 
 struct symbols *sym_new(void)
@@ -35,15 +33,15 @@ struct symbols *sym_new(void)
 	return calloc(1, sizeof(struct symbols));
 }
 
+static void free_name(uint64_t v)
+{
+	free((char *)(uintptr_t)v);
+}
+
 static void forget(struct symbols *c)
 {
-	for (size_t i = 0; c->name && i <= c->mask; i++)
-		free(c->name[i]);
-	free(c->addr);
-	free(c->name);
-	c->addr = NULL;
-	c->name = NULL;
-	c->mask = c->n = 0;
+	u64map_each(&c->names, free_name);
+	u64map_free(&c->names);
 #ifdef MCLOC_HAVE_DW
 	if (c->lines)
 		mc_lines_close(c->lines);
@@ -66,6 +64,27 @@ void sym_set_maps(struct symbols *c, const char *maps, size_t len)
 	free(c->maps);
 	c->maps = m;
 	c->len = len;
+}
+
+uint32_t proc_parent(uint32_t pid)
+{
+	char path[64], buf[512];
+	uint32_t ppid = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+	if (!(f = fopen(path, "re")))
+		return 0;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+
+	fclose(f);
+	buf[n] = 0;
+	/* (After the name's last ')': a name may hold anything.) */
+	const char *p = strrchr(buf, ')');
+
+	if (!p || sscanf(p + 1, " %*c %u", &ppid) != 1)
+		ppid = 0;
+	return ppid;
 }
 
 char *sym_read_maps(uint32_t pid, size_t *len)
@@ -106,54 +125,20 @@ static struct mc_lines *lines_of(struct symbols *c)
 }
 #endif
 
-#ifdef MCLOC_HAVE_DW
-static bool grow(struct symbols *c)
-{
-	size_t cap = c->mask ? 2 * (c->mask + 1) : 256;
-	uint64_t *a = calloc(cap, sizeof(*a));
-	char **nm = calloc(cap, sizeof(*nm));
-
-	if (!a || !nm) {
-		free(a);
-		free(nm);
-		return false;
-	}
-	for (size_t i = 0; c->addr && i <= c->mask; i++) {
-		if (!c->addr[i])
-			continue;
-		size_t k = (size_t)(c->addr[i] * 0x9e3779b97f4a7c15ull >> 20) & (cap - 1);
-
-		while (a[k])
-			k = (k + 1) & (cap - 1);
-		a[k] = c->addr[i];
-		nm[k] = c->name[i];
-	}
-	free(c->addr);
-	free(c->name);
-	c->addr = a;
-	c->name = nm;
-	c->mask = cap - 1;
-	return true;
-}
-#endif
 
 const char *sym_func(struct symbols *c, uint64_t addr)
 {
 #ifdef MCLOC_HAVE_DW
-	if (!c || !addr || !lines_of(c) || (c->n * 2 >= c->mask && !grow(c)))
-		return NULL;
-	size_t k = (size_t)(addr * 0x9e3779b97f4a7c15ull >> 20) & c->mask;
+	bool fresh;
+	uint64_t *v = c && addr && lines_of(c) ? u64map_slot(&c->names, addr, &fresh) : NULL;
 
-	for (; c->addr[k]; k = (k + 1) & c->mask)
-		if (c->addr[k] == addr)
-			return c->name[k];
-	uint64_t off = 0;
-	const char *name = mc_lines_func(c->lines, addr, &off);
+	if (v && fresh) {
+		uint64_t off = 0;
+		const char *name = mc_lines_func(c->lines, addr, &off);
 
-	c->addr[k] = addr;
-	c->name[k] = name ? strdup(name) : NULL;
-	c->n++;
-	return c->name[k];
+		*v = name ? (uint64_t)(uintptr_t)strdup(name) : 0;
+	}
+	return v ? (const char *)(uintptr_t)*v : NULL;
 #else
 	(void)c, (void)addr;
 	return NULL;

@@ -21,6 +21,8 @@ void sym_set_maps(struct symbols *c, const char *maps, size_t len);
 /* /proc/PID/maps read whole: a malloc'd NUL-terminated text, its length
  * in *LEN; NULL when the process is gone. */
 char *sym_read_maps(uint32_t pid, size_t *len);
+/* PID's parent, from /proc (0 when it cannot be read). */
+uint32_t proc_parent(uint32_t pid);
 /* The function ADDR lies in, or NULL; "file:line" of ADDR in BUF, or
  * NULL. */
 const char *sym_func(struct symbols *c, uint64_t addr);

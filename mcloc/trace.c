@@ -205,49 +205,20 @@ static size_t drain(struct tracing *t)
 {
 	const struct mcloc_ring_hdr *h = t->h;
 	uint32_t nr = rings_taken(t);
-	uint32_t size = t->g.ring_size;
-	bool overwrite = t->g.flags & MCLOC_RING_OVERWRITE;
 	struct item *v = t->items;
 	size_t n = 0, cap = t->cap_items;
 
-	if (nr > t->g.rings)
-		nr = t->g.rings;
 	double rate = clock_rate(t);
 	if (rate > 0)
 		t->rate = rate;
 	else if (!t->rate && !__atomic_load_n(&h->done, __ATOMIC_ACQUIRE))
 		return 0;	/* (wait for the program's clock pair) */
 	for (uint32_t i = 0; i < nr; i++) {
-		struct mcloc_ring *r = ring_at(t, i);
-		uint32_t tid = __atomic_load_n(&r->tid, __ATOMIC_ACQUIRE);
-		/* (Whole events only: the tail stays a multiple of an event,
-		 * so every copy lies inside the ring.) */
-		uint64_t head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE) &
-				~(uint64_t)(sizeof(struct mcloc_event) - 1);
-		uint64_t tail = t->tails[i];
+		struct unread u;
+		uint64_t bytes = __atomic_load_n(&ring_at(t, i)->head, __ATOMIC_ACQUIRE) - t->tails[i];
+		size_t slots = (bytes < t->g.ring_size ? bytes : t->g.ring_size) /
+			       sizeof(struct mcloc_event);
 
-		if (!tid)
-			continue;
-		thread_of(t, tid, r->comm);
-		/* Overwrite: start at the oldest event still there.  (Without
-		 * it, a head that far ahead is no program's: skipped all the
-		 * same, so that a pass reads a ringful at most.) */
-		uint64_t gap = 0, from = n;
-
-		if (head - tail > size) {
-			gap = head - size - tail;
-			tail = head - size;
-			if (!overwrite) {
-				t->skipped += gap / sizeof(struct mcloc_event);
-				gap = 0;
-			}
-		}
-		uint64_t first = tail, bytes = head - tail;
-		struct thread *th = thread_of(t, tid, NULL);
-		size_t slots = bytes / sizeof(struct mcloc_event);
-
-		if (!th || !slots)
-			continue;
 		/* (Room for every event first: else the ring waits for the
 		 * next pass, unread.) */
 		if (n + slots > cap) {
@@ -262,43 +233,20 @@ static size_t drain(struct tracing *t)
 			v = t->items = nv;
 			cap = t->cap_items = ncap;
 		}
-		if (t->cap_raw < bytes) {
-			void *raw = realloc(t->raw, bytes);
+		if (!ring_unread(t, i, true, &u))
+			continue;
+		struct thread *th = thread_of(t, u.tid, ring_at(t, i)->comm);
 
-			if (!raw)
-				continue;
-			t->raw = raw;
-			t->cap_raw = bytes;
-		}
-		/* The slots, copied out before they are decoded: in overwrite
-		 * mode the writer may go over them meanwhile, as claim tells
-		 * after the copy. */
-		uint64_t at = tail & (size - 1), part = bytes < size - at ? bytes : size - at;
+		ring_consume(t, i, u.head);
+		if (!th)
+			continue;
+		bool mark = u.gap != 0;	/* the next event says what was lost */
+		const struct mcloc_event *sl = (const struct mcloc_event *)u.a;
+		size_t ns = u.na / sizeof(*sl);
 
-		memcpy(t->raw, (const uint8_t *)(r + 1) + at, part);
-		memcpy((uint8_t *)t->raw + part, r + 1, bytes - part);
-		tail = head;
-		size_t skip = 0;
-
-		if (overwrite) {
-			__atomic_thread_fence(__ATOMIC_ACQUIRE);
-			uint64_t claim = __atomic_load_n(&r->claim, __ATOMIC_RELAXED);
-			uint64_t torn = claim > size + first ? (claim - size - first) : 0;
-
-			torn = torn < bytes ? torn : bytes;
-			gap += torn;
-			skip = torn / sizeof(struct mcloc_event);
-			/* (Counted in events: the function tracer's take two
-			 * slots each, the graph's one, but for a CPU slot.) */
-			if (gap)
-				t->overwritten += gap / (sizeof(struct mcloc_event) *
-							 (t->mode == FUNCTION ? 2 : 1));
-		}
-		bool mark = gap != 0;	/* the next event says what was lost */
-
-		for (size_t k = skip, seq = 0; k < slots;) {
+		for (size_t k = 0, seq = 0; k < ns && n < cap;) {
 			struct event e;
-			size_t used = decode_event(&th->dec, t->raw + k, slots - k, &e);
+			size_t used = decode_event(&th->dec, sl + k, ns - k, &e);
 
 			if (!used)
 				break;
@@ -308,11 +256,8 @@ static size_t drain(struct tracing *t)
 			if (mark)
 				e.type |= MCLOC_EV_LOST_BEFORE;
 			mark = false;
-			v[n++] = (struct item){ .e = e, .tid = tid, .seq = (uint32_t)seq++ };
+			v[n++] = (struct item){ .e = e, .tid = u.tid, .seq = (uint32_t)seq++ };
 		}
-		(void)from;
-		t->tails[i] = tail;
-		__atomic_store_n(&r->tail, tail, __ATOMIC_RELEASE);
 	}
 	if (!t->rate)
 		t->rate = 1;
@@ -522,19 +467,10 @@ static int parse_targs(int argc, char **argv, struct targs *a, enum cmd cmd)
 		switch (o) {
 		case 'j': a->json = true; break;
 		case 'P': a->per_thread = true; break;
-		case 's': {
-			static const char *const keys[] = { "total", "self", "calls", "avg", "name" };
-			size_t k = 0;
-
-			while (k < 5 && strcmp(optarg, keys[k]))
-				k++;
-			if (k == 5) {
-				fail(cmd_name(cmd), "--sort: total, self, calls, avg or name");
+		case 's':
+			if (sort_key_of(optarg, &a->sort, cmd_name(cmd)) < 0)
 				return -1;
-			}
-			a->sort = (enum sort_key)k;
 			break;
-		}
 		case 'f': a->filter = optarg; break;
 		case 'n': a->notrace = optarg; break;
 		case 'g': a->graph = optarg; break;
@@ -898,31 +834,11 @@ static int trace_session(const struct targs *a, const char *pid, bool json,
 
 static bool running(pid_t child);
 
-/* PID's parent, from /proc (0 when it cannot be read). */
-static uint32_t parent_pid(uint32_t pid)
-{
-	char path[64], buf[512];
-	uint32_t ppid = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
-	if (!(f = fopen(path, "re")))
-		return 0;
-	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-
-	fclose(f);
-	buf[n] = 0;
-	const char *p = strrchr(buf, ')');
-
-	if (!p || sscanf(p + 1, " %*c %u", &ppid) != 1)
-		ppid = 0;
-	return ppid;
-}
 
 /* Whether PID is ROOT or descends from it. */
 static bool descends(uint32_t pid, uint32_t root)
 {
-	for (int depth = 0; depth < 256 && pid > 1; depth++, pid = parent_pid(pid))
+	for (int depth = 0; depth < 256 && pid > 1; depth++, pid = proc_parent(pid))
 		if (pid == root)
 			return true;
 	return false;

@@ -13,16 +13,10 @@ MCLOC=${MCLOC_CMD:-$LIBDIR/../mcloc/mcloc}
 CLIENT="$PY $SRC/tests/lib/control-client.py"
 
 setup() {
-	T=$(mktemp -d "$BATS_RUN_TMPDIR/t.XXXXXX")
-	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
-	export XDG_RUNTIME_DIR=$T/run
-	mkdir -m 700 "$XDG_RUNTIME_DIR"
-	# The programs link libmcloc (sanitized in the sanitized build, and
+	# (The programs link libmcloc, sanitized in the sanitized build, and
 	# they with it, so that ASan and UBSan watch the control channel and
-	# the rings from both ends: mcloc is that build's too).
-	SAN=()
-	[ -z "${MCLOC_SANITIZED:-}" ] || SAN=(-fsanitize=address,undefined)
-	export LD_LIBRARY_PATH=$LIBDIR ASAN_OPTIONS=detect_leaks=0
+	# the rings from both ends: mcloc is that build's too.)
+	runtime_setup
 	traced_c served "$RT/served.c" -lpthread
 }
 

@@ -96,3 +96,19 @@ installed_ccs() {
 		fi
 	done
 }
+
+# runtime_setup: what a test of the live runtime and the mcloc command
+# starts from: $T, its own control directory ($XDG_RUNTIME_DIR, so that
+# sockets of other runs never mix in), SAN (the sanitizer flags of the
+# sanitized build, which the programs share with libmcloc), and
+# libmcloc on the library path.  Skips where the live patcher does not
+# run.
+runtime_setup() {
+	T=$(mktemp -d "$BATS_RUN_TMPDIR/t.XXXXXX")
+	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
+	export XDG_RUNTIME_DIR=$T/run
+	mkdir -m 700 "$XDG_RUNTIME_DIR"
+	SAN=()
+	[ -z "${MCLOC_SANITIZED:-}" ] || SAN=(-fsanitize=address,undefined)
+	export LD_LIBRARY_PATH=$LIBDIR ASAN_OPTIONS=detect_leaks=0
+}

@@ -13,13 +13,7 @@ LIBDIR=${MCLOC_LIBDIR:-$(dirname "$OBJPATCH")/../libmcloc}
 MCLOC=${MCLOC_CMD:-$LIBDIR/../mcloc/mcloc}
 
 setup() {
-	T=$(mktemp -d "$BATS_RUN_TMPDIR/t.XXXXXX")
-	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
-	export XDG_RUNTIME_DIR=$T/run
-	mkdir -m 700 "$XDG_RUNTIME_DIR"
-	SAN=()
-	[ -z "${MCLOC_SANITIZED:-}" ] || SAN=(-fsanitize=address,undefined)
-	export LD_LIBRARY_PATH=$LIBDIR ASAN_OPTIONS=detect_leaks=0
+	runtime_setup
 	cc -O1 -pg -mfentry "${SAN[@]}" -c "$RT/recorded.c" -o "$T/recorded.o"
 	"$RECORDMCOUNT" "$T/recorded.o"
 	"$OBJPATCH" link --nop --runtime -- cc "${SAN[@]}" "$T/recorded.o" -o "$T/recorded" \
