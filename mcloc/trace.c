@@ -772,6 +772,12 @@ static int session_end(struct live *l)
 	if (lost)
 		fprintf(stderr, "mcloc: %s: %llu event%s lost (rings full, or more threads than "
 				"--rings)\n", l->pid, (unsigned long long)lost, lost == 1 ? "" : "s");
+	/* (Said in the trace too, which may be read apart from stderr.) */
+	if (lost && !t->rec && !t->chrome)
+		printf(t->json ? "{\"pid\":%s,\"type\":\"lost_total\",\"events\":%llu}\n" :
+				 "# %s: %llu events lost: the rings were full, or threads more than "
+				 "--rings (mcloc record keeps every one)\n",
+		       l->pid, (unsigned long long)lost);
 	fflush(stdout);
 out:
 	rec_abort(t->rec);

@@ -201,6 +201,8 @@ all_sites_off() {
 		calls=$(grep -cE ': burst_(outer|inner) <-' "$T/trace.out")
 		if [ "$mode" = drop ]; then
 			lost=$(sed -n 's/.*: \([0-9]*\) events lost (rings full.*/\1/p' "$T/trace.err")
+			# (said in the trace itself too)
+			grep -q "^# $PID: $lost events lost: the rings were full" "$T/trace.out"
 		else
 			lost=$(sed -n 's/.*: \([0-9]*\) events overwritten before they were read.*/\1/p' "$T/trace.err")
 		fi
