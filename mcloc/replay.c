@@ -86,18 +86,44 @@ static int cmp_rname(const void *a, const void *b)
 	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
+/* FILE of a recording (in directory DFD) opened for reading, its status
+ * in *ST; -1 with errno when it cannot be or is no regular file.  A
+ * planted FIFO would block open(2) until a writer came, and a device
+ * would be read without end: both are opened without blocking and
+ * refused. */
+static int open_data(int dfd, const char *file, struct stat *st)
+{
+	int fd = openat(dfd, file, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode)) {
+		close(fd);
+		errno = EINVAL;
+		return -1;
+	}
+	return fd;
+}
+
+/* Why open_data or slurp failed, in words. */
+static const char *data_error(int err)
+{
+	return err == EINVAL ? "not a regular file" :
+	       err == ELOOP  ? "a symbolic link (not followed)" : strerror(err);
+}
+
 /* FILE (in directory DFD) read whole, at most MAX bytes: a malloc'd
  * buffer and its size in *LEN, or NULL with errno. */
 static void *slurp(int dfd, const char *file, size_t max, size_t *len)
 {
-	int fd = openat(dfd, file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	struct stat st;
+	int fd = open_data(dfd, file, &st);
 	uint8_t *buf = NULL;
 
 	if (fd < 0)
 		return NULL;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > max) {
-		errno = fd >= 0 && S_ISREG(st.st_mode) ? EFBIG : EINVAL;
+	if ((uint64_t)st.st_size > max) {
+		errno = EFBIG;
 		goto out;
 	}
 	buf = malloc((size_t)st.st_size + 1);
@@ -121,7 +147,7 @@ static bool load_names(int dfd, struct rproc *p, const char *dir)
 	uint8_t *b = slurp(dfd, file, 1u << 30, &len);
 
 	if (!b) {
-		fail(dir, "%s: %s", file, strerror(errno));
+		fail(dir, "%s: %s", file, data_error(errno));
 		return false;
 	}
 	for (size_t at = 0; at + sizeof(struct mcloc_rec_name) <= len;) {
@@ -153,14 +179,12 @@ static bool load_names(int dfd, struct rproc *p, const char *dir)
 
 static bool load_thread(int dfd, struct rproc *p, const char *file, uint32_t tid, const char *dir)
 {
-	int fd = openat(dfd, file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	struct stat st;
+	int fd = open_data(dfd, file, &st);
 	struct mcloc_rec_thread h;
 
-	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		fail(dir, "%s: %s", file, fd < 0 ? strerror(errno) : "not a regular file");
-		if (fd >= 0)
-			close(fd);
+	if (fd < 0) {
+		fail(dir, "%s: %s", file, data_error(errno));
 		return false;
 	}
 	if ((uint64_t)st.st_size < sizeof(h) || pread(fd, &h, sizeof(h), 0) != sizeof(h) ||
@@ -294,7 +318,7 @@ static int recording_open(struct recording *r, const char *dir)
 		struct mcloc_rec_info in;
 
 		if (!b) {
-			fail(dir, "%s: %s", e->d_name, strerror(errno));
+			fail(dir, "%s: %s", e->d_name, data_error(errno));
 			ok = false;
 			break;
 		}

@@ -350,3 +350,23 @@ EOF
 	assert_success
 	[ "$(ls mcloc.data/*.info | wc -l)" -eq 1 ]
 }
+
+@test "a FIFO or a symlink planted in a recording is refused, not waited on nor followed" {
+	"$MCLOC" record -- ./recorded
+	pid=$(ls mcloc.data | sed -n 's/\.info$//p')
+	ev=$(cd mcloc.data && ls *.events)
+	for f in $pid.info $pid.names $ev; do
+		rm -rf bad && cp -r mcloc.data bad
+		rm bad/$f && mkfifo bad/$f
+		# (timeout only ends a hang, which is the failure looked for)
+		run timeout 60 "$MCLOC" replay -d bad
+		echo "$f: $output"
+		assert_failure 1
+		assert_output "mcloc: bad: $f: not a regular file"
+		rm -rf bad && cp -r mcloc.data bad
+		rm bad/$f && ln -s ../mcloc.data/$f bad/$f
+		run timeout 60 "$MCLOC" info -d bad
+		assert_failure 1
+		assert_output "mcloc: bad: $f: a symbolic link (not followed)"
+	done
+}
