@@ -370,3 +370,25 @@ EOF
 		assert_output "mcloc: bad: $f: a symbolic link (not followed)"
 	done
 }
+
+@test "record's directory: one planted by another user is not written into, nor is its DIR.old replaced" {
+	[ "$(id -u)" = 0 ] || skip "needs root to make a directory of another user's"
+	other=$(id -u nobody) || skip "no user nobody"
+	mkdir -m 777 planted
+	chown "$other" planted
+	run "$MCLOC" record -d planted -- ./recorded
+	assert_failure 1
+	assert_output "mcloc: planted: belongs to another user: not written into"
+	[ -z "$(ls planted)" ]
+	# Our own recording, with a DIR.old planted beside it.
+	"$MCLOC" record -d mine -- ./recorded
+	first=$(ls mine)
+	mkdir -m 777 mine.old
+	echo theirs > mine.old/1.info
+	chown -R "$other" mine.old
+	run "$MCLOC" record -d mine -- ./recorded
+	assert_failure 1
+	assert_output "mcloc: mine.old: belongs to another user: mine is not moved there"
+	[ "$(ls mine)" = "$first" ]
+	[ "$(cat mine.old/1.info)" = theirs ]
+}
