@@ -171,6 +171,8 @@ static bool load_names(int dfd, struct rproc *p, const char *dir)
 		}
 		nm->off = e.off;
 		nm->name = e.namelen ? strndup((const char *)b + at + sizeof(e), e.namelen) : NULL;
+		if (nm->name)
+			sym_clean(nm->name, strlen(nm->name));
 		at += whole;
 	}
 	free(b);
@@ -209,6 +211,7 @@ static bool load_thread(int dfd, struct rproc *p, const char *file, uint32_t tid
 	*th = (struct rthread){ .tid = tid, .n = n, .lost = h.lost, .waits = h.waits,
 				.f_depth = -1, .n_depth = -1 };
 	memcpy(th->comm, h.comm, sizeof(th->comm) - 1);
+	sym_clean(th->comm, strlen(th->comm));
 	if (n) {
 		th->maplen = (size_t)st.st_size;
 		th->map = mmap(NULL, th->maplen, PROT_READ, MAP_PRIVATE, fd, 0);
@@ -350,10 +353,12 @@ static int recording_open(struct recording *r, const char *dir)
 			*p = (struct rproc){ .info = in };
 			snprintf(p->key, sizeof(p->key), "%s", key);
 			p->info.comm[sizeof(p->info.comm) - 1] = 0;
+			sym_clean(p->info.comm, strlen(p->info.comm));
 			p->args = malloc(in.argc_len + 1);
 			if (p->args) {
 				memcpy(p->args, b + sizeof(in), in.argc_len);
 				p->args[in.argc_len] = 0;
+				sym_clean(p->args, in.argc_len);
 			}
 		}
 		free(b);

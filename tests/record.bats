@@ -392,3 +392,38 @@ EOF
 	[ "$(ls mine)" = "$first" ]
 	[ "$(cat mine.old/1.info)" = theirs ]
 }
+
+@test "names, process names and command lines of a recording are data: no control byte or broken UTF-8 reaches the output" {
+	"$MCLOC" record -- ./recorded
+	pid=$(ls mcloc.data | sed -n 's/\.info$//p')
+	# Every name rewritten to one with a newline, an escape sequence, a
+	# ';', a quote and bytes of no UTF-8; so is the process's name.
+	$PY - mcloc.data/$pid.names mcloc.data/$pid.info <<'EOF'
+import struct, sys
+b = open(sys.argv[1], "rb").read()
+out, at = b"", 0
+while at + 24 <= len(b):
+    addr, off, kind, n = struct.unpack_from("<QQII", b, at)
+    name = b'f\n9 x;y"\\\x1b[31m\xff\xc3'
+    e = struct.pack("<QQII", addr, off, kind, len(name)) + name + b"\0"
+    out += e + b"\0" * (-len(e) % 8)
+    at += (24 + n + 1 + 7) & ~7
+open(sys.argv[1], "wb").write(out)
+info = bytearray(open(sys.argv[2], "rb").read())
+info[112:128] = b"\x1b]0;pwned\x07\n\0\0\0\0\0"
+open(sys.argv[2], "wb").write(info)
+EOF
+	"$MCLOC" dump --chrome t.json
+	$PY -c 'import json, sys; json.load(open(sys.argv[1], encoding="utf-8"))' t.json
+	"$MCLOC" replay --json > j.txt
+	$PY -c 'import json, sys; [json.loads(l) for l in open(sys.argv[1], encoding="utf-8")]' j.txt
+	# Folded stacks: each line still one path and its count.
+	"$MCLOC" dump --flame-graph flame.txt
+	[ "$(wc -l < flame.txt)" -eq 4 ]
+	awk '$NF !~ /^[0-9]+$/ { exit 1 }' flame.txt
+	for cmd in replay report info; do
+		"$MCLOC" $cmd > out.txt
+		! LC_ALL=C grep -q $'[\x01-\x08\x0b-\x1f\x7f]' out.txt
+		iconv -f UTF-8 -t UTF-8 out.txt > /dev/null
+	done
+}
