@@ -427,3 +427,10 @@ EOF
 		iconv -f UTF-8 -t UTF-8 out.txt > /dev/null
 	done
 }
+
+@test "record of a program that exits before it offers control: one line, exit 1, nothing leaked" {
+	# (Under the sanitizers, LeakSanitizer would add its report.)
+	ASAN_OPTIONS=detect_leaks=1 run "$MCLOC" record -- /bin/true
+	assert_failure 1
+	assert_output "mcloc: /bin/true: exited before it offered control (is it linked with libmcloc, or given --preload?)"
+}
