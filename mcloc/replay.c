@@ -816,6 +816,13 @@ static void tree_event(struct walker *w, struct tracing *t, struct item *it)
 		tr->nodes[nd].calls++;
 		if (type != MCLOC_EV_ENTRY)
 			return;	/* (no return to wait for) */
+		/* The runtime hooks returns 128 calls deep at most, and an
+		 * event's depth cannot say more than this: entries without
+		 * end past it are a forged file's, and each would make the
+		 * tree a level deeper, the folded stacks and graph's walks up
+		 * quadratic in them.  Counted, not timed. */
+		if (s->n > MCLOC_EV_DEPTH_MAX)
+			return;
 		if (s->n == s->cap) {
 			size_t cap = s->cap ? 2 * s->cap : 64;
 			struct frame *f = realloc(s->f, cap * sizeof(*f));

@@ -434,3 +434,25 @@ EOF
 	assert_failure 1
 	assert_output "mcloc: /bin/true: exited before it offered control (is it linked with libmcloc, or given --preload?)"
 }
+
+@test "a forged thread file of calls nested without end: the call tree stays as deep as an event can say" {
+	"$MCLOC" record -- ./recorded
+	ev=$(ls mcloc.data/*.events)
+	# 3000 entries of one site, each inside the last, then their exits:
+	# no program's (the runtime hooks 128 calls deep at most).
+	$PY - "$ev" <<'EOF'
+import struct, sys
+b = open(sys.argv[1], "rb").read()
+ip = struct.unpack_from("<QQ", b, 56)[1] & ((1 << 48) - 1)
+n, out = 3000, []
+for i in range(n):
+    out.append(struct.pack("<QQ", 1000 + i, 2 << 59 | min(i, 0x7ff) << 48 | ip))
+for i in reversed(range(n)):
+    out.append(struct.pack("<QQ", 10000 + n - i, 3 << 59 | min(i, 0x7ff) << 48 | (n - i) * 10**6))
+open(sys.argv[1], "wb").write(b[:56] + b"".join(out))
+EOF
+	"$MCLOC" dump --flame-graph flame.txt
+	awk -F';' '{ if (NF > max) max = NF } END { print max; exit !(max > 0 && max <= 2048) }' flame.txt
+	run "$MCLOC" report
+	assert_success
+}
