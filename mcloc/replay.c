@@ -179,6 +179,30 @@ static bool load_names(int dfd, struct rproc *p, const char *dir)
 	return true;
 }
 
+/* The limit of a KEY.maps (text lines of /proc/PID/maps). */
+#define MAPS_MAX (64u << 20)
+
+/* P's KEY.maps, looked at: it may be missing (the names fall back to
+ * addresses), but anything else in its place is a broken recording. */
+static bool check_maps(int dfd, const struct rproc *p, const char *dir)
+{
+	char file[64];
+	struct stat st;
+
+	snprintf(file, sizeof(file), "%s.maps", p->key);
+	int fd = open_data(dfd, file, &st);
+
+	if (fd < 0 && errno == ENOENT)
+		return true;
+	if (fd >= 0)
+		close(fd);
+	if (fd < 0 || (uint64_t)st.st_size > MAPS_MAX) {
+		fail(dir, "%s: %s", file, data_error(fd < 0 ? errno : EFBIG));
+		return false;
+	}
+	return true;
+}
+
 static bool load_thread(int dfd, struct rproc *p, const char *file, uint32_t tid, const char *dir)
 {
 	struct stat st;
@@ -388,7 +412,7 @@ static int recording_open(struct recording *r, const char *dir)
 	for (size_t i = 0; ok && i < r->nprocs; i++) {
 		struct rproc *p = &r->procs[i];
 
-		ok = load_names(dfd, p, dir);
+		ok = load_names(dfd, p, dir) && check_maps(dfd, p, dir);
 		if (p->sites.n)
 			qsort(p->sites.v, p->sites.n, sizeof(*p->sites.v), cmp_rname);
 		if (p->callers.n)
@@ -578,7 +602,7 @@ static void tracing_of(struct tracing *t, struct rproc *p, const struct recordin
 	size_t len = 0;
 
 	snprintf(path, sizeof(path), "%s/%s.maps", r->dir, p->key);
-	char *maps = c ? slurp(AT_FDCWD, path, 64u << 20, &len) : NULL;
+	char *maps = c ? slurp(AT_FDCWD, path, MAPS_MAX, &len) : NULL;
 
 	if (maps) {
 		sym_set_maps(c, maps, len);

@@ -355,7 +355,7 @@ EOF
 	"$MCLOC" record -- ./recorded
 	pid=$(ls mcloc.data | sed -n 's/\.info$//p')
 	ev=$(cd mcloc.data && ls *.events)
-	for f in $pid.info $pid.names $ev; do
+	for f in $pid.info $pid.names $pid.maps $ev; do
 		rm -rf bad && cp -r mcloc.data bad
 		rm bad/$f && mkfifo bad/$f
 		# (timeout only ends a hang, which is the failure looked for)
