@@ -456,3 +456,24 @@ EOF
 	run "$MCLOC" report
 	assert_success
 }
+
+@test "a recording of many thousand threads is read in memory that grows with its depth, not its thread count" {
+	[ -z "${MCLOC_SANITIZED:-}" ] || skip "the address-space limit below is the sanitizers' to take"
+	"$MCLOC" record -- ./recorded
+	ev=$(ls mcloc.data/*.events)
+	# 20000 thread files of one entry each: 1.4 MB of events.
+	$PY - "$ev" <<'EOF'
+import os, struct, sys
+ev = sys.argv[1]
+b = open(ev, "rb").read()[:56]
+d, pid = os.path.dirname(ev), os.path.basename(ev).split(".")[0]
+os.unlink(ev)
+for tid in range(1, 20001):
+    h = bytearray(b)
+    struct.pack_into("<I", h, 20, tid)
+    open(f"{d}/{pid}.{tid}.events", "wb").write(bytes(h) + struct.pack("<QQ", 1000 + tid, 2 << 59 | 0x1234))
+EOF
+	run bash -c 'ulimit -v 320000 && "$0" report' "$MCLOC"
+	assert_success
+	assert_line --regexp '^0x1234 +20000 '
+}
