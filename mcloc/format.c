@@ -39,16 +39,29 @@ size_t decode_event(struct decoder *d, const struct mcloc_event *v, size_t n, st
 		e->cpu = (uint32_t)v[1].word;
 		break;
 	case MCLOC_EV_ENTRY:
-		if (!d->site_at)
-			d->site_at = calloc(MCLOC_EV_DEPTH_MAX + 1, sizeof(*d->site_at));
-		if (d->site_at) {
+		/* (Grown to the depth entries reach, not the most an event
+		 * can say: a recording may hold many thousand threads.) */
+		if (depth >= d->nsite) {
+			uint32_t n = d->nsite ? 2 * d->nsite : 32;
+
+			n = n > depth ? n : depth + 1;
+			n = n < MCLOC_EV_DEPTH_MAX + 1 ? n : MCLOC_EV_DEPTH_MAX + 1;
+			uint64_t *v = realloc(d->site_at, n * sizeof(*v));
+
+			if (v) {
+				memset(v + d->nsite, 0, (n - d->nsite) * sizeof(*v));
+				d->site_at = v;
+				d->nsite = n;
+			}
+		}
+		if (depth < d->nsite) {
 			d->site_at[depth] = pay;
 			e->caller_site = depth ? d->site_at[depth - 1] : 0;
 		}
 		break;
 	case MCLOC_EV_EXIT:
 		e->parent = pay;
-		e->ip = d->site_at ? d->site_at[depth] : 0;
+		e->ip = depth < d->nsite ? d->site_at[depth] : 0;
 		break;
 	case MCLOC_EV_LEFT:
 	case MCLOC_EV_UNTIMED:
@@ -69,6 +82,7 @@ void decoder_free(struct decoder *d)
 {
 	free(d->site_at);
 	d->site_at = NULL;
+	d->nsite = 0;
 }
 
 /* ---- the rings ------------------------------------------------------------- */

@@ -35,7 +35,8 @@ struct event {
 struct decoder {
 	uint32_t cpu;
 	bool lost;		/* a CPU slot said events were lost */
-	uint64_t *site_at;	/* MCLOC_EV_DEPTH_MAX + 1 of them, or NULL */
+	uint64_t *site_at;	/* the site entered at each depth, or NULL */
+	uint32_t nsite;		/* ... up to this one (grown as entries go deeper) */
 };
 
 /*

@@ -10,7 +10,8 @@
  * The directory is the user's to name and may be in a shared /tmp: it is
  * made here (mode 0755 less the umask), or, when it exists already and
  * holds a recording and nothing else, that recording is moved to
- * DIR.old first (a DIR.old that holds a recording only is replaced).
+ * DIR.old first (a DIR.old that holds a recording only is replaced);
+ * a DIR or DIR.old of another user's is never written into.
  * Every file is made with O_EXCL under the directory's descriptor, so a
  * symlink planted in it is never followed.  Besides the events and names
  * of <mcloc/record.h>, a recording keeps PID.maps, the program's file
@@ -96,6 +97,25 @@ static int only_recording(int dfd, bool remove)
 	return kind;
 }
 
+/*
+ * The directory DIR opened, not through a symlink: its descriptor, or -1
+ * with errno.  One that belongs to another user is refused (EPERM): in a
+ * shared /tmp, a DIR planted beforehand would be the planter's to read
+ * and to change under the recording.
+ */
+static int open_own_dir(const char *dir)
+{
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+
+	if (dfd >= 0 && (fstat(dfd, &st) < 0 || st.st_uid != geteuid())) {
+		close(dfd);
+		errno = EPERM;
+		return -1;
+	}
+	return dfd;
+}
+
 /* DIR, made afresh, opened: its descriptor, or -1 with a message. */
 static int make_dir(const char *dir)
 {
@@ -104,7 +124,11 @@ static int make_dir(const char *dir)
 
 	if (mkdir(dir, 0755) == 0 || errno != EEXIST)
 		goto open;
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	dfd = open_own_dir(dir);
+	if (dfd < 0 && errno == EPERM) {
+		fail(dir, "belongs to another user: not written into");
+		return -1;
+	}
 	int kind = dfd >= 0 ? only_recording(dfd, false) : -1;
 
 	if (dfd >= 0)
@@ -120,8 +144,12 @@ static int make_dir(const char *dir)
 		return -1;
 	}
 	/* A DIR.old of recording files only is ours to replace. */
-	int ofd = open(old, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int ofd = open_own_dir(old);
 
+	if (ofd < 0 && errno == EPERM) {
+		fail(old, "belongs to another user: %s is not moved there", dir);
+		return -1;
+	}
 	if (ofd >= 0) {
 		kind = only_recording(ofd, true);
 		close(ofd);
@@ -139,9 +167,11 @@ static int make_dir(const char *dir)
 		return -1;
 	}
 open:
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	/* (Again: the name may have been taken between the look and now.) */
+	dfd = open_own_dir(dir);
 	if (dfd < 0)
-		fail(dir, "%s", strerror(errno));
+		fail(dir, "%s", errno == EPERM ? "belongs to another user: not written into" :
+			  strerror(errno));
 	return dfd;
 }
 

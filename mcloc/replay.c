@@ -86,18 +86,44 @@ static int cmp_rname(const void *a, const void *b)
 	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
+/* FILE of a recording (in directory DFD) opened for reading, its status
+ * in *ST; -1 with errno when it cannot be or is no regular file.  A
+ * planted FIFO would block open(2) until a writer came, and a device
+ * would be read without end: both are opened without blocking and
+ * refused. */
+static int open_data(int dfd, const char *file, struct stat *st)
+{
+	int fd = openat(dfd, file, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode)) {
+		close(fd);
+		errno = EINVAL;
+		return -1;
+	}
+	return fd;
+}
+
+/* Why open_data or slurp failed, in words. */
+static const char *data_error(int err)
+{
+	return err == EINVAL ? "not a regular file" :
+	       err == ELOOP  ? "a symbolic link (not followed)" : strerror(err);
+}
+
 /* FILE (in directory DFD) read whole, at most MAX bytes: a malloc'd
  * buffer and its size in *LEN, or NULL with errno. */
 static void *slurp(int dfd, const char *file, size_t max, size_t *len)
 {
-	int fd = openat(dfd, file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	struct stat st;
+	int fd = open_data(dfd, file, &st);
 	uint8_t *buf = NULL;
 
 	if (fd < 0)
 		return NULL;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > max) {
-		errno = fd >= 0 && S_ISREG(st.st_mode) ? EFBIG : EINVAL;
+	if ((uint64_t)st.st_size > max) {
+		errno = EFBIG;
 		goto out;
 	}
 	buf = malloc((size_t)st.st_size + 1);
@@ -121,7 +147,7 @@ static bool load_names(int dfd, struct rproc *p, const char *dir)
 	uint8_t *b = slurp(dfd, file, 1u << 30, &len);
 
 	if (!b) {
-		fail(dir, "%s: %s", file, strerror(errno));
+		fail(dir, "%s: %s", file, data_error(errno));
 		return false;
 	}
 	for (size_t at = 0; at + sizeof(struct mcloc_rec_name) <= len;) {
@@ -145,22 +171,46 @@ static bool load_names(int dfd, struct rproc *p, const char *dir)
 		}
 		nm->off = e.off;
 		nm->name = e.namelen ? strndup((const char *)b + at + sizeof(e), e.namelen) : NULL;
+		if (nm->name)
+			sym_clean(nm->name, strlen(nm->name));
 		at += whole;
 	}
 	free(b);
 	return true;
 }
 
+/* The limit of a KEY.maps (text lines of /proc/PID/maps). */
+#define MAPS_MAX (64u << 20)
+
+/* P's KEY.maps, looked at: it may be missing (the names fall back to
+ * addresses), but anything else in its place is a broken recording. */
+static bool check_maps(int dfd, const struct rproc *p, const char *dir)
+{
+	char file[64];
+	struct stat st;
+
+	snprintf(file, sizeof(file), "%s.maps", p->key);
+	int fd = open_data(dfd, file, &st);
+
+	if (fd < 0 && errno == ENOENT)
+		return true;
+	if (fd >= 0)
+		close(fd);
+	if (fd < 0 || (uint64_t)st.st_size > MAPS_MAX) {
+		fail(dir, "%s: %s", file, data_error(fd < 0 ? errno : EFBIG));
+		return false;
+	}
+	return true;
+}
+
 static bool load_thread(int dfd, struct rproc *p, const char *file, uint32_t tid, const char *dir)
 {
-	int fd = openat(dfd, file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	struct stat st;
+	int fd = open_data(dfd, file, &st);
 	struct mcloc_rec_thread h;
 
-	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		fail(dir, "%s: %s", file, fd < 0 ? strerror(errno) : "not a regular file");
-		if (fd >= 0)
-			close(fd);
+	if (fd < 0) {
+		fail(dir, "%s: %s", file, data_error(errno));
 		return false;
 	}
 	if ((uint64_t)st.st_size < sizeof(h) || pread(fd, &h, sizeof(h), 0) != sizeof(h) ||
@@ -185,6 +235,7 @@ static bool load_thread(int dfd, struct rproc *p, const char *file, uint32_t tid
 	*th = (struct rthread){ .tid = tid, .n = n, .lost = h.lost, .waits = h.waits,
 				.f_depth = -1, .n_depth = -1 };
 	memcpy(th->comm, h.comm, sizeof(th->comm) - 1);
+	sym_clean(th->comm, strlen(th->comm));
 	if (n) {
 		th->maplen = (size_t)st.st_size;
 		th->map = mmap(NULL, th->maplen, PROT_READ, MAP_PRIVATE, fd, 0);
@@ -294,7 +345,7 @@ static int recording_open(struct recording *r, const char *dir)
 		struct mcloc_rec_info in;
 
 		if (!b) {
-			fail(dir, "%s: %s", e->d_name, strerror(errno));
+			fail(dir, "%s: %s", e->d_name, data_error(errno));
 			ok = false;
 			break;
 		}
@@ -326,10 +377,12 @@ static int recording_open(struct recording *r, const char *dir)
 			*p = (struct rproc){ .info = in };
 			snprintf(p->key, sizeof(p->key), "%s", key);
 			p->info.comm[sizeof(p->info.comm) - 1] = 0;
+			sym_clean(p->info.comm, strlen(p->info.comm));
 			p->args = malloc(in.argc_len + 1);
 			if (p->args) {
 				memcpy(p->args, b + sizeof(in), in.argc_len);
 				p->args[in.argc_len] = 0;
+				sym_clean(p->args, in.argc_len);
 			}
 		}
 		free(b);
@@ -359,7 +412,7 @@ static int recording_open(struct recording *r, const char *dir)
 	for (size_t i = 0; ok && i < r->nprocs; i++) {
 		struct rproc *p = &r->procs[i];
 
-		ok = load_names(dfd, p, dir);
+		ok = load_names(dfd, p, dir) && check_maps(dfd, p, dir);
 		if (p->sites.n)
 			qsort(p->sites.v, p->sites.n, sizeof(*p->sites.v), cmp_rname);
 		if (p->callers.n)
@@ -541,7 +594,7 @@ static void tracing_of(struct tracing *t, struct rproc *p, const struct recordin
 	size_t len = 0;
 
 	snprintf(path, sizeof(path), "%s/%s.maps", r->dir, p->key);
-	char *maps = c ? slurp(AT_FDCWD, path, 64u << 20, &len) : NULL;
+	char *maps = c ? slurp(AT_FDCWD, path, MAPS_MAX, &len) : NULL;
 
 	if (maps) {
 		sym_set_maps(c, maps, len);
@@ -779,6 +832,13 @@ static void tree_event(struct walker *w, struct tracing *t, struct item *it)
 		tr->nodes[nd].calls++;
 		if (type != MCLOC_EV_ENTRY)
 			return;	/* (no return to wait for) */
+		/* The runtime hooks returns 128 calls deep at most, and an
+		 * event's depth cannot say more than this: entries without
+		 * end past it are a forged file's, and each would make the
+		 * tree a level deeper, the folded stacks and graph's walks up
+		 * quadratic in them.  Counted, not timed. */
+		if (s->n > MCLOC_EV_DEPTH_MAX)
+			return;
 		if (s->n == s->cap) {
 			size_t cap = s->cap ? 2 * s->cap : 64;
 			struct frame *f = realloc(s->f, cap * sizeof(*f));

@@ -136,7 +136,11 @@ const char *sym_func(struct symbols *c, uint64_t addr)
 		uint64_t off = 0;
 		const char *name = mc_lines_func(c->lines, addr, &off);
 
-		*v = name ? (uint64_t)(uintptr_t)strdup(name) : 0;
+		char *copy = name ? strdup(name) : NULL;
+
+		if (copy)
+			sym_clean(copy, strlen(copy));
+		*v = (uint64_t)(uintptr_t)copy;
 	}
 	return v ? (const char *)(uintptr_t)*v : NULL;
 #else
@@ -149,12 +153,60 @@ const char *sym_source(struct symbols *c, uint64_t addr, char *buf, size_t len)
 {
 #ifdef MCLOC_HAVE_DW
 	struct mc_lines *l = c ? lines_of(c) : NULL;
+	const char *src = l ? mc_lines_src(l, addr, buf, len) : NULL;
 
-	return l ? mc_lines_src(l, addr, buf, len) : NULL;
+	if (src)
+		sym_clean(buf, strlen(buf));
+	return src;
 #else
 	(void)c, (void)addr, (void)buf, (void)len;
 	return NULL;
 #endif
+}
+
+/* The length of the UTF-8 sequence at S (of N bytes), 0 if it is none:
+ * no overlong form, surrogate, or code point past U+10FFFF, as JSON's
+ * readers want. */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+	unsigned char lo = 0x80, hi = 0xbf;
+	size_t want;
+
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		want = 2;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		want = 3;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		want = 4;
+	else
+		return 0;
+	if (s[0] == 0xe0)
+		lo = 0xa0;
+	else if (s[0] == 0xed)
+		hi = 0x9f;
+	else if (s[0] == 0xf0)
+		lo = 0x90;
+	else if (s[0] == 0xf4)
+		hi = 0x8f;
+	if (n < want || s[1] < lo || s[1] > hi)
+		return 0;
+	for (size_t i = 2; i < want; i++)
+		if (s[i] < 0x80 || s[i] > 0xbf)
+			return 0;
+	return want;
+}
+
+void sym_clean(char *s, size_t len)
+{
+	unsigned char *u = (unsigned char *)s;
+
+	for (size_t i = 0; i < len;) {
+		size_t n = u[i] >= 0x80 ? utf8_len(u + i, len - i) : 1;
+
+		if (!n || (u[i] && (u[i] < 0x20 || u[i] == 0x7f)))
+			u[i] = '?', n = 1;
+		i += n;
+	}
 }
 
 void sym_free(struct symbols *c)

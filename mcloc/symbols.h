@@ -28,5 +28,10 @@ uint32_t proc_parent(uint32_t pid);
 const char *sym_func(struct symbols *c, uint64_t addr);
 const char *sym_source(struct symbols *c, uint64_t addr, char *buf, size_t len);
 void sym_free(struct symbols *c);
+/* LEN bytes of text from a recording or an image (names, command lines,
+ * file names) made safe to print as text, JSON or folded stacks: each
+ * control byte and each byte of no valid UTF-8 sequence becomes '?'
+ * (NULs, the separators of a command line, are kept). */
+void sym_clean(char *s, size_t len);
 
 #endif

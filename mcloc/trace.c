@@ -1170,6 +1170,7 @@ static int run_program(const struct targs *a, char **argv, bool json, struct rec
 	if (cdir_open(&cd, true) < 0) {
 		if (out >= 0)
 			close(out);
+		rec_abort(rec);
 		return 1;
 	}
 	pid_t child = fork();
@@ -1179,6 +1180,7 @@ static int run_program(const struct targs *a, char **argv, bool json, struct rec
 		close(cd.fd);
 		if (out >= 0)
 			close(out);
+		rec_abort(rec);
 		return 1;
 	}
 	if (!child) {
@@ -1205,6 +1207,7 @@ static int run_program(const struct targs *a, char **argv, bool json, struct rec
 
 		if (waitpid(child, &st, WNOHANG) == child) {
 			close(cd.fd);
+			rec_abort(rec);
 			fail(argv[0], "exited before it offered control (is it linked with "
 				      "libmcloc, or given --preload?)");
 			return WIFEXITED(st) ? (WEXITSTATUS(st) ? WEXITSTATUS(st) : 1) : 1;

@@ -418,3 +418,130 @@ EOF2
 	run "$MCLOC" snapshot 999999999
 	assert_failure 1
 }
+
+@test "a FIFO or a symlink planted in a recording is refused, not waited on nor followed" {
+	"$MCLOC" record -- ./recorded
+	pid=$(ls mcloc.data | sed -n 's/\.info$//p')
+	ev=$(cd mcloc.data && ls *.events)
+	for f in $pid.info $pid.names $pid.maps $ev; do
+		rm -rf bad && cp -r mcloc.data bad
+		rm bad/$f && mkfifo bad/$f
+		# (timeout only ends a hang, which is the failure looked for)
+		run timeout 60 "$MCLOC" replay -d bad
+		echo "$f: $output"
+		assert_failure 1
+		assert_output "mcloc: bad: $f: not a regular file"
+		rm -rf bad && cp -r mcloc.data bad
+		rm bad/$f && ln -s ../mcloc.data/$f bad/$f
+		run timeout 60 "$MCLOC" info -d bad
+		assert_failure 1
+		assert_output "mcloc: bad: $f: a symbolic link (not followed)"
+	done
+}
+
+@test "record's directory: one planted by another user is not written into, nor is its DIR.old replaced" {
+	[ "$(id -u)" = 0 ] || skip "needs root to make a directory of another user's"
+	other=$(id -u nobody) || skip "no user nobody"
+	mkdir -m 777 planted
+	chown "$other" planted
+	run "$MCLOC" record -d planted -- ./recorded
+	assert_failure 1
+	assert_output "mcloc: planted: belongs to another user: not written into"
+	[ -z "$(ls planted)" ]
+	# Our own recording, with a DIR.old planted beside it.
+	"$MCLOC" record -d mine -- ./recorded
+	first=$(ls mine)
+	mkdir -m 777 mine.old
+	echo theirs > mine.old/1.info
+	chown -R "$other" mine.old
+	run "$MCLOC" record -d mine -- ./recorded
+	assert_failure 1
+	assert_output "mcloc: mine.old: belongs to another user: mine is not moved there"
+	[ "$(ls mine)" = "$first" ]
+	[ "$(cat mine.old/1.info)" = theirs ]
+}
+
+@test "names, process names and command lines of a recording are data: no control byte or broken UTF-8 reaches the output" {
+	"$MCLOC" record -- ./recorded
+	pid=$(ls mcloc.data | sed -n 's/\.info$//p')
+	# Every name rewritten to one with a newline, an escape sequence, a
+	# ';', a quote and bytes of no UTF-8; so is the process's name.
+	$PY - mcloc.data/$pid.names mcloc.data/$pid.info <<'EOF'
+import struct, sys
+b = open(sys.argv[1], "rb").read()
+out, at = b"", 0
+while at + 24 <= len(b):
+    addr, off, kind, n = struct.unpack_from("<QQII", b, at)
+    name = b'f\n9 x;y"\\\x1b[31m\xff\xc3'
+    e = struct.pack("<QQII", addr, off, kind, len(name)) + name + b"\0"
+    out += e + b"\0" * (-len(e) % 8)
+    at += (24 + n + 1 + 7) & ~7
+open(sys.argv[1], "wb").write(out)
+info = bytearray(open(sys.argv[2], "rb").read())
+info[112:128] = b"\x1b]0;pwned\x07\n\0\0\0\0\0"
+open(sys.argv[2], "wb").write(info)
+EOF
+	"$MCLOC" dump --chrome t.json
+	$PY -c 'import json, sys; json.load(open(sys.argv[1], encoding="utf-8"))' t.json
+	"$MCLOC" replay --json > j.txt
+	$PY -c 'import json, sys; [json.loads(l) for l in open(sys.argv[1], encoding="utf-8")]' j.txt
+	# Folded stacks: each line still one path and its count.
+	"$MCLOC" dump --flame-graph flame.txt
+	[ "$(wc -l < flame.txt)" -eq 4 ]
+	awk '$NF !~ /^[0-9]+$/ { exit 1 }' flame.txt
+	for cmd in replay report info; do
+		"$MCLOC" $cmd > out.txt
+		! LC_ALL=C grep -q $'[\x01-\x08\x0b-\x1f\x7f]' out.txt
+		iconv -f UTF-8 -t UTF-8 out.txt > /dev/null
+	done
+}
+
+@test "record of a program that exits before it offers control: one line, exit 1, nothing leaked" {
+	# (Under the sanitizers, LeakSanitizer would add its report.)
+	ASAN_OPTIONS=detect_leaks=1 run "$MCLOC" record -- /bin/true
+	assert_failure 1
+	assert_output "mcloc: /bin/true: exited before it offered control (is it linked with libmcloc, or given --preload?)"
+}
+
+@test "a forged thread file of calls nested without end: the call tree stays as deep as an event can say" {
+	"$MCLOC" record -- ./recorded
+	ev=$(ls mcloc.data/*.events)
+	# 3000 entries of one site, each inside the last, then their exits:
+	# no program's (the runtime hooks 128 calls deep at most).
+	$PY - "$ev" <<'EOF'
+import struct, sys
+b = open(sys.argv[1], "rb").read()
+ip = struct.unpack_from("<QQ", b, 56)[1] & ((1 << 48) - 1)
+n, out = 3000, []
+for i in range(n):
+    out.append(struct.pack("<QQ", 1000 + i, 2 << 59 | min(i, 0x7ff) << 48 | ip))
+for i in reversed(range(n)):
+    out.append(struct.pack("<QQ", 10000 + n - i, 3 << 59 | min(i, 0x7ff) << 48 | (n - i) * 10**6))
+open(sys.argv[1], "wb").write(b[:56] + b"".join(out))
+EOF
+	"$MCLOC" dump --flame-graph flame.txt
+	awk -F';' '{ if (NF > max) max = NF } END { print max; exit !(max > 0 && max <= 2048) }' flame.txt
+	run "$MCLOC" report
+	assert_success
+}
+
+@test "a recording of many thousand threads is read in memory that grows with its depth, not its thread count" {
+	[ -z "${MCLOC_SANITIZED:-}" ] || skip "the address-space limit below is the sanitizers' to take"
+	"$MCLOC" record -- ./recorded
+	ev=$(ls mcloc.data/*.events)
+	# 20000 thread files of one entry each: 1.4 MB of events.
+	$PY - "$ev" <<'EOF'
+import os, struct, sys
+ev = sys.argv[1]
+b = open(ev, "rb").read()[:56]
+d, pid = os.path.dirname(ev), os.path.basename(ev).split(".")[0]
+os.unlink(ev)
+for tid in range(1, 20001):
+    h = bytearray(b)
+    struct.pack_into("<I", h, 20, tid)
+    open(f"{d}/{pid}.{tid}.events", "wb").write(bytes(h) + struct.pack("<QQ", 1000 + tid, 2 << 59 | 0x1234))
+EOF
+	run bash -c 'ulimit -v 320000 && "$0" report' "$MCLOC"
+	assert_success
+	assert_line --regexp '^0x1234 +20000 '
+}
