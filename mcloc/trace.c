@@ -64,6 +64,9 @@ static void add_site_name(const struct mcloc_rep_site *s, const char *name, void
 
 	if (n)
 		n->name = strdup(name);
+	/* (A program's names are data: printed as safe text.) */
+	if (n && n->name)
+		sym_clean(n->name, strlen(n->name));
 }
 
 static int load_sites(struct tracing *t)
@@ -120,6 +123,8 @@ static void resolve_callers(struct tracing *t, const struct event *ev, size_t n)
 				if (nm && a.namelen && !nm->name) {
 					nm->name = strndup((const char *)t->p->buf + at + sizeof(a),
 							   a.namelen);
+					if (nm->name)
+						sym_clean(nm->name, strlen(nm->name));
 					nm->off = a.off;
 				}
 				at += (sizeof(a) + a.namelen + 1 + 7) & ~(size_t)7;
