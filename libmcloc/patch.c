@@ -416,10 +416,6 @@ static int make_writable(struct mcr_batch *b, uintptr_t at, size_t len, uintptr_
 			}
 			break;
 		}
-		/* (Where the kernel has no MADV_POPULATE_WRITE, the faults
-		 * come as before.) */
-		if (b->dense)
-			madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE);
 		b->spans[b->nspans++] = (struct mcr_span){ lo, hi, m->prot };
 		b->wlo = lo;
 		b->whi = hi;

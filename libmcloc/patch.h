@@ -76,11 +76,6 @@ struct mcr_batch {
 	struct mcr_span *maps;
 	size_t nmaps;
 	double t0;
-	/* The batch changes most sites (an ops that covers most of them
-	 * comes or goes): each span of text made writable is made so in one
-	 * call, page tables and all, rather than by a copy-on-write fault
-	 * at the first write to each of its pages. */
-	bool dense;
 };
 
 /* A flip's address, old and new first byte (the layout above). */

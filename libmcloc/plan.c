@@ -391,15 +391,6 @@ int mcr_update_sites_with(const struct mcloc_ops *cops, int delta)
 	size_t ncovered = cops ? cops->priv->ncovered : 0;
 	uint32_t unit = cops ? mcr_count_unit(cops, delta) : 0;
 	mcr_batch_begin(&b, fl);
-	/* Dense: the ops that comes or goes covers at least a quarter of
-	 * every site (the first enable of a tracer of everything). */
-	if (cops && ncovered) {
-		size_t on = 0;
-
-		for (size_t w = 0; w < (ncovered + 63) / 64; w++)
-			on += (size_t)__builtin_popcountll(covers[w]);
-		b.dense = on >= mcr_nrecords / 4 && on >= 1024;
-	}
 	for (size_t i = 0; i < nim; i++) {
 		const struct site_view iv = view_of(order[i]);
 		struct mcloc_rec *recs = iv.recs;
