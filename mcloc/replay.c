@@ -22,6 +22,8 @@
 #include "symbols.h"
 
 #include <dirent.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
@@ -1342,6 +1344,22 @@ static int cmd_info(struct recording *r)
 	return 0;
 }
 
+/*
+ * The thread files are mapped: one that its owner cuts short while it is
+ * read would end the command with SIGBUS at the first page past its new
+ * end.  The guard turns that into one line and exit 1.  (Process-wide,
+ * as a signal handler must find it; set only while a command reads.)
+ */
+static sigjmp_buf *bus_guard;
+
+static void on_bus(int sig)
+{
+	if (bus_guard)
+		siglongjmp(*bus_guard, 1);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
 /* mcloc replay|report|graph|dump|info [OPTIONS] [FUNC] */
 int cmd_offline(int argc, char **argv, bool json)
 {
@@ -1362,9 +1380,24 @@ int cmd_offline(int argc, char **argv, bool json)
 		return 1;
 	/* (A replay writes a great deal: in large blocks.) */
 	char *buf = malloc(1 << 16);
+	sigjmp_buf jb;
+	struct sigaction sa = { .sa_handler = on_bus }, old;
 
 	if (buf)
 		setvbuf(stdout, buf, _IOFBF, 1 << 16);
+	/* (Installed before the jump point: nothing it restores changes
+	 * after it.) */
+	sigaction(SIGBUS, &sa, &old);
+	if (sigsetjmp(jb, 1)) {
+		/* (What was read is out; the rest of the state is not to
+		 * be trusted, so nothing more is freed: the command ends.) */
+		bus_guard = NULL;
+		sigaction(SIGBUS, &old, NULL);
+		fflush(stdout);
+		fail(o.dir, "a file of the recording was cut short while it was read");
+		return 1;
+	}
+	bus_guard = &jb;
 	if (!strcmp(cmd, "replay"))
 		ret = cmd_replay_report(&r, &o, false);
 	else if (!strcmp(cmd, "report"))
@@ -1375,6 +1408,8 @@ int cmd_offline(int argc, char **argv, bool json)
 		ret = cmd_dump(&r, &o);
 	else
 		ret = cmd_info(&r);
+	bus_guard = NULL;
+	sigaction(SIGBUS, &old, NULL);
 	recording_free(&r);
 	if (fflush(stdout) != 0 && !ret) {
 		fail(cmd, "standard output: %s", strerror(errno));

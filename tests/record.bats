@@ -545,3 +545,24 @@ EOF
 	assert_success
 	assert_line --regexp '^0x1234 +20000 '
 }
+
+@test "a thread file cut short while replay reads it: one line and exit 1, not SIGBUS" {
+	# Enough events that replay's output fills a FIFO nobody reads yet:
+	# replay waits there, half way, while the file is cut.
+	"$MCLOC" record -- ./recorded 100000
+	f=$(ls mcloc.data/*.events)
+	mkfifo out
+	"$MCLOC" replay > out 2> err &
+	rp=$!
+	exec 9< out
+	sleep 0.5
+	kill -0 "$rp"
+	truncate -s 64 "$f"
+	cat <&9 > /dev/null
+	exec 9<&-
+	status=0
+	wait "$rp" || status=$?
+	cat err
+	[ "$status" -eq 1 ]
+	[ "$(cat err)" = "mcloc: mcloc.data: a file of the recording was cut short while it was read" ]
+}
