@@ -234,7 +234,6 @@ static int cmd_snapshot(int argc, char **argv)
 
 	if (!p)
 		return ret;
-	ret = 1;
 	if (peer_send(p, MCLOC_REQ_SNAPSHOT, NULL, 0) == 0 && peer_recv(p, &m) == 0) {
 		if (m.type == MCLOC_REP_END)
 			ret = 0;
