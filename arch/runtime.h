@@ -269,7 +269,48 @@ uintptr_t *mcr_return_slot(struct mcloc_regs *regs, uintptr_t site, uintptr_t pa
  */
 bool mcr_site_at_entry(uintptr_t site, uintptr_t fn);
 void mcr_return_tramp(void);
+
+/*
+ * What mcr_return_tramp kept of a returning call, which it hands the hook
+ * (it restores them after): the integer result registers, then the
+ * floating-point ones, whose first holds a float or double result in its
+ * low bytes (x86_64 %rax, %rdx, %xmm0, %xmm1; aarch64 x0, x1, x8, q0-q3;
+ * riscv64 a0, a1, fa0, fa1).
+ */
+struct mcr_retregs {
+	uint64_t i[2];
+#if defined(__x86_64__)
+	uint8_t fp[2][16];
+#elif defined(__aarch64__)
+	uint64_t x8, pad;
+	uint8_t fp[4][16];
+#else
+	uint64_t fp[2];
+#endif
+};
 /* Defined by the library. */
-uintptr_t mcr_return_hook(uintptr_t sp);
+uintptr_t mcr_return_hook(uintptr_t sp, const struct mcr_retregs *rr);
+
+/*
+ * A traced call's argument registers as the calling convention passes
+ * scalars: the integer ones in order (NI of them: 6 on x86_64, 8
+ * elsewhere), the floating-point ones (FP: the first's low bytes, each
+ * FP_STRIDE bytes on), and where the first argument passed on the stack
+ * lies (NULL: unknown).  From the registers the regs trampoline saved
+ * (REGS), else (x86_64) from the args or direct trampoline's argument
+ * frame ARGS, with SLOT where the caller's return address lies (or NULL:
+ * found from AFTER and PARENT).  AT_ENTRY: the site is at its function's
+ * entry, the only place where the stack arguments are where the
+ * convention puts them.  False when neither source is there.
+ */
+struct mcr_argregs {
+	uint64_t i[8];
+	unsigned ni;
+	unsigned fp_stride;
+	const uint8_t *fp;
+	const uint64_t *stack;
+};
+bool mcr_call_argregs(const struct mcloc_regs *regs, const void *args, const uintptr_t *slot,
+		      uintptr_t after, uintptr_t parent, bool at_entry, struct mcr_argregs *out);
 
 #endif

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "mclines.h"
 
+#include <dwarf.h>
+#include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <gelf.h>
 #include <stdio.h>
@@ -111,6 +113,129 @@ const char *mc_lines_src(struct mc_lines *l, uint64_t addr, char *buf, size_t le
 		return NULL;
 	snprintf(buf, len, "%s:%d", src, lineno);
 	return buf;
+}
+
+/* TYPE's class, through typedefs and qualifiers. */
+static struct mc_param param_of(Dwarf_Die *type)
+{
+	Dwarf_Die d = *type, peeled;
+	Dwarf_Attribute at;
+	Dwarf_Word size = 0, enc = 0;
+
+	for (int hops = 0; hops < 32; hops++) {
+		int tag = dwarf_tag(&d);
+
+		if (tag != DW_TAG_typedef && tag != DW_TAG_const_type &&
+		    tag != DW_TAG_volatile_type && tag != DW_TAG_restrict_type &&
+		    tag != DW_TAG_atomic_type)
+			break;
+		if (!dwarf_attr_integrate(&d, DW_AT_type, &at) || !dwarf_formref_die(&at, &peeled))
+			return (struct mc_param){ MC_P_NONE, 0 };	/* (const void) */
+		d = peeled;
+	}
+	int tag = dwarf_tag(&d);
+	Dwarf_Attribute sa;
+
+	if (dwarf_attr_integrate(&d, DW_AT_byte_size, &sa))
+		dwarf_formudata(&sa, &size);
+	if (tag == DW_TAG_pointer_type || tag == DW_TAG_reference_type ||
+	    tag == DW_TAG_rvalue_reference_type) {
+		/* A pointer to plain char, whatever its typedefs and
+		 * qualifiers, is a string (not a byte buffer: uint8_t *). */
+		Dwarf_Die base;
+
+		if (tag == DW_TAG_pointer_type && dwarf_attr_integrate(&d, DW_AT_type, &at) &&
+		    dwarf_formref_die(&at, &base)) {
+			for (int hops = 0; hops < 32 && (dwarf_tag(&base) == DW_TAG_const_type ||
+							 dwarf_tag(&base) == DW_TAG_volatile_type ||
+							 dwarf_tag(&base) == DW_TAG_typedef); hops++)
+				if (!dwarf_attr_integrate(&base, DW_AT_type, &at) ||
+				    !dwarf_formref_die(&at, &base))
+					break;
+			const char *name = dwarf_diename(&base);
+
+			if (dwarf_tag(&base) == DW_TAG_base_type && name && !strcmp(name, "char"))
+				return (struct mc_param){ MC_P_STRING, 8 };
+		}
+		return (struct mc_param){ MC_P_POINTER, 8 };
+	}
+	if (tag == DW_TAG_enumeration_type)
+		return (struct mc_param){ MC_P_SIGNED, size && size <= 8 ? (unsigned)size : 4 };
+	if (tag != DW_TAG_base_type || !size || size > 8 ||
+	    !dwarf_attr_integrate(&d, DW_AT_encoding, &at) || dwarf_formudata(&at, &enc))
+		return (struct mc_param){ MC_P_OTHER, (unsigned)size };
+	switch (enc) {
+	case DW_ATE_signed_char:
+	case DW_ATE_unsigned_char: {
+		/* (Plain char is a character; signed and unsigned char, as
+		 * int8_t and uint8_t are, small integers.) */
+		const char *name = dwarf_diename(&d);
+
+		if (size == 1 && name && !strcmp(name, "char"))
+			return (struct mc_param){ MC_P_CHAR, 1 };
+		return (struct mc_param){ enc == DW_ATE_signed_char ? MC_P_SIGNED : MC_P_UNSIGNED,
+					  (unsigned)size };
+	}
+	case DW_ATE_signed:
+		return (struct mc_param){ MC_P_SIGNED, (unsigned)size };
+	case DW_ATE_unsigned:
+	case DW_ATE_boolean:
+	case DW_ATE_UTF:
+		return (struct mc_param){ MC_P_UNSIGNED, (unsigned)size };
+	case DW_ATE_float:
+		return (struct mc_param){ size == 4 || size == 8 ? MC_P_FLOAT : MC_P_OTHER,
+					  (unsigned)size };
+	default:
+		return (struct mc_param){ MC_P_OTHER, (unsigned)size };
+	}
+}
+
+/* DIE's type's class (MC_P_NONE: it has none, void). */
+static struct mc_param type_param(Dwarf_Die *die)
+{
+	Dwarf_Attribute at;
+	Dwarf_Die type;
+
+	if (!dwarf_attr_integrate(die, DW_AT_type, &at) || !dwarf_formref_die(&at, &type))
+		return (struct mc_param){ MC_P_NONE, 0 };
+	return param_of(&type);
+}
+
+int mc_lines_params(struct mc_lines *l, uint64_t addr, struct mc_param *v, int max,
+		    struct mc_param *ret)
+{
+	Dwfl_Module *mod = dwfl_addrmodule(l->dwfl, addr);
+	Dwarf_Addr bias = 0;
+	Dwarf_Die *cu = mod ? dwfl_module_addrdie(mod, addr, &bias) : NULL;
+	Dwarf_Die *scopes = NULL;
+	int n = cu ? dwarf_getscopes(cu, addr - bias, &scopes) : -1, found = -1;
+
+	/* The innermost function around ADDR that is not inlined there. */
+	for (int i = 0; i < n && found < 0; i++) {
+		Dwarf_Die *fn = &scopes[i], child;
+
+		if (dwarf_tag(fn) != DW_TAG_subprogram)
+			continue;
+		*ret = type_param(fn);
+		found = 0;
+		if (dwarf_child(fn, &child) != 0)
+			break;
+		do {
+			int tag = dwarf_tag(&child);
+
+			if (tag == DW_TAG_unspecified_parameters && !found) {
+				found = -1;	/* (f(...), or an old-style f()) */
+				break;
+			}
+			if (tag != DW_TAG_formal_parameter)
+				continue;
+			if (found < max)
+				v[found] = type_param(&child);
+			found++;
+		} while (dwarf_siblingof(&child, &child) == 0);
+	}
+	free(scopes);
+	return found;
 }
 
 void mc_lines_close(struct mc_lines *l)

@@ -26,6 +26,33 @@ const char *mc_lines_at(struct mc_lines *l, uint32_t shndx, uint64_t off, char *
 struct mc_lines *mc_lines_open_maps(FILE *maps, char *err, size_t errlen);
 const char *mc_lines_func(struct mc_lines *l, uint64_t addr, uint64_t *off);
 const char *mc_lines_src(struct mc_lines *l, uint64_t addr, char *buf, size_t len);
+/*
+ * A function's parameters and result as DWARF declares them, classed by
+ * how a calling convention passes a scalar: what mcloc's --auto-args
+ * captures.  MC_P_OTHER is anything else (an aggregate, a long double, a
+ * complex): where it and the parameters after it go depends on the ABI's
+ * rules for aggregates, so a reader stops there.
+ */
+enum mc_param_kind {
+	MC_P_NONE,	/* (the result of a void function) */
+	MC_P_SIGNED,	/* integers and enums: SIZE bytes */
+	MC_P_UNSIGNED,	/* (and bool) */
+	MC_P_CHAR,	/* a character type of one byte */
+	MC_P_POINTER,
+	MC_P_STRING,	/* a pointer to char */
+	MC_P_FLOAT,	/* float or double: SIZE 4 or 8 */
+	MC_P_OTHER,
+};
+struct mc_param {
+	enum mc_param_kind kind;
+	unsigned size;
+};
+/* Of the function whose code holds ADDR (a process's address): up to MAX
+ * parameters into V and the result into *RET; how many it has (more than
+ * MAX possible), or -1 when no DWARF describes it (or it is variadic
+ * with none named: nothing is known). */
+int mc_lines_params(struct mc_lines *l, uint64_t addr, struct mc_param *v, int max,
+		    struct mc_param *ret);
 void mc_lines_close(struct mc_lines *l);
 
 #endif

@@ -24,6 +24,7 @@
 #include "images.h"
 #include "tracer.h"
 #include "trace.h"
+#include "../base/grow.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -56,8 +57,18 @@ struct conn {
 	uint64_t since;		/* when its request's first byte came, or (none
 				 * pending) its last request was answered or it
 				 * connected, ms */
+	/* MCLOC_REQ_ARGS's entries, for its next trace request. */
+	struct mcloc_args_ent *args;
+	size_t nargs, cap_args;
 	_Alignas(8) uint8_t buf[MCLOC_REQ_MAX];
 };
+
+static void drop_args(struct conn *c)
+{
+	free(c->args);
+	c->args = NULL;
+	c->nargs = c->cap_args = 0;
+}
 
 /* The one server of the process (there is one socket per process). */
 static struct {
@@ -460,7 +471,10 @@ static bool do_trace(struct reply *r, int i, const uint8_t *p, size_t plen)
 			    MCLOC_SESSIONS_MAX);
 		return true;
 	}
-	int ret = mcr_trace_start(&q, g[0], g[1], g[2], g[3], &fd, &size, err, sizeof(err));
+	int ret = mcr_trace_start(&q, g[0], g[1], g[2], g[3], ctl.conn[i].args,
+				  ctl.conn[i].nargs, &fd, &size, err, sizeof(err));
+
+	drop_args(&ctl.conn[i]);
 	if (ret < 0) {
 		reply_error(r, -ret, "%s", err);
 		first_traced();
@@ -473,6 +487,39 @@ static bool do_trace(struct reply *r, int i, const uint8_t *p, size_t plen)
 	first_traced();
 	snprintf(ctl.conn[i].tracer, sizeof(ctl.conn[i].tracer), "%s",
 		 q.tracer == MCLOC_TRACE_GRAPH ? "function_graph" : "function");
+	return !r->failed;
+}
+
+/* Argument entries for C's next trace: false when malformed. */
+static bool do_args(struct reply *r, struct conn *c, const uint8_t *p, size_t plen)
+{
+	size_t n = plen / sizeof(struct mcloc_args_ent);
+
+	if (!plen || plen % sizeof(struct mcloc_args_ent)) {
+		reply_error(r, EINVAL, "an argument request needs whole entries of %zu bytes",
+			    sizeof(struct mcloc_args_ent));
+		return false;
+	}
+	if (c->session >= 0) {
+		reply_error(r, EBUSY, "this connection traces already");
+		return true;
+	}
+	if (c->nargs + n > MCLOC_ARGS_ENTS_MAX) {
+		reply_error(r, E2BIG, "more than %d argument entries", MCLOC_ARGS_ENTS_MAX);
+		return true;
+	}
+	while (c->cap_args < c->nargs + n) {
+		struct mcloc_args_ent *v = mc_grown(c->args, &c->cap_args, c->cap_args,
+						    sizeof(*v), 64);
+		if (!v) {
+			reply_error(r, ENOMEM, "out of memory");
+			return true;
+		}
+		c->args = v;
+	}
+	memcpy(c->args + c->nargs, p, plen);
+	c->nargs += n;
+	reply_one(r, MCLOC_REP_END, NULL, 0);
 	return !r->failed;
 }
 
@@ -579,6 +626,8 @@ static bool handle(struct conn *c, const struct mcloc_msg *m, struct reply *r)
 		return !r->failed;
 	case MCLOC_REQ_TRACE:
 		return do_trace(r, i, p, plen);
+	case MCLOC_REQ_ARGS:
+		return do_args(r, &ctl.conn[i], p, plen);
 	case MCLOC_REQ_STOP:
 		if (plen) {
 			reply_error(r, EINVAL, "request type %u takes no payload", m->type);
@@ -619,6 +668,7 @@ static void conn_close(struct conn *c)
 	close(c->fd);
 	c->fd = -1;
 	c->have = 0;
+	drop_args(c);
 }
 
 /* Read what C's peer sent; answer each whole request. */
@@ -872,9 +922,11 @@ static void forget_server(void)
 	for (int i = 0; i < CONN_MAX; i++)
 		ctl.conn[i].session = -1;
 	ctl.path[0] = 0;
-	for (int i = 0; i < CONN_MAX; i++)
+	for (int i = 0; i < CONN_MAX; i++) {
 		if (ctl.conn[i].fd >= 0)
 			close(ctl.conn[i].fd), ctl.conn[i].fd = -1;
+		drop_args(&ctl.conn[i]);
+	}
 	if (ctl.lfd >= 0)
 		close(ctl.lfd), ctl.lfd = -1;
 	for (int i = 0; i < 2; i++)

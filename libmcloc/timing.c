@@ -204,7 +204,17 @@ int mcr_hook_return_args(uintptr_t ip, uintptr_t parent, mcr_ret_fn done, void *
 #endif
 }
 
-__attribute__((used)) uintptr_t mcr_return_hook(uintptr_t sp)
+bool mcr_call_from_entry(uintptr_t ip)
+{
+#if MCR_ONE_STORE
+	return mcr_site_at_entry(ip, 0);
+#else
+	(void)ip;
+	return at_entry();
+#endif
+}
+
+__attribute__((used)) uintptr_t mcr_return_hook(uintptr_t sp, const struct mcr_retregs *rr)
 {
 	struct shadow *sh = myshadow;
 	uint64_t t = mcr_stamp();
@@ -220,8 +230,8 @@ __attribute__((used)) uintptr_t mcr_return_hook(uintptr_t sp)
 
 		for (unsigned j = sh->depth; j-- > k + 1;)
 			sh->f[j].done(sh->f[j].ip, sh->f[j].arg, sh->f[j].gen, sh->f[j].t0, t, j,
-				      false);
-		f->done(f->ip, f->arg, f->gen, f->t0, t, k, true);
+				      NULL);
+		f->done(f->ip, f->arg, f->gen, f->t0, t, k, rr);
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 		__atomic_store_n(&sh->depth, k, __ATOMIC_RELAXED);
 		return ret;
@@ -254,7 +264,7 @@ static void unhook_thread(void)
 
 		if ((uintptr_t)f->slot > sp && *f->slot == (uintptr_t)mcr_return_tramp)
 			*f->slot = f->ret;
-		f->done(f->ip, f->arg, f->gen, f->t0, t, k, false);
+		f->done(f->ip, f->arg, f->gen, f->t0, t, k, NULL);
 	}
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	__atomic_store_n(&sh->depth, 0, __ATOMIC_RELAXED);

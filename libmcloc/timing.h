@@ -23,12 +23,12 @@ static inline uint64_t mcr_stamp(void)
 	return mcr_stamp_slow();
 }
 
-/* What runs when a hooked call at IP returns (RETURNED, at stamp T1), or
- * when it was found to have been left by a longjmp or an exception (not
- * RETURNED; T1 is when that was found).  DEPTH: its place on the thread's
- * stack of hooked calls, 0 the outermost. */
+/* What runs when a hooked call at IP returns (RR: its result registers,
+ * at stamp T1), or when it was found to have been left by a longjmp or an
+ * exception (RR NULL; T1 is when that was found).  DEPTH: its place on the
+ * thread's stack of hooked calls, 0 the outermost. */
 typedef void (*mcr_ret_fn)(uintptr_t ip, void *arg, unsigned gen, uint64_t t0, uint64_t t1,
-			   unsigned depth, bool returned);
+			   unsigned depth, const struct mcr_retregs *rr);
 /* Hook the return of the call at IP, entered at T0, from a callback's
  * REGS: DONE(ip, ARG, GEN, t0, t1, depth, returned) runs when it returns.  Its
  * depth, or -1 when it cannot be hooked (no REGS, a site after the
@@ -40,6 +40,10 @@ int mcr_hook_return(struct mcloc_regs *regs, uintptr_t ip, uintptr_t parent, mcr
  * (MCR_ARGS_RETURN_SLOT: x86_64); -1 elsewhere. */
 int mcr_hook_return_args(uintptr_t ip, uintptr_t parent, mcr_ret_fn done, void *arg,
 			 unsigned gen, uint64_t t0);
+/* Whether the call whose callbacks run (at site IP) came from a site at
+ * its function's entry, where its stack arguments are where the calling
+ * convention says. */
+bool mcr_call_from_entry(uintptr_t ip);
 /* How many hooked calls the thread is inside. */
 unsigned mcr_hook_depth(void);
 /* The ops flags a tracer that hooks returns needs: the register-saving

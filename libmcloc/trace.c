@@ -24,6 +24,7 @@
 #include "rcu.h"
 #include "trace.h"
 #include "ops.h"
+#include "args.h"
 #include "../base/grow.h"
 
 #include <errno.h>
@@ -71,6 +72,9 @@ struct session {
 		unsigned actions;
 	} *trig;
 	size_t ntrig;
+	/* Arguments and return values to capture, by site (sorted). */
+	struct mcloc_args_ent *args;
+	size_t nargs;
 	int off;		/* a trigger turned tracing off (atomic) */
 	/* Its callbacks' ops: a callback finds its session from it. */
 	struct mcloc_ops ops;
@@ -212,16 +216,39 @@ static __attribute__((noinline, cold)) void count_lost(const struct session *s,
 	}
 }
 
+/* The DATA event of NDATA bytes at DATA, from HEAD on (<mcloc/control.h>
+ * lays it out): where it ends. */
+static __attribute__((noinline)) uint64_t put_data(uint8_t *ring, uint32_t size, uint64_t head,
+						    uint64_t time, unsigned depth,
+						    const uint8_t *data, uint32_t ndata)
+{
+	*(struct mcloc_event *)(ring + (head & (size - 1))) =
+		(struct mcloc_event){ time, mcloc_ev_word(MCLOC_EV_DATA, depth, ndata) };
+	head += sizeof(struct mcloc_event);
+	for (uint32_t at = 0; at < ndata; at += MCLOC_EV_DATA_SLOT) {
+		uint8_t chunk[16] = { 0 };
+		struct mcloc_event ev;
+
+		memcpy(chunk, data + at,
+		       ndata - at < MCLOC_EV_DATA_SLOT ? ndata - at : MCLOC_EV_DATA_SLOT);
+		memcpy(&ev, chunk, sizeof(ev));
+		*(struct mcloc_event *)(ring + (head & (size - 1))) = ev;
+		head += sizeof(struct mcloc_event);
+	}
+	return head;
+}
+
 /*
  * One event: TYPE at TIME, with PAYLOAD (a site, or EXIT's duration) and
  * DEPTH, and for CALL the caller's return address EXTRA, in slots of
- * <mcloc/control.h>; a CPU slot first when the thread has moved.  (Inlined
- * into the tracers: its slow paths are calls of their own, so the common
- * one saves no registers.)
+ * <mcloc/control.h>; a CPU slot first when the thread has moved; and when
+ * NITEMS, a DATA event of the NITEMS bytes at ITEMS after it, in the same
+ * publication.  (Inlined into the tracers: its slow paths are calls of
+ * their own, so the common one saves no registers.)
  */
 static inline __attribute__((always_inline)) void
 put_event(const struct session *s, unsigned type, uint64_t time, uint64_t payload, uint64_t extra,
-	  unsigned depth)
+	  unsigned depth, const uint8_t *items, uint32_t nitems)
 {
 	struct mcloc_ring *r = my_ring(s);
 
@@ -233,7 +260,8 @@ put_event(const struct session *s, unsigned type, uint64_t time, uint64_t payloa
 	/* (A CALL carries its CPU in its second slot.) */
 	struct my_ring *m = &mine[s->slot];
 	bool moved = cpu != m->cpu && type != MCLOC_EV_CALL;
-	uint32_t need = (mcloc_ev_slots(type) + moved) * sizeof(struct mcloc_event);
+	uint32_t need = (mcloc_ev_slots(mcloc_ev_word(type, 0, 0)) + moved +
+			 (nitems ? 1 + mcloc_ev_data_slots(nitems) : 0)) * sizeof(struct mcloc_event);
 	/* (HEAD may be anything the controller wrote: masked by the
 	 * program's own size, the event still lands inside the ring.) */
 	uint64_t head = r->head & ~(uint64_t)(sizeof(struct mcloc_event) - 1);
@@ -275,6 +303,8 @@ put_event(const struct session *s, unsigned type, uint64_t time, uint64_t payloa
 			(struct mcloc_event){ extra, cpu };
 		head += sizeof(struct mcloc_event);
 	}
+	if (nitems)
+		head = put_data(data, size, head, time, depth, items, nitems);
 	__atomic_store_n(&r->head, head, __ATOMIC_RELEASE);
 }
 
@@ -331,19 +361,45 @@ static inline bool tracing_off(const struct session *s)
 static void triggers_after(const struct session *s, unsigned tr, uint64_t t, unsigned depth)
 {
 	if (tr & MCLOC_TRIGGER_BACKTRACE)
-		put_event(s, MCLOC_EV_MARK, t, MCLOC_MARK_BACKTRACE, 0, depth);
+		put_event(s, MCLOC_EV_MARK, t, MCLOC_MARK_BACKTRACE, 0, depth, NULL, 0);
 	if (tr & MCLOC_TRIGGER_SNAPSHOT) {
-		put_event(s, MCLOC_EV_MARK, t, MCLOC_MARK_SNAPSHOT, 0, depth);
+		put_event(s, MCLOC_EV_MARK, t, MCLOC_MARK_SNAPSHOT, 0, depth, NULL, 0);
 		__atomic_fetch_add(&s->hdr->snapshots, 1, __ATOMIC_RELEASE);
 	}
 	if (tr & MCLOC_TRIGGER_OFF)
 		__atomic_store_n((int *)&s->off, 1, __ATOMIC_RELAXED);
 }
 
+/* The arguments and return value S captures at site IP, or NULL. */
+static inline const struct mcloc_args_ent *args_at(const struct session *s, uintptr_t ip)
+{
+	if (__builtin_expect(!s->nargs, 1))
+		return NULL;
+	size_t i = site_index(s->args, s->nargs, sizeof(*s->args), ip);
+
+	return i < s->nargs && s->args[i].site == ip ? &s->args[i] : NULL;
+}
+
+/* An event with the arguments A says (apart: the common event keeps its
+ * small frame). */
+static __attribute__((noinline)) void put_with_args(const struct session *s, unsigned type,
+						    uint64_t t, uintptr_t ip, uintptr_t parent,
+						    unsigned depth, struct mcloc_regs *regs,
+						    const struct mcloc_args_ent *a)
+{
+	uint8_t items[MCLOC_EV_DATA_MAX];
+	struct mcr_argregs ar;
+	const struct mcr_entry_args *e = &mcr_entry_args;
+	bool have = mcr_call_argregs(regs, e->args, e->slot, e->after, parent,
+				     mcr_call_from_entry(ip), &ar);
+	size_t n = a->nargs ? mcr_args_capture(a, have ? &ar : NULL, items) : 0;
+
+	put_event(s, type, t, ip, parent, depth, items, (uint32_t)n);
+}
+
 static void function_cb(uintptr_t ip, uintptr_t parent, struct mcloc_ops *ops,
 			struct mcloc_regs *regs)
 {
-	(void)regs;
 	const struct session *s = session_of(ops);
 
 	if (!wanted_thread(s))
@@ -352,8 +408,12 @@ static void function_cb(uintptr_t ip, uintptr_t parent, struct mcloc_ops *ops,
 
 	if (!tracing_off(s)) {
 		uint64_t t = mcr_stamp();
+		const struct mcloc_args_ent *a = args_at(s, ip);
 
-		put_event(s, MCLOC_EV_CALL, t, ip, parent, 0);
+		if (a)
+			put_with_args(s, MCLOC_EV_CALL, t, ip, parent, 0, regs, a);
+		else
+			put_event(s, MCLOC_EV_CALL, t, ip, parent, 0, NULL, 0);
 		if (tr)
 			triggers_after(s, tr, t, 0);
 	}
@@ -366,10 +426,15 @@ static bool in_graph_set(const struct session *s, uintptr_t ip)
 	return i < s->ngraph && s->graph_sites[i] == ip;
 }
 
-/* A traced call of the graph returned (at T1), or a longjmp or an
- * exception left it.  ARG: whether it entered set_graph_function. */
+/* What a hooked call of the graph carries to its return: its site's
+ * arguments entry (whose return value is wanted), or NULL, and whether it
+ * entered set_graph_function (the low bit: entries are 8-aligned). */
+#define GRAPH_ENTERING 1u
+
+/* A traced call of the graph returned (RR: its result registers, at T1),
+ * or a longjmp or an exception left it. */
 static void graph_done(uintptr_t ip, void *arg, unsigned gen, uint64_t t0, uint64_t t1,
-		       unsigned depth, bool returned)
+		       unsigned depth, const struct mcr_retregs *rr)
 {
 	mcr_read_lock();
 	const struct session *s = NULL;
@@ -380,11 +445,17 @@ static void graph_done(uintptr_t ip, void *arg, unsigned gen, uint64_t t0, uint6
 		s = x && x->gen == gen ? x : NULL;
 	}
 	if (s) {
-		put_event(s, returned ? MCLOC_EV_EXIT : MCLOC_EV_LEFT, t1, returned ? t1 - t0 : ip,
-			  0, depth);
+		/* (The entry is the session's, which lives as long as it.) */
+		const struct mcloc_args_ent *a =
+			(const struct mcloc_args_ent *)((uintptr_t)arg & ~(uintptr_t)GRAPH_ENTERING);
+		uint8_t items[2 + MCLOC_ARG_STR_MAX];
+		size_t n = a && rr ? mcr_ret_capture(&a->ret, rr, items) : 0;
+
+		put_event(s, rr ? MCLOC_EV_EXIT : MCLOC_EV_LEFT, t1, rr ? t1 - t0 : ip, 0, depth,
+			  items, (uint32_t)n);
 		struct my_ring *m = &mine[s->slot];
 
-		if (arg && m->gen == gen && m->inside)
+		if (((uintptr_t)arg & GRAPH_ENTERING) && m->gen == gen && m->inside)
 			m->inside--;
 	}
 	mcr_read_unlock();
@@ -417,11 +488,15 @@ static void graph_cb(uintptr_t ip, uintptr_t parent, struct mcloc_ops *ops,
 	if (tracing_off(s))
 		return;
 	uint64_t t = mcr_stamp();
-	int d = mcr_hook_call(regs, ip, parent, graph_done, entering ? (void *)1 : NULL, s->gen,
-			      t);
+	const struct mcloc_args_ent *a = args_at(s, ip);
+	uintptr_t arg = (a && a->has_ret ? (uintptr_t)a : 0) | (entering ? GRAPH_ENTERING : 0);
+	int d = mcr_hook_call(regs, ip, parent, graph_done, (void *)arg, s->gen, t);
+	unsigned type = d >= 0 ? MCLOC_EV_ENTRY : MCLOC_EV_UNTIMED;
 
-	put_event(s, d >= 0 ? MCLOC_EV_ENTRY : MCLOC_EV_UNTIMED, t, ip, parent,
-		  d >= 0 ? (unsigned)d : depth);
+	if (a && a->nargs)
+		put_with_args(s, type, t, ip, parent, d >= 0 ? (unsigned)d : depth, regs, a);
+	else
+		put_event(s, type, t, ip, parent, d >= 0 ? (unsigned)d : depth, NULL, 0);
 	if (entering && d >= 0)
 		mine[s->slot].inside++;
 	if (tr)
@@ -521,10 +596,48 @@ static int parse_triggers(struct session *s, const char *spec, char *err, size_t
 	return 0;
 }
 
+/* The N entries at V into S, checked, by site: 0, or -errno with ERR
+ * (-EINVAL: one is not valid, or two name one site). */
+static int take_args(struct session *s, const struct mcloc_args_ent *v, size_t n, char *err,
+		     size_t errlen)
+{
+	if (!n)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		bool ok = v[i].nargs <= MCLOC_ARGS_MAX && v[i].has_ret <= 1 &&
+			  !memcmp(v[i].reserved, (uint8_t[6]){ 0 }, 6) &&
+			  (!v[i].has_ret || mcr_arg_valid(&v[i].ret, true));
+
+		for (unsigned k = 0; ok && k < v[i].nargs; k++)
+			ok = mcr_arg_valid(&v[i].args[k], false);
+		if (!ok) {
+			snprintf(err, errlen, "argument entry %zu (site %#llx) is not one this "
+					      "library knows", i, (unsigned long long)v[i].site);
+			return -EINVAL;
+		}
+	}
+	s->args = malloc(n * sizeof(*s->args));
+	if (!s->args) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	memcpy(s->args, v, n * sizeof(*s->args));
+	qsort(s->args, n, sizeof(*s->args), cmp_uptr);
+	s->nargs = n;
+	for (size_t i = 1; i < n; i++)
+		if (s->args[i].site == s->args[i - 1].site) {
+			snprintf(err, errlen, "site %#llx has two argument entries",
+				 (unsigned long long)s->args[i].site);
+			return -EINVAL;
+		}
+	return 0;
+}
+
 static void session_free(struct session *s)
 {
 	if (!s)
 		return;
+	free(s->args);
 	free(s->trig);
 	if (s->hdr)
 		munmap(s->hdr, s->size);
@@ -543,8 +656,8 @@ bool mcr_trace_active(void)
 }
 
 int mcr_trace_start(const struct mcloc_req_trace *q, const char *filter, const char *notrace,
-		    const char *graph, const char *triggers, int *fd_out, uint64_t *size_out,
-		    char *err, size_t errlen)
+		    const char *graph, const char *triggers, const struct mcloc_args_ent *args,
+		    size_t nargs, int *fd_out, uint64_t *size_out, char *err, size_t errlen)
 {
 	struct session *s = NULL;
 	int fd = -1, ret;
@@ -612,6 +725,8 @@ int mcr_trace_start(const struct mcloc_req_trace *q, const char *filter, const c
 	}
 	if (triggers[0] && (ret = parse_triggers(s, triggers, err, errlen)) < 0)
 		goto out;
+	if ((ret = take_args(s, args, nargs, err, errlen)) < 0)
+		goto out;
 	/* (Sealed at its size: the controller checks the seals, as a memfd
 	 * that may shrink under its mapping would fault it.) */
 	fd = memfd_create("mcloc-trace", MFD_CLOEXEC | MFD_ALLOW_SEALING);
@@ -637,9 +752,11 @@ int mcr_trace_start(const struct mcloc_req_trace *q, const char *filter, const c
 	s->hdr->now_ns = s->hdr->start_ns;
 	s->hdr->now_time = s->hdr->start_time;
 
+	/* (Arguments come from the same registers a return hook needs: the
+	 * argument frame where it is read, else every register.) */
 	s->ops = (struct mcloc_ops){ .sz = sizeof(s->ops),
 					.func = q->tracer == MCLOC_TRACE_GRAPH ? graph_cb : function_cb,
-					.flags = q->tracer == MCLOC_TRACE_GRAPH ?
+					.flags = q->tracer == MCLOC_TRACE_GRAPH || s->nargs ?
 						 MCR_HOOK_OPS_FLAGS : 0 };
 	const char *failed = NULL;	/* the globs refused */
 

@@ -9,12 +9,14 @@ struct mcloc_req_trace;
 /* Start the tracer Q asks for, a session of its own beside any other
  * (MCLOC_SESSIONS_MAX at most), with the filter, notrace and
  * set_graph_function globs and the triggers given ("" for none;
- * <mcloc/control.h> says how triggers are written): the session's id, the
- * rings' memfd in *FD (the caller passes it on and closes it) and its
- * size in *SIZE; -errno with ERR saying why. */
+ * <mcloc/control.h> says how triggers are written), capturing the
+ * arguments and return values of the NARGS entries at ARGS (copied): the
+ * session's id, the rings' memfd in *FD (the caller passes it on and
+ * closes it) and its size in *SIZE; -errno with ERR saying why. */
+struct mcloc_args_ent;
 int mcr_trace_start(const struct mcloc_req_trace *q, const char *filter, const char *notrace,
-		    const char *graph, const char *triggers, int *fd, uint64_t *size, char *err,
-		    size_t errlen);
+		    const char *graph, const char *triggers, const struct mcloc_args_ent *args,
+		    size_t nargs, int *fd, uint64_t *size, char *err, size_t errlen);
 /* Refresh every session's clock pair (the control thread, while
  * tracing). */
 void mcr_trace_tick(void);

@@ -440,13 +440,13 @@ static uint64_t to_ns(uint64_t v, struct rate r)
 /* A timed call of the profile returned (at T1), or was left by a longjmp
  * or an exception (not timed). */
 static void profile_done(uintptr_t ip, void *arg, unsigned gen, uint64_t t0, uint64_t t1,
-			 unsigned depth, bool returned)
+			 unsigned depth, const struct mcr_retregs *rr)
 {
 	struct hit *h = arg;
 
 	(void)ip;
 	(void)depth;
-	if (!returned || gen != atomic_load_explicit(&hits_gen, memory_order_relaxed))
+	if (!rr || gen != atomic_load_explicit(&hits_gen, memory_order_relaxed))
 		return;		/* (an old profile's: its array is retired) */
 	atomic_fetch_add_explicit(&h->timed, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&h->ns, t1 - t0, memory_order_relaxed);

@@ -7,6 +7,7 @@
  */
 #include "format.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +21,7 @@ size_t decode_event(struct decoder *d, const struct mcloc_event *v, size_t n, st
 	uint64_t w = v[0].word;
 	unsigned type = mcloc_ev_type(w), base = type & 0xf, depth = mcloc_ev_depth(w);
 	uint64_t pay = mcloc_ev_payload(w);
-	size_t slots = mcloc_ev_slots(base);
+	size_t slots = mcloc_ev_slots(w);
 
 	if (slots > n)
 		return 0;
@@ -67,6 +68,10 @@ size_t decode_event(struct decoder *d, const struct mcloc_event *v, size_t n, st
 	case MCLOC_EV_UNTIMED:
 	case MCLOC_EV_MARK:	/* (ip: the mark's kind) */
 		break;
+	case MCLOC_EV_DATA:
+		/* (Alone: the reader started inside its event.) */
+		e->type = type & MCLOC_EV_LOST_BEFORE;
+		return slots;
 	default:
 		/* A CALL's second slot, or what no event of this version
 		 * starts with: skipped.  (Alone with LOST_BEFORE: lost at the
@@ -75,6 +80,30 @@ size_t decode_event(struct decoder *d, const struct mcloc_event *v, size_t n, st
 		return 1;
 	}
 	e->type = (uint16_t)type;
+	/* The event's DATA, written with it: whole once the event is. */
+	if (slots < n && (mcloc_ev_type(v[slots].word) & 0xf) == MCLOC_EV_DATA &&
+	    (base == MCLOC_EV_CALL || base == MCLOC_EV_ENTRY || base == MCLOC_EV_EXIT ||
+	     base == MCLOC_EV_UNTIMED)) {
+		uint64_t bytes = mcloc_ev_payload(v[slots].word);
+		size_t ds = mcloc_ev_slots(v[slots].word);
+
+		if (slots + ds > n)
+			return 0;
+		if (bytes <= MCLOC_EV_DATA_MAX) {
+			uint8_t *out = d->data[d->turn ^= 1];
+
+			for (size_t k = 1, at = 0; k < ds; k++, at += MCLOC_EV_DATA_SLOT) {
+				uint8_t chunk[16];
+
+				memcpy(chunk, &v[slots + k], sizeof(chunk));
+				memcpy(out + at, chunk,
+				       bytes - at < MCLOC_EV_DATA_SLOT ? bytes - at : MCLOC_EV_DATA_SLOT);
+			}
+			e->data = out;
+			e->ndata = (uint32_t)bytes;
+		}
+		slots += ds;
+	}
 	return slots;
 }
 
@@ -443,6 +472,151 @@ static void put_source(struct tracing *t, uint64_t ip)
 	}
 }
 
+/* ---- arguments and return values ---- */
+
+size_t next_arg_item(const uint8_t *d, size_t n, struct arg_item *it)
+{
+	if (n < 2 || (size_t)d[1] + 2 > n)
+		return 0;
+	*it = (struct arg_item){ .fmt = d[0] & MCLOC_DATA_FMT,
+				 .flags = d[0] & (unsigned)~MCLOC_DATA_FMT, .v = d + 2,
+				 .len = d[1] };
+	return 2 + (size_t)d[1];
+}
+
+/* The string of IT quoted, as C (text) or JSON escapes it; any byte that
+ * is not printable ASCII escaped. */
+static void put_quoted(FILE *f, const struct arg_item *it, bool json)
+{
+	putc_unlocked('"', f);
+	for (unsigned k = 0; k < it->len; k++) {
+		unsigned c = it->v[k];
+
+		if (c == '"' || c == '\\') {
+			putc_unlocked('\\', f);
+			putc_unlocked((int)c, f);
+		} else if (c == '\n') {
+			out_str(f, "\\n");
+		} else if (c == '\t') {
+			out_str(f, "\\t");
+		} else if (c < 0x20 || c >= 0x7f) {
+			fprintf(f, json ? "\\u%04x" : "\\x%02x", c);
+		} else {
+			putc_unlocked((int)c, f);
+		}
+	}
+	putc_unlocked('"', f);
+	if (it->flags & MCLOC_DATA_CUT)
+		out_str(f, json ? "" : "...");
+}
+
+/* The value of IT on F. */
+static void put_value(FILE *f, const struct arg_item *it, bool json)
+{
+	uint64_t raw = 0;
+
+	if ((it->flags & MCLOC_DATA_BAD) && (it->fmt != MCLOC_ARG_STR || it->len != 8)) {
+		out_str(f, json ? "null" : "?");
+		return;
+	}
+	if (it->fmt == MCLOC_ARG_STR) {
+		if (it->flags & MCLOC_DATA_NULL) {
+			out_str(f, json ? "null" : "NULL");
+		} else if (it->flags & MCLOC_DATA_BAD) {
+			memcpy(&raw, it->v, 8);
+			fprintf(f, json ? "\"%#llx\"" : "%#llx", (unsigned long long)raw);
+		} else {
+			put_quoted(f, it, json);
+		}
+		return;
+	}
+	memcpy(&raw, it->v, it->len < 8 ? it->len : 8);
+	unsigned bits = 8 * (it->len < 8 ? it->len : 8);
+	uint64_t mask = bits == 64 ? ~0ull : (1ull << bits) - 1;
+
+	raw &= mask;
+	switch (it->fmt) {
+	case MCLOC_ARG_INT: {
+		int64_t v = bits == 64 || !(raw >> (bits - 1) & 1) ? (int64_t)raw
+								     : (int64_t)(raw | ~mask);
+
+		fprintf(f, "%lld", (long long)v);
+		break;
+	}
+	case MCLOC_ARG_UINT:
+		fprintf(f, "%llu", (unsigned long long)raw);
+		break;
+	case MCLOC_ARG_CHAR: {
+		struct arg_item c = { .v = (const uint8_t *)&raw, .len = 1 };
+
+		if (json) {
+			put_quoted(f, &c, true);
+		} else if (raw >= 0x20 && raw < 0x7f && raw != '\'' && raw != '\\') {
+			fprintf(f, "'%c'", (int)raw);
+		} else {
+			fprintf(f, "'\\x%02x'", (unsigned)raw);
+		}
+		break;
+	}
+	case MCLOC_ARG_FLOAT: {
+		double v;
+
+		if (it->len == 4) {
+			float x;
+			uint32_t w = (uint32_t)raw;
+
+			memcpy(&x, &w, 4);
+			v = x;
+		} else {
+			memcpy(&v, &raw, 8);
+		}
+		/* (JSON has no NaN or infinity: those go as strings.) */
+		if (json && !isfinite(v))
+			fprintf(f, "\"%g\"", v);
+		else
+			fprintf(f, "%.*g", it->len == 4 ? 9 : 17, v);
+		break;
+	}
+	default:	/* HEX, and a format of a later version */
+		fprintf(f, json ? "\"%#llx\"" : "%#llx", (unsigned long long)raw);
+		break;
+	}
+}
+
+void put_arg_items(FILE *f, const uint8_t *d, size_t n, bool json, bool ret)
+{
+	struct arg_item it;
+	bool first = true;
+
+	for (size_t used; (used = next_arg_item(d, n, &it)); d += used, n -= used) {
+		if (!(it.flags & MCLOC_DATA_RET) != !ret)
+			continue;
+		if (!first)
+			out_str(f, json ? "," : ", ");
+		first = false;
+		put_value(f, &it, json);
+	}
+}
+
+/* Whether the N bytes at D hold a return value. */
+static bool has_ret(const uint8_t *d, size_t n)
+{
+	struct arg_item it;
+
+	for (size_t used; (used = next_arg_item(d, n, &it)); d += used, n -= used)
+		if (it.flags & MCLOC_DATA_RET)
+			return true;
+	return false;
+}
+
+/* A call's arguments after its name: "(1, 2)", or "()" without. */
+static void put_call_args(const uint8_t *d, size_t n)
+{
+	putc_unlocked('(', stdout);
+	put_arg_items(stdout, d, n, false, false);
+	putc_unlocked(')', stdout);
+}
+
 /* A graph line's call: "|  ", the depth's indent, then TEXT (NULL: none). */
 static void graph_indent(unsigned depth, const char *text)
 {
@@ -479,6 +653,17 @@ static void json_event(struct tracing *t, const struct thread *th, const struct 
 		json_str("parent", site_name(t, e->caller_site, b2, sizeof(b2)), false);
 	if (e->type == MCLOC_EV_EXIT)
 		printf("\"duration_ns\":%llu,", (unsigned long long)dur);
+	if (e->ndata && e->type == MCLOC_EV_EXIT) {
+		if (has_ret(e->data, e->ndata)) {
+			out_str(stdout, "\"retval\":");
+			put_arg_items(stdout, e->data, e->ndata, true, true);
+			putc_unlocked(',', stdout);
+		}
+	} else if (e->ndata) {
+		out_str(stdout, "\"args\":[");
+		put_arg_items(stdout, e->data, e->ndata, true, false);
+		out_str(stdout, "],");
+	}
 	printf("\"depth\":%u}\n", e->depth);
 }
 
@@ -526,7 +711,8 @@ void graph_flush_pending(struct tracing *t, struct thread *th)
 	out_spaces(stdout, 16);
 	out_str(stdout, "|  ");
 	graph_indent(th->entry.depth, site_name(t, th->entry.ip, b, sizeof(b)));
-	out_str(stdout, "() {");
+	put_call_args(th->entry_data, th->entry.ndata);
+	out_str(stdout, " {");
 	put_source(t, th->entry.ip);
 	putc_unlocked('\n', stdout);
 	th->opened++;
@@ -722,6 +908,8 @@ void format_event(struct tracing *t, struct item *it)
 			print_time(ns);
 			out_str(stdout, ": ");
 			out_str(stdout, fn);
+			if (e->ndata)
+				put_call_args(e->data, e->ndata);
 			out_str(stdout, " <-");
 			/* (A graph's entry shown as a call: its parent is the
 			 * function it is inside, if the recording has it.) */
@@ -744,6 +932,8 @@ void format_event(struct tracing *t, struct item *it)
 		graph_flush_pending(t, th);
 		th->pending = true;
 		th->entry = *e;
+		th->entry.data = NULL;
+		memcpy(th->entry_data, e->data, e->ndata);
 		return;
 	}
 	if (e->type == MCLOC_EV_EXIT || e->type == MCLOC_EV_LEFT) {
@@ -772,7 +962,13 @@ void format_event(struct tracing *t, struct item *it)
 				print_duration(dur);
 				out_str(stdout, "  ");
 				graph_indent(e->depth, fn);
-				out_str(stdout, "();");
+				put_call_args(th->entry_data, th->entry.ndata);
+				putc_unlocked(';', stdout);
+				if (e->ndata && has_ret(e->data, e->ndata)) {
+					out_str(stdout, " /* = ");
+					put_arg_items(stdout, e->data, e->ndata, false, true);
+					out_str(stdout, " */");
+				}
 				put_source(t, e->ip);
 				putc_unlocked('\n', stdout);
 			}
@@ -787,12 +983,20 @@ void format_event(struct tracing *t, struct item *it)
 		bool named = !th->opened;
 
 		th->opened -= !named;
-		if (e->type == MCLOC_EV_LEFT)
+		if (e->type == MCLOC_EV_LEFT) {
 			printf("%16s|  %*s} /* %s: left early (an exception or longjmp) */\n", "", 2 * e->depth, "", fn);
-		else if (print_duration(dur), named)
+		} else if (e->ndata && has_ret(e->data, e->ndata)) {
+			/* (With its value the brace names its call, as ftrace's
+			 * funcgraph-retval does.) */
+			print_duration(dur);
+			printf("  %*s} /* %s = ", 2 * e->depth, "", fn);
+			put_arg_items(stdout, e->data, e->ndata, false, true);
+			out_str(stdout, " */\n");
+		} else if (print_duration(dur), named) {
 			printf("  %*s} /* %s */\n", 2 * e->depth, "", fn);
-		else
+		} else {
 			out_str(stdout, "  "), graph_indent(e->depth, "}\n");
+		}
 		return;
 	}
 	if (e->type == MCLOC_EV_UNTIMED) {
@@ -805,8 +1009,9 @@ void format_event(struct tracing *t, struct item *it)
 			return;
 		graph_flush_pending(t, th);
 		graph_prefix(t, th, e);
-		printf("%16s|  %*s%s(); /* its return cannot be hooked: not timed */\n", "",
-		       2 * e->depth, "", fn);
+		printf("%16s|  %*s%s", "", 2 * e->depth, "", fn);
+		put_call_args(e->data, e->ndata);
+		out_str(stdout, "; /* its return cannot be hooked: not timed */\n");
 	}
 }
 
@@ -947,6 +1152,7 @@ void tracing_free(struct tracing *t)
 	free(t->hits);
 	free(t->items);
 	free(t->raw);
+	free(t->arena);
 	free(t->hit_index);
 	free(t->tails);
 }

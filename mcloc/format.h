@@ -28,6 +28,11 @@ struct event {
 	/* ENTRY: the site of the call it is inside (0: none seen), what a
 	 * graph recording shown as the function tracer names as parent */
 	uint64_t caller_site;
+	/* The items of the DATA event that came with it (arguments, or a
+	 * return value; NDATA 0: none), in its decoder's buffer until its
+	 * next event but one. */
+	const uint8_t *data;
+	uint32_t ndata;
 };
 
 /* A thread's decoding state: its CPU, and the site of the call open at
@@ -37,6 +42,10 @@ struct decoder {
 	bool lost;		/* a CPU slot said events were lost */
 	uint64_t *site_at;	/* the site entered at each depth, or NULL */
 	uint32_t nsite;		/* ... up to this one (grown as entries go deeper) */
+	/* DATA events' items gathered, in turns: an event stays whole while
+	 * the next one is decoded (a merge looks one event ahead). */
+	unsigned turn;
+	uint8_t data[2][MCLOC_EV_DATA_MAX];
 };
 
 /*
@@ -72,6 +81,7 @@ struct thread {
 	char comm[16];
 	bool pending;			/* graph: an entry not printed yet */
 	struct event entry;	/* ... which */
+	uint8_t entry_data[MCLOC_EV_DATA_MAX];	/* ... its data (entry.data is stale) */
 	unsigned opened;		/* graph: "{" printed, "}" not yet */
 	unsigned open;			/* chrome: begun, not ended */
 	uint64_t last_ns;
@@ -125,6 +135,8 @@ struct tracing {
 	size_t cap_items;
 	struct mcloc_event *raw;	/* drain()'s copy of a ring's slots */
 	size_t cap_raw;
+	uint8_t *arena;			/* drain()'s events' data, for a pass */
+	size_t narena, cap_arena;
 	double rate;			/* ns per time unit */
 	uint32_t pid;
 	struct recorder *rec;		/* mcloc record: the recording */
@@ -140,7 +152,22 @@ struct item {
 	struct event e;
 	uint32_t tid;
 	uint32_t seq;		/* order within its ring, for a stable sort */
+	uint32_t data_at;	/* drain(): where e's data is in the arena */
 };
+
+/* The items of a DATA event, one at a time: what an argument or return
+ * value says. */
+struct arg_item {
+	unsigned fmt;		/* MCLOC_ARG_* */
+	unsigned flags;		/* MCLOC_DATA_* */
+	const uint8_t *v;
+	unsigned len;
+};
+/* The item at D (N bytes left) into *IT: its bytes, 0 when none is whole. */
+size_t next_arg_item(const uint8_t *d, size_t n, struct arg_item *it);
+/* The arguments among the N bytes of items at D on F: text "1, \"abc\""
+ * or (JSON) the values of an array; the return value alone with RET. */
+void put_arg_items(FILE *f, const uint8_t *d, size_t n, bool json, bool ret);
 
 /* Ring I of the rings t->g describes, and how many a thread has taken:
  * what the program published, and any taken since (a program that

@@ -164,6 +164,19 @@ const char *sym_source(struct symbols *c, uint64_t addr, char *buf, size_t len)
 #endif
 }
 
+int sym_params(struct symbols *c, uint64_t addr, struct mc_param *v, int max,
+	       struct mc_param *ret)
+{
+#ifdef MCLOC_HAVE_DW
+	struct mc_lines *l = c ? lines_of(c) : NULL;
+
+	return l ? mc_lines_params(l, addr, v, max, ret) : -1;
+#else
+	(void)c, (void)addr, (void)v, (void)max, (void)ret;
+	return -1;
+#endif
+}
+
 /* The length of the UTF-8 sequence at S (of N bytes), 0 if it is none:
  * no overlong form, surrogate, or code point past U+10FFFF, as JSON's
  * readers want. */

@@ -27,6 +27,11 @@ uint32_t proc_parent(uint32_t pid);
  * NULL. */
 const char *sym_func(struct symbols *c, uint64_t addr);
 const char *sym_source(struct symbols *c, uint64_t addr, char *buf, size_t len);
+/* The parameters and result of the function whose code holds ADDR, as
+ * mc_lines_params() (common/mclines.h) gives them: -1 where unknown. */
+struct mc_param;
+int sym_params(struct symbols *c, uint64_t addr, struct mc_param *v, int max,
+	       struct mc_param *ret);
 void sym_free(struct symbols *c);
 /* LEN bytes of text from a recording or an image (names, command lines,
  * file names) made safe to print as text, JSON or folded stacks: each

@@ -13,6 +13,8 @@
  * once, then each caller address the first time it is seen.
  */
 #include "format.h"
+#include "argspec.h"
+#include "../base/grow.h"
 #include "recorder.h"
 #include "symbols.h"
 
@@ -261,7 +263,24 @@ static size_t drain(struct tracing *t)
 			if (mark)
 				e.type |= MCLOC_EV_LOST_BEFORE;
 			mark = false;
-			v[n++] = (struct item){ .e = e, .tid = u.tid, .seq = (uint32_t)seq++ };
+			/* (Its data outlives the decoder's turns in the arena,
+			 * placed once the pass has it all.) */
+			uint32_t at = (uint32_t)t->narena;
+
+			while (e.ndata && t->cap_arena < t->narena + e.ndata) {
+				uint8_t *a = mc_grown(t->arena, &t->cap_arena, t->cap_arena, 1, 4096);
+
+				if (a)
+					t->arena = a;
+				else
+					e.ndata = 0;	/* (shown without) */
+			}
+			if (e.ndata) {
+				memcpy(t->arena + t->narena, e.data, e.ndata);
+				t->narena += e.ndata;
+			}
+			v[n++] = (struct item){ .e = e, .tid = u.tid, .seq = (uint32_t)seq++,
+						.data_at = at };
 		}
 	}
 	if (!t->rate)
@@ -291,10 +310,14 @@ static size_t drain(struct tracing *t)
 				resolve_callers(t, ev, n);
 			free(ev);
 		}
-		for (size_t i = 0; i < n; i++)
+		for (size_t i = 0; i < n; i++) {
+			if (v[i].e.ndata)
+				v[i].e.data = t->arena + v[i].data_at;
 			format_event(t, &v[i]);
+		}
 		fflush(stdout);
 	}
+	t->narena = 0;
 	return n;
 }
 
@@ -425,6 +448,7 @@ struct targs {
 	const char *args;	/* record: the command line, for the info */
 	size_t args_len;
 	bool follow;		/* record: children and the programs they exec too */
+	struct argspecs argspecs;	/* -A, -R, --auto-args */
 };
 
 /* Options of ARGV[0..ARGC) into A; the index of the first argument that is
@@ -452,6 +476,9 @@ static int parse_targs(int argc, char **argv, struct targs *a, enum cmd cmd)
 		{ "pid", required_argument, NULL, 'I' },
 		{ "no-follow", no_argument, NULL, 'W' },
 		{ "trigger", required_argument, NULL, 'X' },
+		{ "argument", required_argument, NULL, 'A' },
+		{ "retval", required_argument, NULL, 'R' },
+		{ "auto-args", no_argument, NULL, 'a' },
 		{ 0 }
 	};
 	int o;
@@ -464,7 +491,8 @@ static int parse_targs(int argc, char **argv, struct targs *a, enum cmd cmd)
 				    .flags = cmd == RECORD ? MCLOC_TRACE_WAIT : 0 },
 			     .data = MCLOC_REC_DEFAULT_DIR, .follow = cmd == RECORD };
 	optind = 0;	/* (a fresh scan, options anywhere after the subcommand) */
-	while ((o = getopt_long(argc, argv, cmd == RECORD ? "d:p:" : "jt:o:", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, cmd == RECORD ? "d:p:A:R:a" : "jt:o:A:R:a", opts,
+				NULL)) != -1) {
 		if (cmd == RECORD && o > 0 && strchr("jPscot", o)) {
 			usage_trace(cmd);
 			return -1;
@@ -493,6 +521,12 @@ static int parse_targs(int argc, char **argv, struct targs *a, enum cmd cmd)
 		case 'Z': a->data = optarg; break;
 		case 'I': a->pid = optarg; break;
 		case 'X': a->triggers = optarg; break;
+		case 'A':
+		case 'R':
+			if (argspec_add(&a->argspecs, optarg, o == 'A' ? "-A" : "-R") < 0)
+				return -1;
+			break;
+		case 'a': a->argspecs.autoargs = true; break;
 		case 'W':
 			if (cmd != RECORD) {
 				usage_trace(cmd);
@@ -592,6 +626,50 @@ static void on_signals(void)
 	sigaction(SIGUSR1, &sa, NULL);
 }
 
+/* The arguments and return values A asks of the program PID, whose
+ * sites T has, sent for the trace request that follows: 0, or -1 with a
+ * message. */
+static int send_args(struct tracing *t, const struct targs *a, const char *pid)
+{
+	const struct argspecs *as = &a->argspecs;
+	struct symbols *sym = NULL;
+	struct mcloc_args_ent *v;
+	size_t n, len = 0;
+	const char *who = a->data && t->rec ? "record" : "trace";
+
+	if (!as->n && !as->autoargs)
+		return 0;
+	if (as->autoargs && (sym = sym_new())) {
+		char *maps = sym_read_maps(t->pid, &len);
+
+		if (maps)
+			sym_set_maps(sym, maps, len);
+		free(maps);
+	}
+	int ret = argspec_entries(as, &t->sites, sym, a->mode == GRAPH, who, &v, &n);
+
+	sym_free(sym);
+	if (ret < 0)
+		return -1;
+	/* (As many entries as a request holds, each answered.) */
+	const size_t per = (MCLOC_REQ_MAX - sizeof(struct mcloc_msg)) / sizeof(*v);
+
+	for (size_t i = 0; i < n && ret == 0; i += per) {
+		struct mcloc_msg m;
+		size_t k = n - i < per ? n - i : per;
+
+		if (peer_send(t->p, MCLOC_REQ_ARGS, v + i, k * sizeof(*v)) < 0 ||
+		    peer_recv(t->p, &m) < 0)
+			ret = -1;
+		else if (m.type != MCLOC_REP_END) {
+			fail(pid, "an unexpected reply to the arguments request");
+			ret = -1;
+		}
+	}
+	free(v);
+	return ret;
+}
+
 /* Start A's trace in the program PID into L (into REC, a recording, if
  * not NULL: L owns it from here).  0, or 1 with a message. */
 static int session_begin(struct live *l, const struct targs *a, const char *pid, bool json,
@@ -634,7 +712,7 @@ static int session_begin(struct live *l, const struct targs *a, const char *pid,
 
 	struct mcloc_msg m;
 	struct mcloc_rep_trace rt;
-	if (load_sites(t) < 0)
+	if (load_sites(t) < 0 || send_args(t, a, pid) < 0)
 		return 1;
 	if (peer_send(t->p, MCLOC_REQ_TRACE, req, len) < 0 || peer_recv(t->p, &m) < 0)
 		return 1;

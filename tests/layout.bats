@@ -63,7 +63,7 @@ load helpers
 # The runtime's modules, bottom up: each calls only those before it (and
 # itself).  "runtime" is arch/<arch>/runtime.c.  README.md's libmcloc/ row
 # names them in this order.
-RUNTIME_ORDER="runtime patch state rcu images dispatch plan direct ops registry discover timing tracer trace control redirect fork"
+RUNTIME_ORDER="runtime patch state rcu images dispatch plan direct ops registry discover timing args tracer trace control redirect fork"
 
 @test "layers: each runtime object calls no mcr_ function of a module above it (nm -u)" {
 	[ -n "${MCLOC_BUILD:-}" ] || skip "run from meson test (MCLOC_BUILD names the build)"

@@ -13,6 +13,7 @@
 
 #include <mcloc/abi.h>
 
+#include <stddef.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -144,10 +145,29 @@ bool mcr_site_at_entry(uintptr_t site, uintptr_t fn)
 	return word(site - 4) != A64_ADD_X9_X30;
 }
 
+/* (What the return trampoline below stores where.) */
+_Static_assert(offsetof(struct mcr_retregs, fp) == 32, "the return trampoline's layout");
+
+bool mcr_call_argregs(const struct mcloc_regs *regs, const void *args, const uintptr_t *slot,
+		      uintptr_t after, uintptr_t parent, bool at_entry, struct mcr_argregs *out)
+{
+	(void)args, (void)slot, (void)after, (void)parent;
+	if (!regs)
+		return false;	/* (the args trampoline's frame is not read here) */
+	memcpy(out->i, regs->x, 8 * sizeof(uint64_t));
+	out->ni = 8;
+	out->fp = regs->q[0];
+	out->fp_stride = 16;
+	/* (At the entry the caller's stack arguments start at sp.) */
+	out->stack = at_entry ? (const uint64_t *)regs->sp : NULL;
+	return true;
+}
+
 /*
  * Reached by the timed function's ret, with the caller's stack pointer.
- * Kept across the hook: the result registers (x0, x1; x8 for a large
- * result's address; q0-q3 for a floating-point aggregate).  The hook
+ * Kept across the hook, and given it (struct mcr_retregs): the result
+ * registers (x0, x1; x8 for a large result's address; q0-q3 for a
+ * floating-point aggregate).  The hook
  * returns where to go; "ret x16" goes there without a BTI check, as the
  * trampolines do.
  */
@@ -165,6 +185,7 @@ __asm__(
 "	stp	q0, q1, [sp, #48]\n"
 "	stp	q2, q3, [sp, #80]\n"
 "	add	x0, sp, #112\n"
+"	add	x1, sp, #16\n"
 "	bl	mcr_return_hook\n"
 "	mov	x16, x0\n"
 "	ldp	x0, x1, [sp, #16]\n"

@@ -19,6 +19,7 @@
 
 #include <mcloc/abi.h>
 
+#include <stddef.h>
 #include <string.h>
 #include <sys/cachectl.h>
 
@@ -172,9 +173,27 @@ uintptr_t *mcr_return_slot(struct mcloc_regs *regs, uintptr_t site, uintptr_t pa
 	return regs->x[1] == parent ? (uintptr_t *)&regs->x[1] : NULL;
 }
 
+/* (What the return trampoline below stores where.) */
+_Static_assert(offsetof(struct mcr_retregs, fp) == 16, "the return trampoline's layout");
+
+bool mcr_call_argregs(const struct mcloc_regs *regs, const void *args, const uintptr_t *slot,
+		      uintptr_t after, uintptr_t parent, bool at_entry, struct mcr_argregs *out)
+{
+	(void)args, (void)slot, (void)after, (void)parent;
+	if (!regs)
+		return false;	/* (the args trampoline's frame is not read here) */
+	memcpy(out->i, &regs->x[10], 8 * sizeof(uint64_t));	/* a0-a7 */
+	out->ni = 8;
+	out->fp = (const uint8_t *)regs->fa;
+	out->fp_stride = 8;
+	out->stack = at_entry ? (const uint64_t *)regs->x[2] : NULL;	/* sp */
+	return true;
+}
+
 /*
  * Reached by the timed function's ret, with the caller's stack pointer.
- * Kept across the hook: the result registers a0, a1, fa0, fa1.
+ * Kept across the hook, and given it (struct mcr_retregs): the result
+ * registers a0, a1, fa0, fa1.
  */
 __asm__(
 "	.text\n"
@@ -189,6 +208,7 @@ __asm__(
 "	fsd	fa0, 16(sp)\n"
 "	fsd	fa1, 24(sp)\n"
 "	addi	a0, sp, 32\n"
+"	mv	a1, sp\n"
 "	call	mcr_return_hook\n"
 "	mv	ra, a0\n"
 "	ld	a0, 0(sp)\n"

@@ -17,6 +17,7 @@
 #include <mcloc/abi.h>
 
 #include <fcntl.h>
+#include <stddef.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -303,11 +304,42 @@ uintptr_t *mcr_return_slot(struct mcloc_regs *regs, uintptr_t site, uintptr_t pa
 	return regs->sp && *slot == parent ? slot : NULL;
 }
 
+/* (What the return trampoline below stores where.) */
+_Static_assert(offsetof(struct mcr_retregs, fp) == 16, "the return trampoline's layout");
+
+bool mcr_call_argregs(const struct mcloc_regs *regs, const void *args, const uintptr_t *slot,
+		      uintptr_t after, uintptr_t parent, bool at_entry, struct mcr_argregs *out)
+{
+	const uintptr_t *ret = NULL;	/* where the caller's return address is */
+
+	if (regs) {
+		const uint64_t i[6] = { regs->rdi, regs->rsi, regs->rdx, regs->rcx, regs->r8,
+					regs->r9 };
+
+		memcpy(out->i, i, sizeof(i));
+		out->fp = regs->xmm[0];
+		ret = (const uintptr_t *)regs->sp;
+	} else if (args) {
+		const struct mcloc_args *a = args;
+
+		memcpy(out->i, &a->rdi, 6 * sizeof(uint64_t));
+		out->fp = a->xmm[0];
+		ret = slot ? slot : mcr_args_return_slot(args, after, parent);
+	} else {
+		return false;
+	}
+	out->ni = 6;
+	out->fp_stride = 16;
+	/* (Arguments 7 on lie above the caller's return address.) */
+	out->stack = at_entry && ret ? (const uint64_t *)(ret + 1) : NULL;
+	return true;
+}
+
 /*
  * Reached by the traced function's `ret`, with the caller's stack pointer
  * (aligned to 16 only if everyone kept the ABI: realigned here).  The
  * return value may be in %rax/%rdx and %xmm0/%xmm1; those are kept across
- * the hook, which returns where to go; the jump there goes through %rcx,
+ * the hook (and given it: struct mcr_retregs), which returns where to go; the jump there goes through %rcx,
  * which no caller expects to survive a call.  (x87 and the upper vector
  * halves are not kept: the hook is plain C that does not touch them.)  No
  * CFI unwinds through here: an exception never meets it, as libmcloc's
@@ -330,6 +362,7 @@ __asm__(
 "	movups	%xmm0, 16(%rsp)\n"
 "	movups	%xmm1, 32(%rsp)\n"
 "	leaq	8(%rbp), %rdi\n"
+"	movq	%rsp, %rsi\n"
 "	call	mcr_return_hook\n"
 "	movq	%rax, %rcx\n"
 "	movq	0(%rsp), %rax\n"

@@ -69,6 +69,13 @@ enum {
 	 * header's snapshots count goes up), as a flight recorder keeps
 	 * them; MCLOC_REP_END. */
 	MCLOC_REQ_SNAPSHOT = 10,
+	/* struct mcloc_args_ent entries: the arguments and return values
+	 * the next MCLOC_REQ_TRACE of this connection captures, added to
+	 * those sent before (several requests, when they do not fit one);
+	 * MCLOC_REP_END.  MCLOC_ARGS_ENTS_MAX entries in all, one per site:
+	 * the trace request is refused (EINVAL) when an entry is not valid
+	 * or two name one site. */
+	MCLOC_REQ_ARGS = 11,
 };
 
 enum {
@@ -166,6 +173,49 @@ enum {
 	 * their own, from their first call. */
 	MCLOC_TRACE_FOLLOW = 1 << 2,
 	MCLOC_TRACE_FLAGS = MCLOC_TRACE_OVERWRITE | MCLOC_TRACE_WAIT | MCLOC_TRACE_FOLLOW,
+};
+
+/*
+ * Arguments and return values (MCLOC_REQ_ARGS): what to capture, per
+ * site.  An argument is named by its class and its place among the
+ * arguments of that class, as the calling conventions pass scalars:
+ * MCLOC_ARG_IN_INT N is the Nth integer or pointer argument (x86_64: in
+ * %rdi, %rsi, %rdx, %rcx, %r8, %r9, then on the stack; aarch64: x0-x7;
+ * riscv64: a0-a7, then on the stack), MCLOC_ARG_IN_FP N the Nth float or
+ * double (xmm0-7, v0-7, fa0-7).  N 0 is the return value in that
+ * class's register.  Where the value comes from and how it is shown are
+ * apart: the program stores SIZE bytes of the register (or the stack
+ * word), and for MCLOC_ARG_STR the string the pointer points at.
+ */
+#define MCLOC_ARGS_MAX 12		/* arguments of one site */
+#define MCLOC_ARGS_ENTS_MAX 65536	/* sites of one session */
+#define MCLOC_ARG_STR_MAX 64		/* bytes of a string kept */
+
+enum {
+	MCLOC_ARG_INT = 1,	/* signed decimal */
+	MCLOC_ARG_UINT = 2,	/* unsigned decimal */
+	MCLOC_ARG_HEX = 3,	/* hexadecimal (pointers) */
+	MCLOC_ARG_CHAR = 4,	/* a character */
+	MCLOC_ARG_FLOAT = 5,	/* float (SIZE 4) or double (SIZE 8) */
+	MCLOC_ARG_STR = 6,	/* the NUL-terminated string it points at */
+	MCLOC_ARG_FMT_MAX = 6,
+};
+enum { MCLOC_ARG_IN_INT = 1, MCLOC_ARG_IN_FP = 2 };
+
+struct mcloc_arg {
+	uint8_t fmt;		/* MCLOC_ARG_INT ... _STR */
+	uint8_t size;		/* bytes: 1, 2, 4 or 8 (FLOAT 4 or 8, STR 8) */
+	uint8_t in;		/* MCLOC_ARG_IN_INT or _IN_FP (FLOAT only) */
+	uint8_t index;		/* 1-based among its class; 0: the return value */
+};
+
+struct mcloc_args_ent {
+	uint64_t site;		/* a traced site (others are ignored) */
+	uint8_t nargs;		/* args[0..nargs) at entry, at most MCLOC_ARGS_MAX */
+	uint8_t has_ret;	/* 1: ret at the return (function_graph) */
+	uint8_t reserved[6];	/* 0 */
+	struct mcloc_arg args[MCLOC_ARGS_MAX];
+	struct mcloc_arg ret;	/* index 0 */
 };
 
 /* What a trigger does when a call of its function is traced:
@@ -290,6 +340,20 @@ struct mcloc_ring {
  *   CPU      the CPU the thread runs on from here on: written before the
  *            thread's first graph event and whenever its CPU changes
  *            (TIME is the next event's)
+ *   DATA     the captured arguments of the CALL or ENTRY just before it,
+ *            or the return value of the EXIT just before it, written with
+ *            that event: payload bytes of items, in mcloc_ev_data_slots()
+ *            slots after this one.  Each slot carries 14 of the bytes:
+ *            8 in TIME, then 6 in WORD's low 48 bits (its high 16 bits are
+ *            0, so that a reader that starts inside an event skips the
+ *            slot as no event).  An item is a byte of MCLOC_ARG_* format
+ *            (MCLOC_DATA_RET or'ed in for a return value), a byte of
+ *            length, then that many bytes: the value's SIZE low bytes
+ *            (little-endian, as on every architecture mcloc runs on), or a
+ *            string's bytes without its NUL.  A string item's format may
+ *            carry MCLOC_DATA_NULL (a null pointer, no bytes),
+ *            MCLOC_DATA_BAD (not readable: the pointer's 8 bytes) or
+ *            MCLOC_DATA_CUT (longer than what was kept).
  *
  * Half the bytes of a naive layout: a recording's cost is mostly the
  * bytes it writes.
@@ -311,6 +375,7 @@ enum {
 	MCLOC_EV_UNTIMED = 5,	/* graph: a call whose return cannot be hooked */
 	MCLOC_EV_CPU = 6,	/* the thread's CPU from here on */
 	MCLOC_EV_MARK = 7,	/* a trigger's mark: payload MCLOC_MARK_* */
+	MCLOC_EV_DATA = 8,	/* arguments or a return value: payload bytes */
 	/* Or'ed into type: events of this thread were lost just before. */
 	MCLOC_EV_LOST_BEFORE = 0x8000,
 };
@@ -341,10 +406,29 @@ static inline uint64_t mcloc_ev_payload(uint64_t word)
 	return word & MCLOC_EV_PAYLOAD_MAX;
 }
 
-/* The slots of an event of TYPE. */
-static inline unsigned mcloc_ev_slots(unsigned type)
+enum {
+	MCLOC_DATA_RET = 0x80,	/* the return value */
+	MCLOC_DATA_NULL = 0x40,	/* STR: a null pointer */
+	MCLOC_DATA_BAD = 0x20,	/* STR: unreadable; the pointer follows */
+	MCLOC_DATA_CUT = 0x10,	/* STR: cut to what was kept */
+	MCLOC_DATA_FMT = 0x0f,	/* the MCLOC_ARG_* format */
+};
+/* The most bytes one DATA event carries: every argument a string. */
+#define MCLOC_EV_DATA_MAX ((MCLOC_ARGS_MAX + 1) * (2 + MCLOC_ARG_STR_MAX))
+#define MCLOC_EV_DATA_SLOT 14	/* bytes of a DATA event per slot after the first */
+
+static inline unsigned mcloc_ev_data_slots(uint64_t bytes)
 {
-	return (type & 0xf) == MCLOC_EV_CALL ? 2 : 1;
+	return (unsigned)((bytes + MCLOC_EV_DATA_SLOT - 1) / MCLOC_EV_DATA_SLOT);
+}
+
+/* The slots of the event whose first slot's word is WORD. */
+static inline unsigned mcloc_ev_slots(uint64_t word)
+{
+	unsigned type = mcloc_ev_type(word) & 0xf;
+
+	return type == MCLOC_EV_CALL ? 2 :
+	       type == MCLOC_EV_DATA ? 1 + mcloc_ev_data_slots(mcloc_ev_payload(word)) : 1;
 }
 
 /* One address of MCLOC_REQ_ADDRS's answer, followed by its function's name
