@@ -545,12 +545,12 @@ EOF
 	[ ! -s "$T/served.err" ] || { cat "$T/served.err"; false; }
 }
 
-@test "41 malformed requests each get an error and a closed connection; the program runs on" {
+@test "42 malformed requests each get an error and a closed connection; the program runs on" {
 	start_served
 	run $CLIENT malformed "$XDG_RUNTIME_DIR/mcloc/$PID"
 	echo "$output"
 	assert_success
-	assert_line "41 malformed requests, 41 answered with an error"
+	assert_line "42 malformed requests, 42 answered with an error"
 	# Still answering, and still counting.
 	run $CLIENT hello "$XDG_RUNTIME_DIR/mcloc/$PID"
 	assert_output "$PID"
@@ -794,7 +794,9 @@ EOF2
 	assert_line "a good trace request: started"
 	refute_line --partial FAIL
 	assert_line "a STOP from a connection not tracing: refused, and answered on"
-	[ "${#lines[@]}" -eq 11 ]
+	assert_line --partial "ok a site twice: site 0x1000 has two argument entries"
+	assert_line --partial "ok 13 arguments: argument entry 0 (site 0x1000) is not one this library knows"
+	[ "${#lines[@]}" -eq 16 ]
 	run "$MCLOC" trace "$PID" function_graph --graph-function nosuch --duration 0.1
 	assert_failure 1
 	assert_output "mcloc: $PID: --graph-function 'nosuch': matches no traced function"

@@ -112,3 +112,11 @@ runtime_setup() {
 	[ -z "${MCLOC_SANITIZED:-}" ] || SAN=(-fsanitize=address,undefined)
 	export LD_LIBRARY_PATH=$LIBDIR ASAN_OPTIONS=detect_leaks=0
 }
+
+# mask_times: a replay's times masked, as they vary: a duration column
+# becomes "D us |", a CPU "C", a timestamp "S".
+mask_times() {
+	sed -E 's/^ +[0-9]+\) [ +!#*@$] +[0-9]+\.[0-9]{3} us \|/ C) D us |/;
+		s/^ +[0-9]+\) +\|/ C)      |/;
+		s/\[[0-9]{3}\] [0-9]+\.[0-9]{6}/[CPU] S/'
+}

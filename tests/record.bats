@@ -21,19 +21,13 @@ setup() {
 	cd "$T"
 }
 
-# Times masked: a duration column becomes "D us |", a timestamp "S".
-mask() {
-	sed -E 's/^ +[0-9]+\) [ +!#*@$] +[0-9]+\.[0-9]{3} us \|/ C) D us |/;
-		s/^ +[0-9]+\) +\|/ C)      |/;
-		s/\[[0-9]{3}\] [0-9]+\.[0-9]{6}/[CPU] S/'
-}
 
 @test "record, then replay: ftrace's function_graph text of the whole call tree" {
 	run "$MCLOC" record -- ./recorded
 	assert_success
 	assert_line "18"
 	assert_line --regexp '^mcloc: mcloc.data: [0-9]+ \(recorded\): 1 thread, 0 MiB of events, 0 lost$'
-	"$MCLOC" replay | mask > replay.txt
+	"$MCLOC" replay | mask_times > replay.txt
 	cat > want.txt <<'EOF'
 # tracer: function_graph
 #
@@ -59,7 +53,7 @@ EOF
 	diff -u want.txt replay.txt
 	# The function tracer's view of the same recording: each call with
 	# the function it was called from.
-	"$MCLOC" replay --function | mask | grep -v '^#' | sed -E 's/^ +recorded-[0-9]+ +//' > fn.txt
+	"$MCLOC" replay --function | mask_times | grep -v '^#' | sed -E 's/^ +recorded-[0-9]+ +//' > fn.txt
 	printf '%s\n' '[CPU] S: main <-?' '[CPU] S: top <-main' '[CPU] S: mid <-top' \
 		'[CPU] S: leaf <-mid' '[CPU] S: leaf <-mid' '[CPU] S: mid <-top' \
 		'[CPU] S: leaf <-mid' '[CPU] S: leaf <-mid' '[CPU] S: mid <-top' \

@@ -543,3 +543,38 @@ pg() {
 @test "riscv64: text the kernel will not make writable: patched through /proc/self/mem" {
 	skip "qemu-user does not see writes to /proc/self/mem (its translated code is not invalidated)"
 }
+
+# args ARCH: mcloc record of fixtures/runtime/argsfix.c under qemu-user
+# (its sockets and shared memory are the host's): every kind of argument
+# and result, by hand and from DWARF, the same as on x86_64 (args.bats).
+# Strings there are read by /proc/self/maps: qemu-user has no
+# process_vm_readv.
+args_cross() {
+	plain_only
+	cross "$1"
+	local mcloc=${MCLOC_CMD:-$(dirname "$OBJPATCH")/../mcloc/mcloc}
+	export XDG_RUNTIME_DIR=$T/run
+	mkdir -m 700 "$XDG_RUNTIME_DIR"
+	$CC -O1 -g "${FLAGS[@]}" -c "$RT/argsfix.c" -o "$T/argsfix.o"
+	"$OBJPATCH" link --nop --runtime -- $CC "$T/argsfix.o" -o "$T/argsfix" -L"$LIB" -lmcloc
+	cd "$T"
+	mapfile -t byhand < "$RT/argsfix.spec"
+	run timeout -s KILL 300 "$mcloc" record "${byhand[@]}" -- \
+		env LD_LIBRARY_PATH="$LIB" "${QEMU[@]}" ./argsfix
+	echo "$output"
+	assert_success
+	assert_line "4660"
+	"$mcloc" replay | mask_times | diff -u "$RT/argsfix.want" -
+	run timeout -s KILL 300 "$mcloc" record --auto-args -- \
+		env LD_LIBRARY_PATH="$LIB" "${QEMU[@]}" ./argsfix
+	assert_success
+	"$mcloc" replay | mask_times | sed -n '5,$p' | diff -u "$RT/argsfix-auto.want" -
+}
+
+@test "aarch64: arguments and return values of every kind, by hand and from DWARF (mcloc record under qemu-user)" {
+	args_cross aarch64
+}
+
+@test "riscv64: arguments and return values of every kind, by hand and from DWARF (mcloc record under qemu-user)" {
+	args_cross riscv64
+}

@@ -217,6 +217,7 @@ struct mcloc_args_ent {
 	struct mcloc_arg args[MCLOC_ARGS_MAX];
 	struct mcloc_arg ret;	/* index 0 */
 };
+_Static_assert(sizeof(struct mcloc_args_ent) == 72, "struct mcloc_args_ent is 72 bytes on the wire");
 
 /* What a trigger does when a call of its function is traced:
  *   trace_on   the session's tracing on, from this call on

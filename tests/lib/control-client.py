@@ -31,6 +31,11 @@ import sys
 VERSION = 1
 REQ_HELLO, REQ_FUNCS, REQ_ENABLED, REQ_STATS, REQ_TRACE, REQ_STOP, REQ_ADDRS = 1, 2, 3, 4, 5, 6, 7
 REQ_SITES = 8
+REQ_ARGS = 11
+# struct mcloc_args_ent: site, nargs, has_ret, 6 reserved, 12 args of 4
+# bytes (fmt, size, in, index), ret; padded to 8.
+ARGS_ENT = struct.Struct("=QBB6x48s4s4x")
+ARGS_ENT_SIZE = ARGS_ENT.size
 TRACE = struct.Struct("=IIIIII")     # tracer, ring_kib, rings, max_depth, tid, flags
 REP_HELLO, REP_END, REP_ERROR = 0x101, 0x1FE, 0x1FF
 HDR = struct.Struct("=IHHII")
@@ -80,7 +85,9 @@ CASES = [
     ("SITES with a payload", msg(8, b"\0")),
     ("RELEASE with a payload", msg(9, b"\0")),
     ("SNAPSHOT with a payload", msg(10, b"\0")),
-] + [("unknown type %d" % t, msg(t)) for t in range(11, 16)] + [
+    ("ARGS without entries", msg(REQ_ARGS)),
+    ("ARGS of an entry and a half", msg(REQ_ARGS, b"\0" * (ARGS_ENT_SIZE * 3 // 2))),
+] + [("unknown type %d" % t, msg(t)) for t in range(12, 16)] + [
     ("a header cut short, then silence", HDR.pack(16, REQ_HELLO, VERSION, 1, 0)[:10]),
 ]
 
@@ -165,6 +172,30 @@ def badtrace(path):
         t, body = one_reply(s)
         why = body[4:].split(b"\0")[0].decode() if t == REP_ERROR else "type %#x" % t
         ok = t == REP_ERROR and why.startswith("bad trace request")
+        print("%s %s: %s" % ("ok" if ok else "FAIL", name, why))
+        bad += not ok
+        s.close()
+    # Argument entries the library does not know, and a site twice: the
+    # trace request is refused, the connection kept.
+    for name, ents, want in [
+            ("an argument of format 9", [ARGS_ENT.pack(0x1000, 1, 0, bytes([9, 8, 1, 1]) + bytes(44), bytes(4))],
+             "is not one this library knows"),
+            ("an argument of 3 bytes", [ARGS_ENT.pack(0x1000, 1, 0, bytes([1, 3, 1, 1]) + bytes(44), bytes(4))],
+             "is not one this library knows"),
+            ("13 arguments", [ARGS_ENT.pack(0x1000, 13, 0, bytes(48), bytes(4))],
+             "is not one this library knows"),
+            ("a return value of index 1", [ARGS_ENT.pack(0x1000, 0, 1, bytes(48), bytes([1, 8, 1, 1]))],
+             "is not one this library knows"),
+            ("a site twice", [ARGS_ENT.pack(0x1000, 0, 1, bytes(48), bytes([1, 8, 1, 0]))] * 2,
+             "has two argument entries")]:
+        s = connect(path)
+        s.sendall(msg(REQ_ARGS, b"".join(ents)))
+        t0, _ = one_reply(s)
+        s.sendall(trace_req(1, 4, 1) + msg(REQ_HELLO))
+        t, body = one_reply(s)
+        t2, _ = one_reply(s)
+        why = body[4:].split(b"\0")[0].decode() if t == REP_ERROR else "type %#x" % t
+        ok = t0 == REP_END and t == REP_ERROR and want in why and t2 == REP_HELLO
         print("%s %s: %s" % ("ok" if ok else "FAIL", name, why))
         bad += not ok
         s.close()

@@ -1,0 +1,102 @@
+#!/usr/bin/env bats
+# Arguments and return values (-A, -R, --auto-args) on x86_64:
+# fixtures/runtime/argsfix.c calls functions of every kind with known
+# values, and mcloc record, replay, its JSON and the live trace show them
+# exactly.  (aarch64 and riscv64: runtime-cross.bats, under qemu-user.)
+
+load helpers
+
+RT=$SRC/tests/fixtures/runtime
+LIBDIR=${MCLOC_LIBDIR:-$(dirname "$OBJPATCH")/../libmcloc}
+MCLOC=${MCLOC_CMD:-$LIBDIR/../mcloc/mcloc}
+
+setup() {
+	runtime_setup
+	cc -O1 -g -pg -mfentry "${SAN[@]}" -c "$RT/argsfix.c" -o "$T/argsfix.o"
+	"$RECORDMCOUNT" "$T/argsfix.o"
+	"$OBJPATCH" link --nop --runtime -- cc "${SAN[@]}" "$T/argsfix.o" -o "$T/argsfix" \
+		-L"$LIBDIR" -lmcloc
+	cd "$T"
+}
+
+# Every kind by hand, as uftrace's -A and -R say them (one option a line
+# in argsfix.spec; what replay shows, times masked, in argsfix.want; with
+# --auto-args, in argsfix-auto.want: the same on every architecture).
+mapfile -t BYHAND < "$RT/argsfix.spec"
+
+@test "-A and -R: integers of each size, stack arguments, floats, strings (NULL, unreadable, cut), characters, pointers" {
+	run "$MCLOC" record "${BYHAND[@]}" -- ./argsfix
+	assert_success
+	assert_line "4660"
+	"$MCLOC" replay | mask_times | diff -u "$RT/argsfix.want" -
+}
+
+@test "--auto-args: every parameter and result from DWARF, the same values" {
+	run "$MCLOC" record --auto-args -- ./argsfix
+	assert_success
+	"$MCLOC" replay | mask_times | sed -n '5,$p' | diff -u "$RT/argsfix-auto.want" -
+	# -A overrides what DWARF says for the functions it names.
+	run "$MCLOC" record --auto-args -A 'ints@arg2/x' -- ./argsfix
+	assert_success
+	run "$MCLOC" replay
+	assert_line --partial "ints(0xc8); /* = 5 */"
+	assert_line --partial "many(1, 2, 3, 4, 5, 6, 7, 8, 9, 10); /* = 55 */"
+}
+
+@test "JSON lines carry the values as JSON: numbers, strings, null" {
+	"$MCLOC" record --auto-args -- ./argsfix
+	"$MCLOC" replay -j > out.json
+	$PY - out.json <<'EOF2'
+import json, sys
+got = {}
+for line in open(sys.argv[1]):
+    e = json.loads(line)
+    if e["type"] == "entry" and "args" in e:
+        got[e["function"]] = e["args"]
+    if e["type"] == "exit" and "retval" in e:
+        got[e["function"] + "="] = e["retval"]
+want = {
+    "ints": [-5, 200, -1000, 60000, -100000, 4000000000, -5000000000, 10000000000], "ints=": 5,
+    "many": list(range(1, 11)), "many=": 55,
+    "floats": [1.5, -2.25, 7, 1e10], "floats=": 9999999999.25,
+    "half": [3.0], "half=": 1.5,
+    "strings": ["hello \"world\"\n", None, "0x10", "0123456789abcdef" * 4], "strings=": "llo \"world\"\n",
+    "letter": ["A", "0x1234"], "letter=": "B", "main=": 0,
+}
+for k, v in want.items():
+    assert got.get(k) == v, (k, got.get(k), v)
+print("ok")
+EOF2
+}
+
+@test "the function tracer shows arguments; the live trace (mcloc run) shows them too" {
+	"$MCLOC" record function -A 'ints@arg1/d8,arg7' -A 'strings@arg1/s' -- ./argsfix
+	run "$MCLOC" replay
+	assert_line --regexp '^ +argsfix-[0-9]+ +\[[0-9]{3}\] [0-9.]+: ints\(-5, -5000000000\) <-main$'
+	assert_line --regexp ': strings\("hello \\"world\\"\\n"\) <-main$'
+	run "$MCLOC" run function_graph -o trace.txt --auto-args -- ./argsfix
+	assert_success
+	run grep -c 'strings("hello' trace.txt
+	assert_output 1
+	grep -q 'many(1, 2, 3, 4, 5, 6, 7, 8, 9, 10); /\* = 55 \*/' trace.txt
+	grep -q '} /\* main = 0 \*/' trace.txt
+}
+
+@test "bad -A and -R get one line naming the problem, and exit 1" {
+	for spec in 'ints@arg0' 'ints@arg33' 'ints@arg1/z' 'ints@arg1/d12' 'ints@fparg9' \
+		'ints@' '@arg1' 'ints@arg1/s32'; do
+		run "$MCLOC" record -A "$spec" -- ./argsfix
+		assert_failure
+		assert_output --regexp "^mcloc: -A: '.*': "
+		[ "${#lines[@]}" -eq 1 ]
+	done
+	run "$MCLOC" record -A 'floats@arg1/f' -- ./argsfix
+	assert_failure
+	assert_output "mcloc: -A: 'floats@arg1/f': 'arg1/f': a floating-point argument is fpargN"
+	run "$MCLOC" record -A 'nosuch@arg1' -- ./argsfix
+	assert_failure
+	assert_line "mcloc: record: 'nosuch@arg1': matches no traced function"
+	run "$MCLOC" record function -R 'ints@retval' -- ./argsfix
+	assert_failure
+	assert_line "mcloc: record: 'ints@retval': a return value needs function_graph"
+}
