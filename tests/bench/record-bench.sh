@@ -19,7 +19,12 @@
 #   - writing the recording's bytes: as many bytes from /dev/zero into a
 #     file beside it (dd, 1 MiB blocks), the cost of the bytes alone.
 # Then `mcloc replay` of our recording to /dev/null: events per second
-# (goal: at least 5 million).
+# (goal: at least 5 million).  Then the cost per captured call of
+# arguments and return values: both record again with the same -A and -R
+# of one hot function (lua: a table lookup's two pointers and its result;
+# sqlite3: a string compare's two strings and its result), and the CPU
+# above their plain recording, over the calls of that function, is the
+# figure.
 #
 # Needs: uftrace, tclsh (sqlite's amalgamation), deb-src lines for
 # `apt-get source` (the sources are cached in ~/.cache/mcloc-real).
@@ -85,6 +90,8 @@ for i = 1, #t do s = s + #t[i] end
 print(fib(24), s)
 EOF
 	args=("$w/work.lua")
+	afunc=luaH_getshortstr
+	aspec=(-A "$afunc@arg1/x,arg2/x" -R "$afunc@retval/x")
 }
 
 setup_sqlite() {
@@ -106,6 +113,8 @@ UPDATE t SET c = c * 2 WHERE a % 3 = 0;
 SELECT count(*) FROM t a JOIN t b ON a.a = b.a + 1 WHERE a.c > b.c;
 EOF
 	args=(-batch "$w/db" ".read $w/work.sql")
+	afunc=sqlite3StrICmp
+	aspec=(-A "$afunc@arg1/s,arg2/s" -R "$afunc@retval/d32")
 }
 
 # CPU seconds (user + system) of the command $@, its own and its waited
@@ -123,6 +132,7 @@ for prog in $programs; do
 	d=$cache/$prog/bin
 	rm -f "$w/db"
 	: > "$w/ours" ; : > "$w/uf" ; : > "$w/plain" ; : > "$w/prof" ; : > "$w/write"
+	: > "$w/ours-a" ; : > "$w/uf-a"
 	for r in $(seq "$rounds"); do
 		rm -rf "$w/md" "$w/ud" "$w/db" "$w/copy"
 		cpu_of "$d/plain" "${args[@]}"; echo "$cpu" >> "$w/plain"; rm -f "$w/db"
@@ -136,6 +146,11 @@ for prog in $programs; do
 		mib=$(( $(cat "$w"/md/*.events | wc -c) >> 20 ))
 		cpu_of dd if=/dev/zero of="$w/copy" bs=1M count="$mib" status=none
 		echo "$cpu" >> "$w/write"; rm -f "$w/copy"
+		rm -rf "$w/ma" "$w/ua"
+		cpu_of "$mcloc" record -d "$w/ma" "${aspec[@]}" -- "$d/ours" "${args[@]}"
+		echo "$cpu" >> "$w/ours-a"; rm -f "$w/db"
+		cpu_of uftrace record -d "$w/ua" "${aspec[@]}" "$d/uftrace" "${args[@]}"
+		echo "$cpu" >> "$w/uf-a"; rm -f "$w/db"
 	done
 	calls=$("$mcloc" report -d "$w/md" | awk 'NR > 2 { n += $2 } END { print n }')
 	lost=$("$mcloc" info -d "$w/md" | awk '$1 == "lost:" { print $2 }')
@@ -153,4 +168,11 @@ for prog in $programs; do
 	/usr/bin/time -f '%e %U %S' -o "$w/time" "$mcloc" replay -d "$w/md" > /dev/null
 	slots=$("$mcloc" info -d "$w/md" | awk '$1 == "slots:" { print $2 }')
 	awk -v s="$slots" '{ printf "   mcloc replay: %.1f million events/s (%.1f s)\n", s / ($2 + $3) / 1e6, $2 + $3 }' "$w/time"
+	acalls=$("$mcloc" report -d "$w/ma" | awk -v f="$afunc" '$NF == f { print $2 }')
+	oa=$(median < "$w/ours-a") ua=$(median < "$w/uf-a")
+	"$mcloc" replay -d "$w/ma" -F "$afunc" | grep -m1 "$afunc(" | sed 's/^/   e.g. /' || true
+	awk -v oa="$oa" -v ua="$ua" -v o="$o" -v u="$u" -v n="$acalls" -v f="$afunc" 'BEGIN {
+		printf "   %s, %d calls, with %s: CPU ours %s s, uftrace %s s\n", f, n, "-A/-R", oa, ua
+		printf "   per captured call (above the plain recording): ours %.1f ns, uftrace %.1f ns; ours/uftrace = %.2f\n",
+			(oa - o) * 1e9 / n, (ua - u) * 1e9 / n, (oa - o) / (ua - u) }'
 done
