@@ -7,16 +7,10 @@
 load helpers
 
 RT=$SRC/tests/fixtures/runtime
-LIBDIR=${MCLOC_LIBDIR:-$(dirname "$OBJPATCH")/../libmcloc}
-MCLOC=${MCLOC_CMD:-$LIBDIR/../mcloc/mcloc}
 
 setup() {
 	runtime_setup
-	cc -O1 -g -pg -mfentry "${SAN[@]}" -c "$RT/argsfix.c" -o "$T/argsfix.o"
-	"$RECORDMCOUNT" "$T/argsfix.o"
-	"$OBJPATCH" link --nop --runtime -- cc "${SAN[@]}" "$T/argsfix.o" -o "$T/argsfix" \
-		-L"$LIBDIR" -lmcloc
-	cd "$T"
+	traced_fixture argsfix -g
 }
 
 # Every kind by hand, as uftrace's -A and -R say them (one option a line

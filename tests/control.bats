@@ -8,8 +8,6 @@
 load helpers
 
 RT=$SRC/tests/fixtures/runtime
-LIBDIR=${MCLOC_LIBDIR:-$(dirname "$OBJPATCH")/../libmcloc}
-MCLOC=${MCLOC_CMD:-$LIBDIR/../mcloc/mcloc}
 CLIENT="$PY $SRC/tests/lib/control-client.py"
 
 setup() {

@@ -6,6 +6,9 @@ SRC=${MCLOC_SRC:-$(cd "$BATS_TEST_DIRNAME/.." && pwd)}
 RECORDMCOUNT=${RECORDMCOUNT:-$SRC/build/recordmcount/recordmcount}
 OBJPATCH=${OBJPATCH:-$SRC/build/objpatch/objpatch}
 PY=/usr/bin/python3
+# The runtime library and the mcloc command of the build.
+LIBDIR=${MCLOC_LIBDIR:-$(dirname "$OBJPATCH")/../libmcloc}
+MCLOC=${MCLOC_CMD:-$LIBDIR/../mcloc/mcloc}
 MCTABLE="$PY $SRC/tests/lib/mctable.py"
 KERNEL_RECORDMCOUNT=$(ls /usr/lib/linux-kbuild-*/scripts/recordmcount 2>/dev/null | sort -V | tail -1)
 DEMO=$SRC/examples/demo
@@ -119,4 +122,17 @@ mask_times() {
 	sed -E 's/^ +[0-9]+\) [ +!#*@$] +[0-9]+\.[0-9]{3} us \|/ C) D us |/;
 		s/^ +[0-9]+\) +\|/ C)      |/;
 		s/\[[0-9]{3}\] [0-9]+\.[0-9]{6}/[CPU] S/'
+}
+
+# traced_fixture NAME [CFLAGS...]: tests/fixtures/runtime/NAME.c built as
+# a traced program, $T/NAME (-O1 -pg -mfentry, recordmcount, objpatch
+# link --runtime against libmcloc in $LIBDIR), with the sanitizer flags
+# of runtime_setup; then into $T.
+traced_fixture() {
+	local name=$1; shift
+	cc -O1 -pg -mfentry "$@" "${SAN[@]}" -c "$SRC/tests/fixtures/runtime/$name.c" -o "$T/$name.o"
+	"$RECORDMCOUNT" "$T/$name.o"
+	"$OBJPATCH" link --nop --runtime -- cc "${SAN[@]}" "$T/$name.o" -o "$T/$name" \
+		-lpthread -L"$LIBDIR" -lmcloc
+	cd "$T"
 }

@@ -6,7 +6,6 @@
 load helpers
 
 RT=$SRC/tests/fixtures/runtime
-LIBDIR=${MCLOC_LIBDIR:-$(dirname "$OBJPATCH")/../libmcloc}
 
 setup() {
 	T=$(mktemp -d "$BATS_RUN_TMPDIR/t.XXXXXX")

@@ -9,7 +9,6 @@
 
 load helpers
 
-LIBDIR=${MCLOC_LIBDIR:-$(dirname "$OBJPATCH")/../libmcloc}
 
 setup_file() {
 	export LTO_SRC="$BATS_FILE_TMPDIR/src"

@@ -9,16 +9,10 @@
 load helpers
 
 RT=$SRC/tests/fixtures/runtime
-LIBDIR=${MCLOC_LIBDIR:-$(dirname "$OBJPATCH")/../libmcloc}
-MCLOC=${MCLOC_CMD:-$LIBDIR/../mcloc/mcloc}
 
 setup() {
 	runtime_setup
-	cc -O1 -pg -mfentry "${SAN[@]}" -c "$RT/recorded.c" -o "$T/recorded.o"
-	"$RECORDMCOUNT" "$T/recorded.o"
-	"$OBJPATCH" link --nop --runtime -- cc "${SAN[@]}" "$T/recorded.o" -o "$T/recorded" \
-		-lpthread -L"$LIBDIR" -lmcloc
-	cd "$T"
+	traced_fixture recorded
 }
 
 

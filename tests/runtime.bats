@@ -11,7 +11,6 @@
 load helpers
 
 RT=$SRC/tests/fixtures/runtime
-LIBDIR=${MCLOC_LIBDIR:-$(dirname "$OBJPATCH")/../libmcloc}
 
 # build_shlib: $T/libtraced.so from fixtures/runtime/shlib.c, through
 # recordmcount and objpatch link --nop --runtime --check.
@@ -530,8 +529,7 @@ in_parent $ppid"
 # loader's lock, when it writes its lines out.
 @test "threads run traced code while plugins load and unload 200 times, under every tracer" {
 	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
-	local san=() MCLOC=${MCLOC_CMD:-$LIBDIR/../mcloc/mcloc}
-	[ -z "${MCLOC_SANITIZED:-}" ] || san=(-fsanitize=address,undefined)
+	local san=() 	[ -z "${MCLOC_SANITIZED:-}" ] || san=(-fsanitize=address,undefined)
 	build_shlib
 	cp "$T/libtraced.so" "$T/libplugin.so"
 	cc -O2 "${san[@]}" "$RT/dlplugins.c" -o "$T/dlplugins" -L"$T" -ltraced \

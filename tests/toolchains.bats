@@ -11,7 +11,6 @@
 load helpers
 
 FIX=$SRC/tests/fixtures/link
-LIBDIR=${MCLOC_LIBDIR:-$(dirname "$OBJPATCH")/../libmcloc}
 
 # ld_prog NAME: the linker that -fuse-ld=NAME runs.
 ld_prog() {
