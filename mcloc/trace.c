@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -1063,6 +1064,19 @@ static int record_follow(const struct targs *a, const char *root, struct recorde
 		first->sid = sock_id(&sb);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	scanned = t0;
+	/* A socket appearing in the directory (renamed to its pid once it
+	 * listens) is a child waiting at its start to be traced: looked for
+	 * at once, not at the next scan, which a program that forks often
+	 * would wait for every time.  (Watched through the descriptor the
+	 * directory was verified by; without inotify, the scans alone.) */
+	char self[64];
+	int ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", cd->fd);
+	if (ino >= 0 && inotify_add_watch(ino, self, IN_MOVED_TO | IN_CREATE) < 0) {
+		close(ino);
+		ino = -1;
+	}
 	while (!stop_now) {
 		size_t got = 0, active = 0;
 
@@ -1080,8 +1094,12 @@ static int record_follow(const struct targs *a, const char *root, struct recorde
 		for (size_t i = 0; i < fw.n; i++)
 			if (fw.v[i]->t.p && session_check(fw.v[i], &now))
 				ret |= session_end(fw.v[i]);
-		if ((now.tv_sec - scanned.tv_sec) * 1000 + (now.tv_nsec - scanned.tv_nsec) / 1000000 <
-		    READ_MS)
+		bool news = false;
+
+		for (char buf[4096]; ino >= 0 && read(ino, buf, sizeof(buf)) > 0;)
+			news = true;
+		if (!news && (now.tv_sec - scanned.tv_sec) * 1000 +
+					     (now.tv_nsec - scanned.tv_nsec) / 1000000 < READ_MS)
 			continue;
 		scanned = now;
 		follow_new(&fw, a, cd->fd);
@@ -1099,6 +1117,8 @@ static int record_follow(const struct targs *a, const char *root, struct recorde
 	free(fw.v);
 	free(fw.args);
 	rec_abort(fw.dir);
+	if (ino >= 0)
+		close(ino);
 	return ret;
 }
 
