@@ -668,7 +668,7 @@ static void json_event(struct tracing *t, const struct thread *th, const struct 
 }
 
 void chrome_event(struct tracing *t, const struct thread *th, const char *ph,
-			 const char *name, uint64_t ns)
+			 const char *name, uint64_t ns, const struct event *e)
 {
 	if (!t->chrome)
 		return;
@@ -690,6 +690,17 @@ void chrome_event(struct tracing *t, const struct thread *th, const char *ph,
 	out_uint(f, t->pid, 0, ' ');
 	out_str(f, ",\"tid\":");
 	out_uint(f, th->tid, 0, ' ');
+	/* (Arguments with a call's beginning, the return value with its
+	 * end, as the viewers show an event's args.) */
+	if (e && e->ndata) {
+		bool ret = e->type == MCLOC_EV_EXIT;
+
+		if (!ret || has_ret(e->data, e->ndata)) {
+			out_str(f, ret ? ",\"args\":{\"retval\":" : ",\"args\":{\"args\":[");
+			put_arg_items(f, e->data, e->ndata, true, ret);
+			out_str(f, ret ? "}" : "]}");
+		}
+	}
 	putc_unlocked('}', f);
 	t->chrome_first = false;
 }
@@ -807,7 +818,7 @@ void thread_lost(struct tracing *t, struct thread *th, const struct event *e)
 {
 	graph_flush_pending(t, th);
 	while (th->open) {
-		chrome_event(t, th, "E", "", th->last_ns);
+		chrome_event(t, th, "E", "", th->last_ns, NULL);
 		th->open--;
 	}
 	th->opened = 0;
@@ -892,7 +903,7 @@ void format_event(struct tracing *t, struct item *it)
 	if (e->type == MCLOC_EV_CALL) {
 		const char *fn = site_name(t, e->ip, b1, sizeof(b1));
 
-		chrome_event(t, th, "i", fn, ns);
+		chrome_event(t, th, "i", fn, ns, e);
 		if (t->json) {
 			json_event(t, th, e, "call", 0);
 		} else if (!t->chrome) {
@@ -925,7 +936,7 @@ void format_event(struct tracing *t, struct item *it)
 	uint64_t dur = e->type == MCLOC_EV_EXIT ? scaled(t, e->parent) : 0;
 
 	if (e->type == MCLOC_EV_ENTRY) {
-		chrome_event(t, th, "B", fn, ns);
+		chrome_event(t, th, "B", fn, ns, e);
 		th->open++;
 		if (t->json)
 			json_event(t, th, e, "entry", 0);
@@ -938,7 +949,7 @@ void format_event(struct tracing *t, struct item *it)
 	}
 	if (e->type == MCLOC_EV_EXIT || e->type == MCLOC_EV_LEFT) {
 		if (th->open) {
-			chrome_event(t, th, "E", fn, ns);
+			chrome_event(t, th, "E", fn, ns, e);
 			th->open--;
 		}
 		if (t->json) {
@@ -1004,7 +1015,7 @@ void format_event(struct tracing *t, struct item *it)
 			json_event(t, th, e, "untimed", 0);
 			return;
 		}
-		chrome_event(t, th, "i", fn, ns);
+		chrome_event(t, th, "i", fn, ns, e);
 		if (t->chrome)
 			return;
 		graph_flush_pending(t, th);
@@ -1130,7 +1141,7 @@ void finish_output(struct tracing *t)
 		 * there. */
 		for (size_t i = 0; i < t->nthreads; i++)
 			while (t->threads[i].open--)
-				chrome_event(t, &t->threads[i], "E", "", t->threads[i].last_ns);
+				chrome_event(t, &t->threads[i], "E", "", t->threads[i].last_ns, NULL);
 		fprintf(t->chrome, "\n],\"displayTimeUnit\":\"ns\"}\n");
 	}
 }

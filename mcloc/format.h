@@ -220,8 +220,10 @@ uint64_t to_ns(const struct tracing *t, uint64_t time);
  * NULL); NULL when out of memory. */
 struct thread *thread_of(struct tracing *t, uint32_t tid, const char *comm);
 
+/* A Chrome Trace Event of phase PH; E (or NULL) gives its arguments or
+ * return value. */
 void chrome_event(struct tracing *t, const struct thread *th, const char *ph,
-		  const char *name, uint64_t ns);
+		  const char *name, uint64_t ns, const struct event *e);
 void graph_flush_pending(struct tracing *t, struct thread *th);
 /* Events of TH were lost just before E: said where the gap is. */
 void thread_lost(struct tracing *t, struct thread *th, const struct event *e);

@@ -1208,7 +1208,7 @@ static int dump_chrome(struct recording *r, const struct ropts *o, FILE *f)
 		walk(o, p, &t, &w);
 		for (size_t k = 0; k < t.nthreads; k++)
 			while (t.threads[k].open--)
-				chrome_event(&t, &t.threads[k], "E", "", t.threads[k].last_ns);
+				chrome_event(&t, &t.threads[k], "E", "", t.threads[k].last_ns, NULL);
 		first = t.chrome_first;
 		t.chrome = NULL;
 		tracing_done(&t, p);

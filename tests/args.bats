@@ -37,7 +37,7 @@ mapfile -t BYHAND < "$RT/argsfix.spec"
 	assert_line --partial "many(1, 2, 3, 4, 5, 6, 7, 8, 9, 10); /* = 55 */"
 }
 
-@test "JSON lines carry the values as JSON: numbers, strings, null" {
+@test "JSON lines and the Chrome file carry the values as JSON: numbers, strings, null" {
 	"$MCLOC" record --auto-args -- ./argsfix
 	"$MCLOC" replay -j > out.json
 	$PY - out.json <<'EOF2'
@@ -59,6 +59,18 @@ want = {
 }
 for k, v in want.items():
     assert got.get(k) == v, (k, got.get(k), v)
+print("ok")
+EOF2
+	# The Chrome file: a call's arguments on its B event, its value on E.
+	"$MCLOC" dump --chrome c.json
+	$PY - c.json <<'EOF2'
+import json, sys
+d = json.load(open(sys.argv[1]))
+ev = d["traceEvents"] if isinstance(d, dict) else d
+b = {e["name"]: e["args"] for e in ev if e["ph"] == "B" and "args" in e}
+e = {e["name"]: e["args"] for e in ev if e["ph"] == "E" and "args" in e}
+assert b["strings"] == {"args": ["hello \"world\"\n", None, "0x10", "0123456789abcdef" * 4]}, b["strings"]
+assert e["half"] == {"retval": 1.5} and e["main"] == {"retval": 0}, e
 print("ok")
 EOF2
 }
