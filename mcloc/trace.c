@@ -640,6 +640,10 @@ static int send_args(struct tracing *t, const struct targs *a, const char *pid)
 
 	if (!as->n && !as->autoargs)
 		return 0;
+	if (a->mode == PROFILE) {
+		fail(who, "-A, -R and --auto-args show values in events: profile keeps none");
+		return -1;
+	}
 	if (as->autoargs && (sym = sym_new())) {
 		char *maps = sym_read_maps(t->pid, &len);
 

@@ -105,4 +105,7 @@ EOF2
 	run "$MCLOC" record function -R 'ints@retval' -- ./argsfix
 	assert_failure
 	assert_line "mcloc: record: 'ints@retval': a return value needs function_graph"
+	run "$MCLOC" run profile -A 'ints@arg1' -- ./argsfix
+	assert_failure
+	assert_line "mcloc: trace: -A, -R and --auto-args show values in events: profile keeps none"
 }
