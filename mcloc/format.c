@@ -6,6 +6,7 @@
  * came.  Events arrive merged by time, as struct item.
  */
 #include "format.h"
+#include "../base/grow.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -376,7 +377,7 @@ struct thread *thread_of(struct tracing *t, uint32_t tid, const char *comm)
 	for (size_t i = 0; i < t->nthreads; i++)
 		if (t->threads[i].tid == tid)
 			return &t->threads[i];
-	struct thread *v = realloc(t->threads, (t->nthreads + 1) * sizeof(*v));
+	struct thread *v = mc_grown(t->threads, &t->cap_threads, t->nthreads, sizeof(*v), 4);
 
 	if (!v)
 		return NULL;
@@ -944,7 +945,8 @@ void format_event(struct tracing *t, struct item *it)
 		th->pending = true;
 		th->entry = *e;
 		th->entry.data = NULL;
-		memcpy(th->entry_data, e->data, e->ndata);
+		if (e->ndata)
+			memcpy(th->entry_data, e->data, e->ndata);
 		return;
 	}
 	if (e->type == MCLOC_EV_EXIT || e->type == MCLOC_EV_LEFT) {

@@ -120,7 +120,7 @@ struct tracing {
 	uint64_t skipped;		/* events a head too far ahead skipped */
 	struct names sites, callers;
 	struct thread *threads;
-	size_t nthreads;
+	size_t nthreads, cap_threads;
 	struct hit *hits;
 	size_t nhits, cap_hits;
 	size_t *hit_index;		/* open addressing: index + 1, or 0 */

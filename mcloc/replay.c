@@ -15,6 +15,7 @@
  * comma-separated list.
  */
 #include "format.h"
+#include "../base/grow.h"
 #include "perfetto.h"
 
 #include <mcloc/record.h>
@@ -58,14 +59,14 @@ struct rproc {
 	struct mcloc_rec_info info;
 	char *args;			/* argc_len bytes */
 	struct rthread *th;
-	size_t nth;
+	size_t nth, cap_th;
 	struct names sites, callers;
 };
 
 struct recording {
 	const char *dir;
 	struct rproc *procs;
-	size_t nprocs;
+	size_t nprocs, cap_procs;
 };
 
 /* What an offline command was asked for. */
@@ -222,7 +223,9 @@ static bool load_thread(int dfd, struct rproc *p, const char *file, uint32_t tid
 		close(fd);
 		return false;
 	}
-	struct rthread *v = realloc(p->th, (p->nth + 1) * sizeof(*v));
+	/* (Grown by doubling, here and for the processes: a recording of
+	 * thousands of them moved its array once per process.) */
+	struct rthread *v = mc_grown(p->th, &p->cap_th, p->nth, sizeof(*v), 4);
 
 	if (!v) {
 		close(fd);
@@ -366,7 +369,8 @@ static int recording_open(struct recording *r, const char *dir)
 			fail(dir, "%s: a broken info", e->d_name);
 			ok = false;
 		}
-		struct rproc *v = ok ? realloc(r->procs, (r->nprocs + 1) * sizeof(*v)) : NULL;
+		struct rproc *v = ok ? mc_grown(r->procs, &r->cap_procs, r->nprocs, sizeof(*v), 16)
+				     : NULL;
 
 		if (ok && !v) {
 			fail(dir, "out of memory");
