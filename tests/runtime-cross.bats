@@ -569,6 +569,15 @@ args_cross() {
 		env LD_LIBRARY_PATH="$LIB" "${QEMU[@]}" ./argsfix
 	assert_success
 	"$mcloc" replay | mask_times | sed -n '5,$p' | diff -u "$RT/argsfix-auto.want" -
+	# The function tracer: its ops asks for the registers there.
+	run timeout -s KILL 300 "$mcloc" record function -A 'many@arg1,arg9,arg10' \
+		-A 'floats@fparg2' -A 'strings@arg1/s' -- \
+		env LD_LIBRARY_PATH="$LIB" "${QEMU[@]}" ./argsfix
+	assert_success
+	run "$mcloc" replay
+	assert_line --regexp ': many\(1, 9, 10\) <-main$'
+	assert_line --regexp ': floats\(-2.25\) <-main$'
+	assert_line --regexp ': strings\("hello \\"world\\"\\n"\) <-main$'
 }
 
 @test "aarch64: arguments and return values of every kind, by hand and from DWARF (mcloc record under qemu-user)" {
