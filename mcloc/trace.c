@@ -670,6 +670,16 @@ static int send_args(struct tracing *t, const struct targs *a, const char *pid)
 	return ret;
 }
 
+/* End the hold (MCLOC_CONTROL=wait) of the program P is connected to:
+ * whether it answered. */
+static bool ask_release(struct peer *p)
+{
+	struct mcloc_msg m;
+
+	return peer_send(p, MCLOC_REQ_RELEASE, NULL, 0) == 0 && peer_recv(p, &m) == 0 &&
+	       m.type == MCLOC_REP_END;
+}
+
 /* Start A's trace in the program PID into L (into REC, a recording, if
  * not NULL: L owns it from here).  0, or 1 with a message. */
 static int session_begin(struct live *l, const struct targs *a, const char *pid, bool json,
@@ -712,8 +722,16 @@ static int session_begin(struct live *l, const struct targs *a, const char *pid,
 
 	struct mcloc_msg m;
 	struct mcloc_rep_trace rt;
-	if (load_sites(t) < 0 || send_args(t, a, pid) < 0)
+	if (load_sites(t) < 0)
 		return 1;
+	/* (Arguments that cannot be served fail before the trace request,
+	 * whose refusal would have released a program MCLOC_CONTROL=wait
+	 * holds: released here, or it waits out its 10 s for nothing.) */
+	if (send_args(t, a, pid) < 0) {
+		t->p->quiet = true;
+		ask_release(t->p);
+		return 1;
+	}
 	if (peer_send(t->p, MCLOC_REQ_TRACE, req, len) < 0 || peer_recv(t->p, &m) < 0)
 		return 1;
 	if (m.type != MCLOC_REP_TRACE || m.len < sizeof(m) + sizeof(rt) || t->p->passed_fd < 0) {
@@ -1168,14 +1186,12 @@ static bool running(pid_t child)
 static bool release(const char *pid, pid_t child)
 {
 	struct peer *p = malloc(sizeof(*p));
-	struct mcloc_msg m;
 	bool done = false;
 
 	for (int i = 0; p && i < 200 && !done && running(child); i++) {
 		if (peer_open(p, pid, true) == 0) {
 			p->quiet = true;
-			done = peer_send(p, MCLOC_REQ_RELEASE, NULL, 0) == 0 &&
-			       peer_recv(p, &m) == 0 && m.type == MCLOC_REP_END;
+			done = ask_release(p);
 			close(p->fd);
 		}
 		if (!done)

@@ -94,3 +94,14 @@ EOF2
 	assert_failure
 	assert_line "mcloc: record: 'ints@retval': a return value needs function_graph"
 }
+
+@test "-A that matches nothing releases the program it holds, as a refused --filter does" {
+	# record follows children by default: its program waits to be traced
+	# until released, and the failed -A must say no trace is coming.
+	for cmd in "record" "record --no-follow" "run function_graph"; do
+		run $MCLOC $cmd -A 'nosuch@arg1' -- ./argsfix
+		assert_failure
+		assert_line --regexp "^mcloc: [a-z]+: 'nosuch@arg1': matches no traced function$"
+		refute_line --partial "no controller started a trace"
+	done
+}
