@@ -105,3 +105,20 @@ EOF2
 		refute_line --partial "no controller started a trace"
 	done
 }
+
+@test "JSON strings keep UTF-8 as characters; text escapes every byte past ASCII" {
+	traced_fixture argsutf8
+	run "$MCLOC" record -A 'word@arg1/s' -- ./argsutf8
+	assert_success
+	run "$MCLOC" replay
+	assert_line --partial 'word("w\xc3\xb6rld \xe2\x82\xac \xff");'
+	"$MCLOC" replay -j > out.json
+	$PY - out.json <<'EOF2'
+import json, sys
+events = [json.loads(l) for l in open(sys.argv[1], encoding="utf-8")]
+args = [e["args"] for e in events if e["function"] == "word" and e["type"] == "entry"]
+assert len(args) == 1, args
+assert args[0][0].startswith("w\u00f6rld \u20ac "), ascii(args[0])
+print("ok")
+EOF2
+}
