@@ -414,15 +414,18 @@ static void usage_trace(enum cmd cmd)
 	if (cmd == RECORD) {
 		fail("record", "usage: mcloc record [function|function_graph] [-d DIR] [--filter G] "
 			       "[--notrace G] [--graph-function G] [--max-depth N] [--tid T] "
-			       "[--duration S] [--buffer KIB] [--rings N] [--trigger FUNC:ACTION] "
+			       "[--duration S] [--buffer KIB] [--rings N] [--overwrite] "
+			       "[--trigger FUNC:ACTION] [-A FUNC@ARGS] [-R FUNC@retval] [--auto-args] "
 			       "[--no-follow] (-p PID | "
 			       "[--preload LIB] -- PROG [ARGS])");
 		return;
 	}
-	fail(cmd == RUN ? "run" : "trace", "usage: mcloc trace PID function|function_graph|profile|nop [--filter G] "
+	fail(cmd == RUN ? "run" : "trace", "usage: mcloc %s function|function_graph|profile|nop [--filter G] "
 		      "[--notrace G] [--graph-function G] [--max-depth N] [--tid T] "
 		      "[--duration S] [-t USECS] [--per-thread] [--sort KEY] [--buffer KIB] "
-		      "[--rings N] [--overwrite] [--trigger FUNC:ACTION] [--chrome FILE] [-o FILE] [-j]");
+		      "[--rings N] [--overwrite] [--trigger FUNC:ACTION] [-A FUNC@ARGS] "
+		      "[-R FUNC@retval] [--auto-args] [--chrome FILE] [-o FILE] [-j]%s",
+	     cmd == RUN ? "run" : "trace PID", cmd == RUN ? " [--preload LIB] -- PROG [ARGS]" : "");
 }
 
 static const char *cmd_name(enum cmd c)

@@ -122,3 +122,11 @@ assert args[0][0].startswith("w\u00f6rld \u20ac "), ascii(args[0])
 print("ok")
 EOF2
 }
+
+@test "the usage of record, run and trace names -A, -R and --auto-args" {
+	for cmd in "record" "run" "trace"; do
+		run $MCLOC $cmd --bogus
+		assert_failure 2
+		assert_line --regexp "^mcloc: $cmd: usage: mcloc $cmd .*\[-A FUNC@ARGS\] \[-R FUNC@retval\] \[--auto-args\]"
+	done
+}
