@@ -452,6 +452,7 @@ struct targs {
 	size_t args_len;
 	bool follow;		/* record: children and the programs they exec too */
 	struct argspecs argspecs;	/* -A, -R, --auto-args */
+	enum cmd cmd;		/* which subcommand, for its messages */
 };
 
 /* Options of ARGV[0..ARGC) into A; the index of the first argument that is
@@ -492,7 +493,7 @@ static int parse_targs(int argc, char **argv, struct targs *a, enum cmd cmd)
 			     .q = { .ring_kib = cmd == RECORD ? 4096 : 1024,
 				    .rings = cmd == RECORD ? 32 : 16,
 				    .flags = cmd == RECORD ? MCLOC_TRACE_WAIT : 0 },
-			     .data = MCLOC_REC_DEFAULT_DIR, .follow = cmd == RECORD };
+			     .data = MCLOC_REC_DEFAULT_DIR, .follow = cmd == RECORD, .cmd = cmd };
 	optind = 0;	/* (a fresh scan, options anywhere after the subcommand) */
 	while ((o = getopt_long(argc, argv, cmd == RECORD ? "d:p:A:R:a" : "jt:o:A:R:a", opts,
 				NULL)) != -1) {
@@ -638,7 +639,7 @@ static int send_args(struct tracing *t, const struct targs *a, const char *pid)
 	struct symbols *sym = NULL;
 	struct mcloc_args_ent *v;
 	size_t n, len = 0;
-	const char *who = a->data && t->rec ? "record" : "trace";
+	const char *who = cmd_name(a->cmd);
 
 	if (!as->n && !as->autoargs)
 		return 0;

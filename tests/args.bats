@@ -104,6 +104,8 @@ EOF2
 		assert_line --regexp "^mcloc: [a-z]+: 'nosuch@arg1': matches no traced function$"
 		refute_line --partial "no controller started a trace"
 	done
+	# Named by the subcommand the user typed.
+	assert_line "mcloc: run: 'nosuch@arg1': matches no traced function"
 }
 
 @test "JSON strings keep UTF-8 as characters; text escapes every byte past ASCII" {
