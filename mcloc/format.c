@@ -508,6 +508,10 @@ static void put_quoted(FILE *f, const struct arg_item *it, bool json)
 			out_str(f, "\\t");
 		} else if (c < 0x20 || c >= 0x7f) {
 			fprintf(f, json ? "\\u%04x" : "\\x%02x", c);
+		} else if (!json && c == '/' && k && it->v[k - 1] == '*') {
+			/* (A return value is shown in a comment, which a
+			 * string's own star-slash would end early.) */
+			out_str(f, "\\x2f");
 		} else {
 			putc_unlocked((int)c, f);
 		}

@@ -109,8 +109,8 @@ EOF2
 }
 
 @test "JSON strings keep UTF-8 as characters; text escapes every byte past ASCII" {
-	traced_fixture argsutf8
-	run "$MCLOC" record -A 'word@arg1/s' -- ./argsutf8
+	traced_fixture argsstr
+	run "$MCLOC" record -A 'word@arg1/s' -- ./argsstr
 	assert_success
 	run "$MCLOC" replay
 	assert_line --partial 'word("w\xc3\xb6rld \xe2\x82\xac \xff");'
@@ -119,7 +119,7 @@ EOF2
 import json, sys
 events = [json.loads(l) for l in open(sys.argv[1], encoding="utf-8")]
 args = [e["args"] for e in events if e["function"] == "word" and e["type"] == "entry"]
-assert len(args) == 1, args
+assert len(args) == 2 and args[1] == ["a /* b */ c"], args
 assert args[0][0].startswith("w\u00f6rld \u20ac "), ascii(args[0])
 print("ok")
 EOF2
@@ -131,4 +131,12 @@ EOF2
 		assert_failure 2
 		assert_line --regexp "^mcloc: $cmd: usage: mcloc $cmd .*\[-A FUNC@ARGS\] \[-R FUNC@retval\] \[--auto-args\]"
 	done
+}
+
+@test "a string's star-slash does not end the comment its return value is shown in" {
+	traced_fixture argsstr
+	run "$MCLOC" record -A 'word@arg1/s' -R 'word@retval/s' -- ./argsstr
+	assert_success
+	run "$MCLOC" replay
+	assert_line --partial 'word("a /* b *\x2f c"); /* = "a /* b *\x2f c" */'
 }
