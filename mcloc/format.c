@@ -6,6 +6,7 @@
  * came.  Events arrive merged by time, as struct item.
  */
 #include "format.h"
+#include "symbols.h"
 #include "../base/grow.h"
 
 #include <math.h>
@@ -486,14 +487,20 @@ size_t next_arg_item(const uint8_t *d, size_t n, struct arg_item *it)
 }
 
 /* The string of IT quoted, as C (text) or JSON escapes it; any byte that
- * is not printable ASCII escaped. */
+ * is not printable ASCII escaped, but for JSON's valid UTF-8, which stays:
+ * \u00XX there means the code point, and would turn "\xc3\xb6" into two
+ * characters that are not the program's. */
 static void put_quoted(FILE *f, const struct arg_item *it, bool json)
 {
 	putc_unlocked('"', f);
 	for (unsigned k = 0; k < it->len; k++) {
 		unsigned c = it->v[k];
+		size_t u = json && c >= 0x80 ? sym_utf8_len(it->v + k, it->len - k) : 0;
 
-		if (c == '"' || c == '\\') {
+		if (u) {
+			fwrite(it->v + k, 1, u, f);
+			k += (unsigned)u - 1;
+		} else if (c == '"' || c == '\\') {
 			putc_unlocked('\\', f);
 			putc_unlocked((int)c, f);
 		} else if (c == '\n') {
@@ -502,6 +509,10 @@ static void put_quoted(FILE *f, const struct arg_item *it, bool json)
 			out_str(f, "\\t");
 		} else if (c < 0x20 || c >= 0x7f) {
 			fprintf(f, json ? "\\u%04x" : "\\x%02x", c);
+		} else if (!json && c == '/' && k && it->v[k - 1] == '*') {
+			/* (A return value is shown in a comment, which a
+			 * string's own star-slash would end early.) */
+			out_str(f, "\\x2f");
 		} else {
 			putc_unlocked((int)c, f);
 		}

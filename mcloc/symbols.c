@@ -180,7 +180,7 @@ int sym_params(struct symbols *c, uint64_t addr, struct mc_param *v, int max,
 /* The length of the UTF-8 sequence at S (of N bytes), 0 if it is none:
  * no overlong form, surrogate, or code point past U+10FFFF, as JSON's
  * readers want. */
-static size_t utf8_len(const unsigned char *s, size_t n)
+size_t sym_utf8_len(const unsigned char *s, size_t n)
 {
 	unsigned char lo = 0x80, hi = 0xbf;
 	size_t want;
@@ -214,7 +214,7 @@ void sym_clean(char *s, size_t len)
 	unsigned char *u = (unsigned char *)s;
 
 	for (size_t i = 0; i < len;) {
-		size_t n = u[i] >= 0x80 ? utf8_len(u + i, len - i) : 1;
+		size_t n = u[i] >= 0x80 ? sym_utf8_len(u + i, len - i) : 1;
 
 		if (!n || (u[i] && (u[i] < 0x20 || u[i] == 0x7f)))
 			u[i] = '?', n = 1;

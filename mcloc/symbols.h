@@ -38,5 +38,7 @@ void sym_free(struct symbols *c);
  * control byte and each byte of no valid UTF-8 sequence becomes '?'
  * (NULs, the separators of a command line, are kept). */
 void sym_clean(char *s, size_t len);
+/* The length of the valid UTF-8 sequence at S (N bytes there), 0 if none. */
+size_t sym_utf8_len(const unsigned char *s, size_t n);
 
 #endif

@@ -415,15 +415,18 @@ static void usage_trace(enum cmd cmd)
 	if (cmd == RECORD) {
 		fail("record", "usage: mcloc record [function|function_graph] [-d DIR] [--filter G] "
 			       "[--notrace G] [--graph-function G] [--max-depth N] [--tid T] "
-			       "[--duration S] [--buffer KIB] [--rings N] [--trigger FUNC:ACTION] "
+			       "[--duration S] [--buffer KIB] [--rings N] [--overwrite] "
+			       "[--trigger FUNC:ACTION] [-A FUNC@ARGS] [-R FUNC@retval] [--auto-args] "
 			       "[--no-follow] (-p PID | "
 			       "[--preload LIB] -- PROG [ARGS])");
 		return;
 	}
-	fail(cmd == RUN ? "run" : "trace", "usage: mcloc trace PID function|function_graph|profile|nop [--filter G] "
+	fail(cmd == RUN ? "run" : "trace", "usage: mcloc %s function|function_graph|profile|nop [--filter G] "
 		      "[--notrace G] [--graph-function G] [--max-depth N] [--tid T] "
 		      "[--duration S] [-t USECS] [--per-thread] [--sort KEY] [--buffer KIB] "
-		      "[--rings N] [--overwrite] [--trigger FUNC:ACTION] [--chrome FILE] [-o FILE] [-j]");
+		      "[--rings N] [--overwrite] [--trigger FUNC:ACTION] [-A FUNC@ARGS] "
+		      "[-R FUNC@retval] [--auto-args] [--chrome FILE] [-o FILE] [-j]%s",
+	     cmd == RUN ? "run" : "trace PID", cmd == RUN ? " [--preload LIB] -- PROG [ARGS]" : "");
 }
 
 static const char *cmd_name(enum cmd c)
@@ -450,6 +453,7 @@ struct targs {
 	size_t args_len;
 	bool follow;		/* record: children and the programs they exec too */
 	struct argspecs argspecs;	/* -A, -R, --auto-args */
+	enum cmd cmd;		/* which subcommand, for its messages */
 };
 
 /* Options of ARGV[0..ARGC) into A; the index of the first argument that is
@@ -490,7 +494,7 @@ static int parse_targs(int argc, char **argv, struct targs *a, enum cmd cmd)
 			     .q = { .ring_kib = cmd == RECORD ? 4096 : 1024,
 				    .rings = cmd == RECORD ? 32 : 16,
 				    .flags = cmd == RECORD ? MCLOC_TRACE_WAIT : 0 },
-			     .data = MCLOC_REC_DEFAULT_DIR, .follow = cmd == RECORD };
+			     .data = MCLOC_REC_DEFAULT_DIR, .follow = cmd == RECORD, .cmd = cmd };
 	optind = 0;	/* (a fresh scan, options anywhere after the subcommand) */
 	while ((o = getopt_long(argc, argv, cmd == RECORD ? "d:p:A:R:a" : "jt:o:A:R:a", opts,
 				NULL)) != -1) {
@@ -636,7 +640,7 @@ static int send_args(struct tracing *t, const struct targs *a, const char *pid)
 	struct symbols *sym = NULL;
 	struct mcloc_args_ent *v;
 	size_t n, len = 0;
-	const char *who = a->data && t->rec ? "record" : "trace";
+	const char *who = cmd_name(a->cmd);
 
 	if (!as->n && !as->autoargs)
 		return 0;
@@ -673,6 +677,16 @@ static int send_args(struct tracing *t, const struct targs *a, const char *pid)
 	}
 	free(v);
 	return ret;
+}
+
+/* End the hold (MCLOC_CONTROL=wait) of the program P is connected to:
+ * whether it answered. */
+static bool ask_release(struct peer *p)
+{
+	struct mcloc_msg m;
+
+	return peer_send(p, MCLOC_REQ_RELEASE, NULL, 0) == 0 && peer_recv(p, &m) == 0 &&
+	       m.type == MCLOC_REP_END;
 }
 
 /* Start A's trace in the program PID into L (into REC, a recording, if
@@ -717,8 +731,16 @@ static int session_begin(struct live *l, const struct targs *a, const char *pid,
 
 	struct mcloc_msg m;
 	struct mcloc_rep_trace rt;
-	if (load_sites(t) < 0 || send_args(t, a, pid) < 0)
+	if (load_sites(t) < 0)
 		return 1;
+	/* (Arguments that cannot be served fail before the trace request,
+	 * whose refusal would have released a program MCLOC_CONTROL=wait
+	 * holds: released here, or it waits out its 10 s for nothing.) */
+	if (send_args(t, a, pid) < 0) {
+		t->p->quiet = true;
+		ask_release(t->p);
+		return 1;
+	}
 	if (peer_send(t->p, MCLOC_REQ_TRACE, req, len) < 0 || peer_recv(t->p, &m) < 0)
 		return 1;
 	if (m.type != MCLOC_REP_TRACE || m.len < sizeof(m) + sizeof(rt) || t->p->passed_fd < 0) {
@@ -1192,14 +1214,12 @@ static bool running(pid_t child)
 static bool release(const char *pid, pid_t child)
 {
 	struct peer *p = malloc(sizeof(*p));
-	struct mcloc_msg m;
 	bool done = false;
 
 	for (int i = 0; p && i < 200 && !done && running(child); i++) {
 		if (peer_open(p, pid, true) == 0) {
 			p->quiet = true;
-			done = peer_send(p, MCLOC_REQ_RELEASE, NULL, 0) == 0 &&
-			       peer_recv(p, &m) == 0 && m.type == MCLOC_REP_END;
+			done = ask_release(p);
 			close(p->fd);
 		}
 		if (!done)

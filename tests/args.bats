@@ -107,5 +107,51 @@ EOF2
 	assert_line "mcloc: record: 'ints@retval': a return value needs function_graph"
 	run "$MCLOC" run profile -A 'ints@arg1' -- ./argsfix
 	assert_failure
-	assert_line "mcloc: trace: -A, -R and --auto-args show values in events: profile keeps none"
+	assert_line "mcloc: run: -A, -R and --auto-args show values in events: profile keeps none"
+}
+
+@test "-A that matches nothing releases the program it holds, as a refused --filter does" {
+	# record follows children by default: its program waits to be traced
+	# until released, and the failed -A must say no trace is coming.
+	for cmd in "record" "record --no-follow" "run function_graph"; do
+		run $MCLOC $cmd -A 'nosuch@arg1' -- ./argsfix
+		assert_failure
+		assert_line --regexp "^mcloc: [a-z]+: 'nosuch@arg1': matches no traced function$"
+		refute_line --partial "no controller started a trace"
+	done
+	# Named by the subcommand the user typed.
+	assert_line "mcloc: run: 'nosuch@arg1': matches no traced function"
+}
+
+@test "JSON strings keep UTF-8 as characters; text escapes every byte past ASCII" {
+	traced_fixture argsstr
+	run "$MCLOC" record -A 'word@arg1/s' -- ./argsstr
+	assert_success
+	run "$MCLOC" replay
+	assert_line --partial 'word("w\xc3\xb6rld \xe2\x82\xac \xff");'
+	"$MCLOC" replay -j > out.json
+	$PY - out.json <<'EOF2'
+import json, sys
+events = [json.loads(l) for l in open(sys.argv[1], encoding="utf-8")]
+args = [e["args"] for e in events if e["function"] == "word" and e["type"] == "entry"]
+assert len(args) == 2 and args[1] == ["a /* b */ c"], args
+assert args[0][0].startswith("w\u00f6rld \u20ac "), ascii(args[0])
+print("ok")
+EOF2
+}
+
+@test "the usage of record, run and trace names -A, -R and --auto-args" {
+	for cmd in "record" "run" "trace"; do
+		run $MCLOC $cmd --bogus
+		assert_failure 2
+		assert_line --regexp "^mcloc: $cmd: usage: mcloc $cmd .*\[-A FUNC@ARGS\] \[-R FUNC@retval\] \[--auto-args\]"
+	done
+}
+
+@test "a string's star-slash does not end the comment its return value is shown in" {
+	traced_fixture argsstr
+	run "$MCLOC" record -A 'word@arg1/s' -R 'word@retval/s' -- ./argsstr
+	assert_success
+	run "$MCLOC" replay
+	assert_line --partial 'word("a /* b *\x2f c"); /* = "a /* b *\x2f c" */'
 }

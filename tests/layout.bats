@@ -149,3 +149,9 @@ RUNTIME_ORDER="runtime patch state rcu images dispatch plan direct ops registry 
 		grep -qF -- "$lit" recordmcount.1 || { echo "recordmcount.1 lacks --$opt"; false; }
 	done
 }
+
+@test "man pages and README hold no control characters (a \\f escape typed where a form feed went in)" {
+	cd "$SRC"
+	run grep -nP '[\x00-\x08\x0b-\x1f\x7f]' man/*.[135] README.md
+	assert_output ""
+}
