@@ -36,7 +36,7 @@ static int parse_item(const char *item, struct mcloc_arg *a, bool *is_ret, const
 
 	*is_ret = false;
 	if (head == 6 && !strncmp(item, "retval", 6)) {
-		*a = (struct mcloc_arg){ MCLOC_ARG_INT, 8, MCLOC_ARG_IN_INT, 0 };
+		*a = (struct mcloc_arg){ MCLOC_ARG_AUTO, 8, MCLOC_ARG_IN_INT, 0 };
 		*is_ret = true;
 	} else if (!strncmp(item, "fparg", 5) && head > 5) {
 		index = strtoul(item + 5, &end, 10);
@@ -47,7 +47,7 @@ static int parse_item(const char *item, struct mcloc_arg *a, bool *is_ret, const
 		index = strtoul(item + 3, &end, 10);
 		if (end != item + head || !index || index > 32)
 			goto bad;
-		*a = (struct mcloc_arg){ MCLOC_ARG_INT, 8, MCLOC_ARG_IN_INT, (uint8_t)index };
+		*a = (struct mcloc_arg){ MCLOC_ARG_AUTO, 8, MCLOC_ARG_IN_INT, (uint8_t)index };
 	} else {
 		goto bad;
 	}
@@ -134,6 +134,11 @@ int argspec_add(struct argspecs *s, const char *text, const char *who)
 		}
 	}
 	free(items);
+	if (!strcmp(who, "-R") && sp.has_args) {
+		fail(who, "'%s': -R takes FUNC@retval[/FORMAT] (arguments are -A's)", text);
+		free(sp.glob);
+		return -1;
+	}
 	struct argspec *v = mc_grown(s->v, &s->cap, s->n, sizeof(*v), 8);
 
 	if (!v) {
@@ -219,6 +224,18 @@ static bool auto_entry(struct symbols *sym, const char *name, uint64_t site, boo
 	return e->nargs || e->has_ret;
 }
 
+/* A to E's arguments, in place of one of the same class and index. */
+static void add_arg(struct mcloc_args_ent *e, const struct mcloc_arg *a)
+{
+	for (unsigned k = 0; k < e->nargs; k++)
+		if (e->args[k].in == a->in && e->args[k].index == a->index) {
+			e->args[k] = *a;
+			return;
+		}
+	if (e->nargs < MCLOC_ARGS_MAX)
+		e->args[e->nargs++] = *a;
+}
+
 static int cmp_ent(const void *a, const void *b)
 {
 	uint64_t x = ((const struct mcloc_args_ent *)a)->site;
@@ -257,16 +274,23 @@ int argspec_entries(const struct argspecs *s, const struct names *sites, struct 
 		 * arguments than its DWARF's declaration says.) */
 		if (s->autoargs && sym && !strchr(nm->name, '.'))
 			any = auto_entry(sym, nm->name, nm->addr, retvals, &e);
+		bool explicit = false;
+
 		for (size_t k = 0; k < s->n; k++) {
 			const struct argspec *sp = &s->v[k];
 
 			if (fnmatch(sp->glob, nm->name, 0))
 				continue;
 			used[k] = any = true;
-			if (sp->has_args) {
-				e.nargs = (uint8_t)sp->nargs;
-				memcpy(e.args, sp->args, sizeof(e.args));
+			/* The -A options naming a function add up, as
+			 * uftrace's do (an argument named again takes the
+			 * later format), and replace what DWARF said. */
+			if (sp->has_args && !explicit) {
+				e.nargs = 0;
+				explicit = true;
 			}
+			for (unsigned j = 0; j < sp->nargs; j++)
+				add_arg(&e, &sp->args[j]);
 			if (sp->has_ret) {
 				e.ret = sp->ret;
 				e.has_ret = 1;
@@ -293,6 +317,9 @@ int argspec_entries(const struct argspecs *s, const struct names *sites, struct 
 			return -1;
 		}
 	free(used);
+	if (s->autoargs && !n)
+		fprintf(stderr, "mcloc: %s: --auto-args: no traced function has DWARF that describes "
+				"it (build with -g)\n", who);
 	/* (One entry per site: the program refuses a site twice.) */
 	qsort(v, n, sizeof(*v), cmp_ent);
 	size_t k = 0;

@@ -558,6 +558,22 @@ static void put_value(FILE *f, const struct arg_item *it, bool json)
 	case MCLOC_ARG_UINT:
 		fprintf(f, "%llu", (unsigned long long)raw);
 		break;
+	case MCLOC_ARG_AUTO: {
+		/* A small number in decimal (an int's negative value in a
+		 * register whose upper half the callee zeroed too), anything
+		 * else, a pointer mostly, in hex. */
+		int64_t v = (int64_t)raw;
+		int32_t low = (int32_t)(uint32_t)raw;
+
+		if (bits == 64 && (v < -100000 || v > 100000) && !(raw >> 32) && low < 0 &&
+		    low >= -100000)
+			v = low;
+		if (v >= -100000 && v <= 100000)
+			fprintf(f, "%lld", (long long)v);
+		else
+			fprintf(f, json ? "\"%#llx\"" : "%#llx", (unsigned long long)raw);
+		break;
+	}
 	case MCLOC_ARG_CHAR: {
 		struct arg_item c = { .v = (const uint8_t *)&raw, .len = 1 };
 

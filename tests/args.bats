@@ -37,6 +37,27 @@ mapfile -t BYHAND < "$RT/argsfix.spec"
 	assert_line --partial "many(1, 2, 3, 4, 5, 6, 7, 8, 9, 10); /* = 55 */"
 }
 
+@test "-A options naming one function add up; without a format a value shows as uftrace shows it" {
+	run "$MCLOC" record -A 'ints@arg1' -A 'ints@arg3,arg1/x8' -A 'i*@arg7' \
+		-A 'letter@arg2' -R 'letter@retval' -- ./argsfix
+	assert_success
+	run "$MCLOC" replay
+	# (-5 as int8_t, and -1000 as int16_t, in registers whose upper half
+	# is zero: small negative numbers; -5000000000: hex.)
+	assert_line --regexp "ints\\(0xfb, -1000, 0xfffffffed5fa0e00\\);$"
+	assert_line --partial "letter(4660); /* = 66 */"
+	run "$MCLOC" record -R 'ints@arg1' -- ./argsfix
+	assert_failure
+	assert_output "mcloc: -R: 'ints@arg1': -R takes FUNC@retval[/FORMAT] (arguments are -A's)"
+	# A program without DWARF: said, and traced without arguments.
+	cc -O1 -pg -mfentry -c "$RT/argsfix.c" -o nodw.o
+	"$RECORDMCOUNT" nodw.o
+	"$OBJPATCH" link --nop --runtime -- cc nodw.o -o nodw -L"$LIBDIR" -lmcloc
+	run "$MCLOC" record --auto-args -- ./nodw
+	assert_success
+	assert_line "mcloc: record: --auto-args: no traced function has DWARF that describes it (build with -g)"
+}
+
 @test "JSON lines and the Chrome file carry the values as JSON: numbers, strings, null" {
 	"$MCLOC" record --auto-args -- ./argsfix
 	"$MCLOC" replay -j > out.json
@@ -76,7 +97,7 @@ EOF2
 }
 
 @test "the function tracer shows arguments; the live trace (mcloc run) shows them too" {
-	"$MCLOC" record function -A 'ints@arg1/d8,arg7' -A 'strings@arg1/s' -- ./argsfix
+	"$MCLOC" record function -A 'ints@arg1/d8,arg7/d' -A 'strings@arg1/s' -- ./argsfix
 	run "$MCLOC" replay
 	assert_line --regexp '^ +argsfix-[0-9]+ +\[[0-9]{3}\] [0-9.]+: ints\(-5, -5000000000\) <-main$'
 	assert_line --regexp ': strings\("hello \\"world\\"\\n"\) <-main$'

@@ -198,7 +198,8 @@ enum {
 	MCLOC_ARG_CHAR = 4,	/* a character */
 	MCLOC_ARG_FLOAT = 5,	/* float (SIZE 4) or double (SIZE 8) */
 	MCLOC_ARG_STR = 6,	/* the NUL-terminated string it points at */
-	MCLOC_ARG_FMT_MAX = 6,
+	MCLOC_ARG_AUTO = 7,	/* decimal when small, else hex (as uftrace's default) */
+	MCLOC_ARG_FMT_MAX = 7,
 };
 enum { MCLOC_ARG_IN_INT = 1, MCLOC_ARG_IN_FP = 2 };
 
