@@ -9,6 +9,7 @@
 #include "symbols.h"
 #include "../base/grow.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -492,11 +493,15 @@ size_t next_arg_item(const uint8_t *d, size_t n, struct arg_item *it)
  * characters that are not the program's. */
 static void put_quoted(FILE *f, const struct arg_item *it, bool json)
 {
+	bool hexed = false;	/* the last byte went as \xXX */
+
 	putc_unlocked('"', f);
 	for (unsigned k = 0; k < it->len; k++) {
 		unsigned c = it->v[k];
 		size_t u = json && c >= 0x80 ? sym_utf8_len(it->v + k, it->len - k) : 0;
+		bool was_hexed = hexed;
 
+		hexed = false;
 		if (u) {
 			fwrite(it->v + k, 1, u, f);
 			k += (unsigned)u - 1;
@@ -507,12 +512,17 @@ static void put_quoted(FILE *f, const struct arg_item *it, bool json)
 			out_str(f, "\\n");
 		} else if (c == '\t') {
 			out_str(f, "\\t");
-		} else if (c < 0x20 || c >= 0x7f) {
+		} else if (c < 0x20 || c >= 0x7f ||
+			   /* (C's \x takes every hex digit after it: one
+			    * right after another escape is escaped too.) */
+			   (!json && was_hexed && isxdigit((int)c))) {
 			fprintf(f, json ? "\\u%04x" : "\\x%02x", c);
+			hexed = !json;
 		} else if (!json && c == '/' && k && it->v[k - 1] == '*') {
 			/* (A return value is shown in a comment, which a
 			 * string's own star-slash would end early.) */
 			out_str(f, "\\x2f");
+			hexed = true;
 		} else {
 			putc_unlocked((int)c, f);
 		}

@@ -150,12 +150,13 @@ EOF2
 	assert_success
 	run "$MCLOC" replay
 	assert_line --partial 'word("w\xc3\xb6rld \xe2\x82\xac \xff");'
+	assert_line --partial 'word("\x02\x33\x66");'
 	"$MCLOC" replay -j > out.json
 	$PY - out.json <<'EOF2'
 import json, sys
 events = [json.loads(l) for l in open(sys.argv[1], encoding="utf-8")]
 args = [e["args"] for e in events if e["function"] == "word" and e["type"] == "entry"]
-assert len(args) == 2 and args[1] == ["a /* b */ c"], args
+assert len(args) == 3 and args[1] == ["a /* b */ c"] and args[2] == ["\x023f"], args
 assert args[0][0].startswith("w\u00f6rld \u20ac "), ascii(args[0])
 print("ok")
 EOF2
