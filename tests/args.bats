@@ -76,6 +76,23 @@ EOF2
 	grep -q '} /\* main = 0 \*/' trace.txt
 }
 
+@test "strings that cannot be read whole: the bytes before the fault, or the pointer; never a fault, with process_vm_readv or refused it" {
+	traced_fixture argsfault -g
+	# (No argument: process_vm_readv; 1: a seccomp filter refuses it
+	# with EPERM, and the runtime copies through a pipe.)
+	for deny in "" 1; do
+		run "$MCLOC" record -A 'str@arg1/s,arg2/s' -- ./argsfault $deny
+		assert_success
+		assert_line done
+		run "$MCLOC" replay
+		assert_line --partial 'str("plain", "plain");'
+		assert_line --regexp 'str\("prot_none", 0x[0-9a-f]+\);'
+		assert_line --partial 'str("before_unmapped", "xxxxx"...);'
+		assert_line --partial 'str("file", "file");'
+		assert_line --regexp 'str\("past_eof", 0x[0-9a-f]+\);'
+	done
+}
+
 @test "bad -A and -R get one line naming the problem, and exit 1" {
 	for spec in 'ints@arg0' 'ints@arg33' 'ints@arg1/z' 'ints@arg1/d12' 'ints@fparg9' \
 		'ints@' '@arg1' 'ints@arg1/s32'; do
