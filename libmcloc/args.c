@@ -102,7 +102,8 @@ static size_t read_mem(uintptr_t p, uint8_t *out, size_t n)
 
 		if (got >= 0)
 			return (size_t)got;
-		if (errno != ENOSYS && errno != EPERM)
+		/* (EFAULT alone is about P: a filter refuses with any errno.) */
+		if (errno == EFAULT)
 			return 0;
 		__atomic_store_n(&no_vm_readv, 1, __ATOMIC_RELAXED);
 	}

@@ -78,9 +78,9 @@ EOF2
 
 @test "strings that cannot be read whole: the bytes before the fault, or the pointer; never a fault, with process_vm_readv or refused it" {
 	traced_fixture argsfault -g
-	# (No argument: process_vm_readv; 1: a seccomp filter refuses it
-	# with EPERM, and the runtime copies through a pipe.)
-	for deny in "" 1; do
+	# (No argument: process_vm_readv; 1, 13: a seccomp filter refuses it
+	# with EPERM, EACCES, and the runtime copies through a pipe.)
+	for deny in "" 1 13; do
 		run "$MCLOC" record -A 'str@arg1/s,arg2/s' -- ./argsfault $deny
 		assert_success
 		assert_line done
