@@ -933,7 +933,8 @@ void format_event(struct tracing *t, struct item *it)
 		th->pending = true;
 		th->entry = *e;
 		th->entry.data = NULL;
-		memcpy(th->entry_data, e->data, e->ndata);
+		if (e->ndata)	/* (else e->data is NULL, which memcpy may not take) */
+			memcpy(th->entry_data, e->data, e->ndata);
 		return;
 	}
 	if (e->type == MCLOC_EV_EXIT || e->type == MCLOC_EV_LEFT) {

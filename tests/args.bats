@@ -85,6 +85,8 @@ EOF2
 		assert_success
 		assert_line done
 		run "$MCLOC" replay
+		# (The sanitized build's mcloc says where it went wrong.)
+		refute_output --partial 'runtime error'
 		assert_line --partial 'str("plain", "plain");'
 		assert_line --regexp 'str\("prot_none", 0x[0-9a-f]+\);'
 		assert_line --partial 'str("before_unmapped", "xxxxx"...);'
