@@ -95,6 +95,15 @@ EOF2
 	done
 }
 
+@test "stack arguments of a call the program's own ops traces too (through the list): the graph reads them before it hooks the return" {
+	traced_fixture argsshared -I"$SRC/include"
+	run "$MCLOC" record -A 'many@arg1,arg7,arg8,arg9,arg10' -R 'many@retval' -- ./argsshared
+	assert_success
+	assert_line "registered 0, counted 1"
+	run "$MCLOC" replay
+	assert_line --partial "many(1, 7, 8, 9, 10); /* = 55 */"
+}
+
 @test "bad -A and -R get one line naming the problem, and exit 1" {
 	for spec in 'ints@arg0' 'ints@arg33' 'ints@arg1/z' 'ints@arg1/d12' 'ints@fparg9' \
 		'ints@' '@arg1' 'ints@arg1/s32'; do
