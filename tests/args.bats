@@ -104,6 +104,16 @@ EOF2
 	assert_line --partial "many(1, 7, 8, 9, 10); /* = 55 */"
 }
 
+@test "--auto-args captures no argument of a function that returns a struct: a hidden pointer may come first" {
+	traced_fixture argsabi -g
+	run "$MCLOC" record --auto-args -- ./argsabi
+	assert_success
+	assert_line 39
+	run "$MCLOC" replay
+	assert_line --partial "make();"
+	assert_line --partial "after(5); /* = 6 */"
+}
+
 @test "bad -A and -R get one line naming the problem, and exit 1" {
 	for spec in 'ints@arg0' 'ints@arg33' 'ints@arg1/z' 'ints@arg1/d12' 'ints@fparg9' \
 		'ints@' '@arg1' 'ints@arg1/s32'; do
