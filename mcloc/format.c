@@ -595,6 +595,10 @@ void put_arg_items(FILE *f, const uint8_t *d, size_t n, bool json, bool ret)
 			out_str(f, json ? "," : ", ");
 		first = false;
 		put_value(f, &it, json);
+		/* (A call has one: a DATA event that says more is forged,
+		 * and JSON's retval takes one value.) */
+		if (ret)
+			break;
 	}
 }
 
