@@ -114,7 +114,8 @@ static size_t put_item(uint8_t *out, unsigned fmt, const void *val, size_t len)
 {
 	out[0] = (uint8_t)fmt;
 	out[1] = (uint8_t)len;
-	memcpy(out + 2, val, len);
+	if (len)	/* (VAL is NULL without bytes, which memcpy may not take) */
+		memcpy(out + 2, val, len);
 	return 2 + len;
 }
 

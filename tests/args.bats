@@ -114,10 +114,12 @@ EOF2
 		run "$MCLOC" record -A 'str@arg1/s,arg2/s' -- ./argsfault $deny
 		assert_success
 		assert_line done
+		refute_output --partial 'runtime error'
 		run "$MCLOC" replay
 		# (The sanitized build's mcloc says where it went wrong.)
 		refute_output --partial 'runtime error'
 		assert_line --partial 'str("plain", "plain");'
+		assert_line --partial 'str("null", NULL);'
 		assert_line --regexp 'str\("prot_none", 0x[0-9a-f]+\);'
 		assert_line --partial 'str("before_unmapped", "xxxxx"...);'
 		assert_line --partial 'str("file", "file");'
