@@ -411,6 +411,8 @@ static void function_cb(uintptr_t ip, uintptr_t parent, struct mcloc_ops *ops,
 {
 	const struct session *s = session_of(ops);
 
+	regs = regs ? regs : mcr_entry_regs;	/* (another ops's, at a shared site) */
+
 	if (!wanted_thread(s))
 		return;
 	unsigned tr = s->ntrig ? triggers_at(s, ip) : 0;
@@ -492,6 +494,8 @@ static void graph_cb(uintptr_t ip, uintptr_t parent, struct mcloc_ops *ops,
 		     struct mcloc_regs *regs)
 {
 	const struct session *s = session_of(ops);
+
+	regs = regs ? regs : mcr_entry_regs;	/* (another ops's, at a shared site) */
 
 	if (!wanted_thread(s))
 		return;

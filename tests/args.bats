@@ -127,13 +127,23 @@ EOF2
 	done
 }
 
-@test "stack arguments of a call the program's own ops traces too (through the list): the graph reads them before it hooks the return" {
+@test "a call the program's own ops traces too, with or without its registers: the arguments all there, the return hooked" {
 	traced_fixture argsshared -I"$SRC/include"
-	run "$MCLOC" record -A 'many@arg1,arg7,arg8,arg9,arg10' -R 'many@retval' -- ./argsshared
-	assert_success
-	assert_line "registered 0, counted 1"
-	run "$MCLOC" replay
-	assert_line --partial "many(1, 7, 8, 9, 10); /* = 55 */"
+	# (Through the list by the args trampoline's frame, where the graph
+	# reads them before it hooks the return; or by the registers that
+	# the program's ops asked for and the session's did not.)
+	for how in "" regs; do
+		run "$MCLOC" record -A 'many@arg1,arg7,arg8,arg9,arg10' -R 'many@retval' -- \
+			./argsshared $how
+		assert_success
+		assert_line "registered 0, counted 1"
+		run "$MCLOC" replay
+		assert_line --regexp " us \|    many\(1, 7, 8, 9, 10\); /\* = 55 \*/$"
+		run "$MCLOC" record function -A 'many@arg1,arg7,arg8,arg9,arg10' -- ./argsshared $how
+		assert_success
+		run "$MCLOC" replay
+		assert_line --regexp ": many\(1, 7, 8, 9, 10\) <-main$"
+	done
 }
 
 @test "--auto-args captures no argument of a function that returns a struct: a hidden pointer may come first" {
