@@ -156,6 +156,22 @@ EOF2
 	assert_line --partial "after(5); /* = 6 */"
 }
 
+@test "traced calls of a signal handler that interrupts returns: every call of the thread once, each event whole" {
+	traced_fixture argssignal -g -pthread
+	run "$MCLOC" record --buffer 16384 -A 'outer@arg1/s' -A 'inner@arg1/s' -A 'in_handler@arg1/s' \
+		-R 'outer@retval/s' -R 'inner@retval/s' -R 'in_handler@retval' -- ./argssignal
+	assert_success
+	assert_line done
+	refute_output --regexp "[1-9][0-9]* (events )?lost"
+	"$MCLOC" replay > out.txt
+	[ "$(grep -c ' outer("main string") {$' out.txt)" -eq 20000 ]
+	[ "$(grep -c '} /\* outer = "main string" \*/$' out.txt)" -eq 20000 ]
+	[ "$(grep -c -E ' inner\("main string"\)(; /\* = "main string" \*/| \{)$' out.txt)" -eq 20000 ]
+	# (The handler's calls, where traced, whole; nothing else.)
+	run grep -v -E ' (outer\("main string"\) \{|\} /\* outer = "main string" \*/|inner\("main string"\)(; /\* = "main string" \*/| \{)|\} /\* inner = "main string" \*/|in_handler\("handler"\); /\* = 7 \*/|on_signal\(\) \{|\}|main\(\) \{|signaller\(\);)$' out.txt
+	refute_output --regexp '^ +[0-9]+\) '
+}
+
 @test "bad -A and -R get one line naming the problem, and exit 1" {
 	for spec in 'ints@arg0' 'ints@arg33' 'ints@arg1/z' 'ints@arg1/d12' 'ints@fparg9' \
 		'ints@' '@arg1' 'ints@arg1/s32'; do
