@@ -60,12 +60,14 @@ static uintptr_t walk(uintptr_t after, uintptr_t parent, struct mcloc_image *img
 
 			mcr_call_at_entry = im->at_entry && (im->at_entry[r / 64] >> (r % 64) & 1);
 			__atomic_fetch_add(&mcr_list_calls, 1, __ATOMIC_RELAXED);
+			mcr_entry_regs = rg;
 			for (size_t i = 0; set && i < set->n; i++) {
 				const struct set_ent *e = &set->v[i];
 
 				if (mcr_bit_of(e->covers, g))
 					e->func(ip, parent, e->ops, e->regs ? regs : NULL);
 			}
+			mcr_entry_regs = NULL;
 			/* A function is moved only from its entry: after the
 			 * prologue (-pg) its frame is built, and the target
 			 * would return with it still on the stack. */

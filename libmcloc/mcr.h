@@ -168,6 +168,11 @@ struct mcr_entry_args {
 	uintptr_t *slot;	/* where PARENT was read, if the trampoline says */
 };
 extern __thread struct mcr_entry_args mcr_entry_args;
+/* While callbacks of a call reached through the register-saving
+ * trampoline run (another ops of its site asked for the registers): those
+ * registers, which the library's own tracers read (arguments, the return
+ * address to hook) though their ops did not ask.  NULL otherwise. */
+extern __thread struct mcloc_regs *mcr_entry_regs;
 /* While callbacks of a call run: its site is at its function's entry
  * (image.at_entry), so its return can be hooked: 1 or 0, or -1 not
  * looked up yet (the direct trampoline's calls: only a callback that

@@ -227,12 +227,20 @@ __attribute__((used)) uintptr_t mcr_return_hook(uintptr_t sp, const struct mcr_r
 		if (f->key != sp)
 			continue;
 		uintptr_t ret = f->ret;
+		/* (The callbacks write events as a callback at an entry
+		 * does: a signal handler's traced calls meanwhile are not
+		 * traced, or they would write into the thread's ring under
+		 * an event half written.) */
+		int in_tracer = mcr_in_tracer;
 
+		mcr_in_tracer = 1;
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 		for (unsigned j = sh->depth; j-- > k + 1;)
 			sh->f[j].done(sh->f[j].ip, sh->f[j].arg, sh->f[j].gen, sh->f[j].t0, t, j,
 				      NULL);
 		f->done(f->ip, f->arg, f->gen, f->t0, t, k, rr);
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		mcr_in_tracer = in_tracer;
 		__atomic_store_n(&sh->depth, k, __ATOMIC_RELAXED);
 		return ret;
 	}

@@ -380,6 +380,19 @@ static inline const struct mcloc_args_ent *args_at(const struct session *s, uint
 	return i < s->nargs && s->args[i].site == ip ? &s->args[i] : NULL;
 }
 
+/* The items of A's arguments of the call at IP (from PARENT, REGS) into
+ * ITEMS (MCLOC_EV_DATA_MAX bytes): their length. */
+static size_t args_items(uintptr_t ip, uintptr_t parent, struct mcloc_regs *regs,
+			 const struct mcloc_args_ent *a, uint8_t *items)
+{
+	struct mcr_argregs ar;
+	const struct mcr_entry_args *e = &mcr_entry_args;
+	bool have = mcr_call_argregs(regs, e->args, e->slot, e->after, parent,
+				     mcr_call_from_entry(ip), &ar);
+
+	return a->nargs ? mcr_args_capture(a, have ? &ar : NULL, items) : 0;
+}
+
 /* An event with the arguments A says (apart: the common event keeps its
  * small frame). */
 static __attribute__((noinline)) void put_with_args(const struct session *s, unsigned type,
@@ -388,11 +401,7 @@ static __attribute__((noinline)) void put_with_args(const struct session *s, uns
 						    const struct mcloc_args_ent *a)
 {
 	uint8_t items[MCLOC_EV_DATA_MAX];
-	struct mcr_argregs ar;
-	const struct mcr_entry_args *e = &mcr_entry_args;
-	bool have = mcr_call_argregs(regs, e->args, e->slot, e->after, parent,
-				     mcr_call_from_entry(ip), &ar);
-	size_t n = a->nargs ? mcr_args_capture(a, have ? &ar : NULL, items) : 0;
+	size_t n = args_items(ip, parent, regs, a, items);
 
 	put_event(s, type, t, ip, parent, depth, items, (uint32_t)n);
 }
@@ -401,6 +410,8 @@ static void function_cb(uintptr_t ip, uintptr_t parent, struct mcloc_ops *ops,
 			struct mcloc_regs *regs)
 {
 	const struct session *s = session_of(ops);
+
+	regs = regs ? regs : mcr_entry_regs;	/* (another ops's, at a shared site) */
 
 	if (!wanted_thread(s))
 		return;
@@ -461,10 +472,30 @@ static void graph_done(uintptr_t ip, void *arg, unsigned gen, uint64_t t0, uint6
 	mcr_read_unlock();
 }
 
+/* graph_cb's hook and event of a call whose arguments A are captured
+ * (ARG: the hook's): what mcr_hook_call() said.  The arguments are read
+ * before the hook, which overwrites the caller's return address, by which
+ * the args trampoline's frame says where the stack arguments are. */
+static __attribute__((noinline)) int hook_with_args(const struct session *s, uint64_t t,
+						    uintptr_t ip, uintptr_t parent, unsigned depth,
+						    struct mcloc_regs *regs,
+						    const struct mcloc_args_ent *a, uintptr_t arg)
+{
+	uint8_t items[MCLOC_EV_DATA_MAX];
+	size_t n = args_items(ip, parent, regs, a, items);
+	int d = mcr_hook_call(regs, ip, parent, graph_done, (void *)arg, s->gen, t);
+
+	put_event(s, d >= 0 ? MCLOC_EV_ENTRY : MCLOC_EV_UNTIMED, t, ip, parent,
+		  d >= 0 ? (unsigned)d : depth, items, (uint32_t)n);
+	return d;
+}
+
 static void graph_cb(uintptr_t ip, uintptr_t parent, struct mcloc_ops *ops,
 		     struct mcloc_regs *regs)
 {
 	const struct session *s = session_of(ops);
+
+	regs = regs ? regs : mcr_entry_regs;	/* (another ops's, at a shared site) */
 
 	if (!wanted_thread(s))
 		return;
@@ -490,13 +521,13 @@ static void graph_cb(uintptr_t ip, uintptr_t parent, struct mcloc_ops *ops,
 	uint64_t t = mcr_stamp();
 	const struct mcloc_args_ent *a = args_at(s, ip);
 	uintptr_t arg = (a && a->has_ret ? (uintptr_t)a : 0) | (entering ? GRAPH_ENTERING : 0);
-	int d = mcr_hook_call(regs, ip, parent, graph_done, (void *)arg, s->gen, t);
-	unsigned type = d >= 0 ? MCLOC_EV_ENTRY : MCLOC_EV_UNTIMED;
+	bool with_args = a && a->nargs;
+	int d = with_args ? hook_with_args(s, t, ip, parent, depth, regs, a, arg)
+			  : mcr_hook_call(regs, ip, parent, graph_done, (void *)arg, s->gen, t);
 
-	if (a && a->nargs)
-		put_with_args(s, type, t, ip, parent, d >= 0 ? (unsigned)d : depth, regs, a);
-	else
-		put_event(s, type, t, ip, parent, d >= 0 ? (unsigned)d : depth, NULL, 0);
+	if (!with_args)
+		put_event(s, d >= 0 ? MCLOC_EV_ENTRY : MCLOC_EV_UNTIMED, t, ip, parent,
+			  d >= 0 ? (unsigned)d : depth, NULL, 0);
 	if (entering && d >= 0)
 		mine[s->slot].inside++;
 	if (tr)

@@ -206,6 +206,12 @@ static bool auto_entry(struct symbols *sym, const char *name, uint64_t site, boo
 	if (n < 0)
 		return false;
 	*e = (struct mcloc_args_ent){ .site = site };
+	/* (A result that is no scalar, a struct above all, may come back
+	 * through memory whose address the caller passes in the first
+	 * integer argument's register, by the ABI's rules for aggregates:
+	 * then every argument is one further on.  Not guessed.) */
+	if (ret.kind == MC_P_OTHER)
+		n = 0;
 	for (int k = 0; k < n && k < MCLOC_ARGS_MAX; k++) {
 		struct mcloc_arg a;
 

@@ -633,6 +633,10 @@ void put_arg_items(FILE *f, const uint8_t *d, size_t n, bool json, bool ret)
 			out_str(f, json ? "," : ", ");
 		first = false;
 		put_value(f, &it, json);
+		/* (A call has one: a DATA event that says more is forged,
+		 * and JSON's retval takes one value.) */
+		if (ret)
+			break;
 	}
 }
 
@@ -982,7 +986,7 @@ void format_event(struct tracing *t, struct item *it)
 		th->pending = true;
 		th->entry = *e;
 		th->entry.data = NULL;
-		if (e->ndata)
+		if (e->ndata)	/* (else e->data is NULL, which memcpy may not take) */
 			memcpy(th->entry_data, e->data, e->ndata);
 		return;
 	}

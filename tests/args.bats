@@ -96,6 +96,36 @@ print("ok")
 EOF2
 }
 
+@test "a forged DATA event of two return values: replay shows one, and its JSON lines stay JSON" {
+	mapfile -t spec < "$RT/argsfix.spec"
+	"$MCLOC" record "${spec[@]}" -- ./argsfix
+	ev=$(ls mcloc.data/*.events)
+	# The first exit's DATA rewritten: 5, then "ab", both return values.
+	$PY - "$ev" <<'EOF2'
+import struct, sys
+b = bytearray(open(sys.argv[1], "rb").read())
+items = bytes([0x81, 8]) + struct.pack("<q", 5) + bytes([0x86, 2]) + b"ab"
+items += bytes(-len(items) % 14)
+def slots(w):
+    t = w >> 59 & 15
+    return 2 if t == 1 else 1 + ((w & (1 << 48) - 1) + 13) // 14 if t == 8 else 1
+at, prev, out = 56, 0, None
+while at + 16 <= len(b):
+    w = struct.unpack_from("<Q", b, at + 8)[0]
+    if w >> 59 & 15 == 8 and prev == 3:
+        data = struct.pack("<QQ", 0, w >> 48 << 48 | len(items))
+        data += b"".join(items[i:i + 14] + bytes(2) for i in range(0, len(items), 14))
+        out = b[:at] + data + b[at + 16 * slots(w):]
+        break
+    prev, at = w >> 59 & 15, at + 16 * slots(w)
+open(sys.argv[1], "wb").write(out)
+EOF2
+	run "$MCLOC" replay
+	assert_line --partial "ints(-5, 200, -1000, 60000, -100000, 4000000000, -5000000000, 10000000000); /* = 5 */"
+	"$MCLOC" replay -j > out.json
+	$PY -c 'import json, sys; [json.loads(l) for l in open(sys.argv[1])]' out.json
+}
+
 @test "the function tracer shows arguments; the live trace (mcloc run) shows them too" {
 	"$MCLOC" record function -A 'ints@arg1/d8,arg7/d' -A 'strings@arg1/s' -- ./argsfix
 	run "$MCLOC" replay
@@ -107,6 +137,72 @@ EOF2
 	assert_output 1
 	grep -q 'many(1, 2, 3, 4, 5, 6, 7, 8, 9, 10); /\* = 55 \*/' trace.txt
 	grep -q '} /\* main = 0 \*/' trace.txt
+}
+
+@test "strings that cannot be read whole: the bytes before the fault, or the pointer; never a fault, with process_vm_readv or refused it" {
+	traced_fixture argsfault -g
+	# (No argument: process_vm_readv; 1, 13: a seccomp filter refuses it
+	# with EPERM, EACCES, and the runtime copies through a pipe.)
+	for deny in "" 1 13; do
+		run "$MCLOC" record -A 'str@arg1/s,arg2/s' -- ./argsfault $deny
+		assert_success
+		assert_line done
+		refute_output --partial 'runtime error'
+		run "$MCLOC" replay
+		# (The sanitized build's mcloc says where it went wrong.)
+		refute_output --partial 'runtime error'
+		assert_line --partial 'str("plain", "plain");'
+		assert_line --partial 'str("null", NULL);'
+		assert_line --regexp 'str\("prot_none", 0x[0-9a-f]+\);'
+		assert_line --partial 'str("before_unmapped", "xxxxx"...);'
+		assert_line --partial 'str("file", "file");'
+		assert_line --regexp 'str\("past_eof", 0x[0-9a-f]+\);'
+	done
+}
+
+@test "a call the program's own ops traces too, with or without its registers: the arguments all there, the return hooked" {
+	traced_fixture argsshared -I"$SRC/include"
+	# (Through the list by the args trampoline's frame, where the graph
+	# reads them before it hooks the return; or by the registers that
+	# the program's ops asked for and the session's did not.)
+	for how in "" regs; do
+		run "$MCLOC" record -A 'many@arg1,arg7,arg8,arg9,arg10' -R 'many@retval' -- \
+			./argsshared $how
+		assert_success
+		assert_line "registered 0, counted 1"
+		run "$MCLOC" replay
+		assert_line --regexp " us \|    many\(1, 7, 8, 9, 10\); /\* = 55 \*/$"
+		run "$MCLOC" record function -A 'many@arg1,arg7,arg8,arg9,arg10' -- ./argsshared $how
+		assert_success
+		run "$MCLOC" replay
+		assert_line --regexp ": many\(1, 7, 8, 9, 10\) <-main$"
+	done
+}
+
+@test "--auto-args captures no argument of a function that returns a struct: a hidden pointer may come first" {
+	traced_fixture argsabi -g
+	run "$MCLOC" record --auto-args -- ./argsabi
+	assert_success
+	assert_line 39
+	run "$MCLOC" replay
+	assert_line --partial "make();"
+	assert_line --partial "after(5); /* = 6 */"
+}
+
+@test "traced calls of a signal handler that interrupts returns: every call of the thread once, each event whole" {
+	traced_fixture argssignal -g -pthread
+	run "$MCLOC" record --buffer 16384 -A 'outer@arg1/s' -A 'inner@arg1/s' -A 'in_handler@arg1/s' \
+		-R 'outer@retval/s' -R 'inner@retval/s' -R 'in_handler@retval' -- ./argssignal
+	assert_success
+	assert_line done
+	refute_output --regexp "[1-9][0-9]* (events )?lost"
+	"$MCLOC" replay > out.txt
+	[ "$(grep -c ' outer("main string") {$' out.txt)" -eq 20000 ]
+	[ "$(grep -c '} /\* outer = "main string" \*/$' out.txt)" -eq 20000 ]
+	[ "$(grep -c -E ' inner\("main string"\)(; /\* = "main string" \*/| \{)$' out.txt)" -eq 20000 ]
+	# (The handler's calls, where traced, whole; nothing else.)
+	run grep -v -E ' (outer\("main string"\) \{|\} /\* outer = "main string" \*/|inner\("main string"\)(; /\* = "main string" \*/| \{)|\} /\* inner = "main string" \*/|in_handler\("handler"\); /\* = 7 \*/|on_signal\(\) \{|\}|main\(\) \{|signaller\(\);)$' out.txt
+	refute_output --regexp '^ +[0-9]+\) '
 }
 
 @test "bad -A and -R get one line naming the problem, and exit 1" {
