@@ -267,6 +267,11 @@ static void unhook_thread(void)
 
 	if (!sh)
 		return;
+	/* (As in mcr_return_hook(): a signal handler's traced calls while
+	 * the callbacks write are not traced.) */
+	int in_tracer = mcr_in_tracer;
+
+	mcr_in_tracer = 1;
 	for (unsigned k = sh->depth; k-- > 0;) {
 		struct frame *f = &sh->f[k];
 
@@ -274,6 +279,7 @@ static void unhook_thread(void)
 			*f->slot = f->ret;
 		f->done(f->ip, f->arg, f->gen, f->t0, t, k, NULL);
 	}
+	mcr_in_tracer = in_tracer;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	__atomic_store_n(&sh->depth, 0, __ATOMIC_RELAXED);
 }

@@ -126,6 +126,33 @@ EOF2
 	$PY -c 'import json, sys; [json.loads(l) for l in open(sys.argv[1])]' out.json
 }
 
+@test "a forged DATA event of 2^32 slots and more is one slot skipped: the thread's later events are still read" {
+	mapfile -t spec < "$RT/argsfix.spec"
+	"$MCLOC" record "${spec[@]}" -- ./argsfix
+	ev=$(ls mcloc.data/*.events)
+	# The first exit's DATA header: a payload whose slot count wraps 32
+	# bits (its own slots stay, read as no event).
+	$PY - "$ev" <<'EOF2'
+import struct, sys
+b = bytearray(open(sys.argv[1], "rb").read())
+def slots(w):
+    t = w >> 59 & 15
+    return 2 if t == 1 else 1 + ((w & (1 << 48) - 1) + 13) // 14 if t == 8 else 1
+at, prev = 56, 0
+while at + 16 <= len(b):
+    w = struct.unpack_from("<Q", b, at + 8)[0]
+    if w >> 59 & 15 == 8 and prev == 3:
+        struct.pack_into("<Q", b, at + 8, w >> 48 << 48 | 14 * 0xffffffff)
+        break
+    prev, at = w >> 59 & 15, at + 16 * slots(w)
+open(sys.argv[1], "wb").write(b)
+EOF2
+	run "$MCLOC" replay
+	assert_success
+	assert_line --regexp "ints\(-5, 200, -1000, 60000, -100000, 4000000000, -5000000000, 10000000000\);$"
+	assert_line --partial "letter('A', 0x1234); /* = 'B' */"
+}
+
 @test "the function tracer shows arguments; the live trace (mcloc run) shows them too" {
 	"$MCLOC" record function -A 'ints@arg1/d8,arg7/d' -A 'strings@arg1/s' -- ./argsfix
 	run "$MCLOC" replay

@@ -429,8 +429,11 @@ static inline unsigned mcloc_ev_slots(uint64_t word)
 {
 	unsigned type = mcloc_ev_type(word) & 0xf;
 
+	/* (A DATA event longer than any writer makes is one slot, which a
+	 * reader skips: its count of slots cannot wrap.) */
 	return type == MCLOC_EV_CALL ? 2 :
-	       type == MCLOC_EV_DATA ? 1 + mcloc_ev_data_slots(mcloc_ev_payload(word)) : 1;
+	       type == MCLOC_EV_DATA && mcloc_ev_payload(word) <= MCLOC_EV_DATA_MAX ?
+	       1 + mcloc_ev_data_slots(mcloc_ev_payload(word)) : 1;
 }
 
 /* One address of MCLOC_REQ_ADDRS's answer, followed by its function's name
