@@ -21,8 +21,9 @@
 # Then `mcloc replay` of our recording to /dev/null: events per second
 # (goal: at least 5 million).  Then the cost per captured call of
 # arguments and return values: both record again with the same -A and -R
-# of one hot function (lua: a table lookup's two pointers and its result;
-# sqlite3: a string compare's two strings and its result), and the CPU
+# of one hot function (lua: interning a string, its bytes and length and
+# the result, 400,000 calls; sqlite3: a varint's two pointers and its
+# length, millions of calls), and the CPU
 # above their plain recording, over the calls of that function, is the
 # figure.
 #
@@ -90,8 +91,8 @@ for i = 1, #t do s = s + #t[i] end
 print(fib(24), s)
 EOF
 	args=("$w/work.lua")
-	afunc=luaH_getshortstr
-	aspec=(-A "$afunc@arg1/x,arg2/x" -R "$afunc@retval/x")
+	afunc=internshrstr
+	aspec=(-A "$afunc@arg2/s,arg3/u" -R "$afunc@retval/x")
 }
 
 setup_sqlite() {
@@ -113,8 +114,8 @@ UPDATE t SET c = c * 2 WHERE a % 3 = 0;
 SELECT count(*) FROM t a JOIN t b ON a.a = b.a + 1 WHERE a.c > b.c;
 EOF
 	args=(-batch "$w/db" ".read $w/work.sql")
-	afunc=sqlite3StrICmp
-	aspec=(-A "$afunc@arg1/s,arg2/s" -R "$afunc@retval/d32")
+	afunc=sqlite3GetVarint
+	aspec=(-A "$afunc@arg1/x,arg2/x" -R "$afunc@retval/u8")
 }
 
 # CPU seconds (user + system) of the command $@, its own and its waited
