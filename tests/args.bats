@@ -101,25 +101,7 @@ EOF2
 	"$MCLOC" record "${spec[@]}" -- ./argsfix
 	ev=$(ls mcloc.data/*.events)
 	# The first exit's DATA rewritten: 5, then "ab", both return values.
-	$PY - "$ev" <<'EOF2'
-import struct, sys
-b = bytearray(open(sys.argv[1], "rb").read())
-items = bytes([0x81, 8]) + struct.pack("<q", 5) + bytes([0x86, 2]) + b"ab"
-items += bytes(-len(items) % 14)
-def slots(w):
-    t = w >> 59 & 15
-    return 2 if t == 1 else 1 + ((w & (1 << 48) - 1) + 13) // 14 if t == 8 else 1
-at, prev, out = 56, 0, None
-while at + 16 <= len(b):
-    w = struct.unpack_from("<Q", b, at + 8)[0]
-    if w >> 59 & 15 == 8 and prev == 3:
-        data = struct.pack("<QQ", 0, w >> 48 << 48 | len(items))
-        data += b"".join(items[i:i + 14] + bytes(2) for i in range(0, len(items), 14))
-        out = b[:at] + data + b[at + 16 * slots(w):]
-        break
-    prev, at = w >> 59 & 15, at + 16 * slots(w)
-open(sys.argv[1], "wb").write(out)
-EOF2
+	$PY "$SRC/tests/lib/forge-data.py" "$ev" two-retvals
 	run "$MCLOC" replay
 	assert_line --partial "ints(-5, 200, -1000, 60000, -100000, 4000000000, -5000000000, 10000000000); /* = 5 */"
 	"$MCLOC" replay -j > out.json
@@ -132,21 +114,7 @@ EOF2
 	ev=$(ls mcloc.data/*.events)
 	# The first exit's DATA header: a payload whose slot count wraps 32
 	# bits (its own slots stay, read as no event).
-	$PY - "$ev" <<'EOF2'
-import struct, sys
-b = bytearray(open(sys.argv[1], "rb").read())
-def slots(w):
-    t = w >> 59 & 15
-    return 2 if t == 1 else 1 + ((w & (1 << 48) - 1) + 13) // 14 if t == 8 else 1
-at, prev = 56, 0
-while at + 16 <= len(b):
-    w = struct.unpack_from("<Q", b, at + 8)[0]
-    if w >> 59 & 15 == 8 and prev == 3:
-        struct.pack_into("<Q", b, at + 8, w >> 48 << 48 | 14 * 0xffffffff)
-        break
-    prev, at = w >> 59 & 15, at + 16 * slots(w)
-open(sys.argv[1], "wb").write(b)
-EOF2
+	$PY "$SRC/tests/lib/forge-data.py" "$ev" huge
 	run "$MCLOC" replay
 	assert_success
 	assert_line --regexp "ints\(-5, 200, -1000, 60000, -100000, 4000000000, -5000000000, 10000000000\);$"
