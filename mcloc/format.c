@@ -92,8 +92,10 @@ size_t decode_event(struct decoder *d, const struct mcloc_event *v, size_t n, st
 
 		if (slots + ds > n)
 			return 0;
-		if (bytes <= MCLOC_EV_DATA_MAX) {
-			uint8_t *out = d->data[d->turn ^= 1];
+		if (!d->data)
+			d->data = malloc(2 * MCLOC_EV_DATA_MAX);
+		if (bytes <= MCLOC_EV_DATA_MAX && d->data) {
+			uint8_t *out = d->data + (d->turn ^= 1) * MCLOC_EV_DATA_MAX;
 
 			for (size_t k = 1, at = 0; k < ds; k++, at += MCLOC_EV_DATA_SLOT) {
 				uint8_t chunk[16];
@@ -113,7 +115,9 @@ size_t decode_event(struct decoder *d, const struct mcloc_event *v, size_t n, st
 void decoder_free(struct decoder *d)
 {
 	free(d->site_at);
+	free(d->data);
 	d->site_at = NULL;
+	d->data = NULL;
 	d->nsite = 0;
 }
 
@@ -986,7 +990,11 @@ void format_event(struct tracing *t, struct item *it)
 		th->pending = true;
 		th->entry = *e;
 		th->entry.data = NULL;
-		if (e->ndata)	/* (else e->data is NULL, which memcpy may not take) */
+		if (e->ndata && !th->entry_data)
+			th->entry_data = malloc(MCLOC_EV_DATA_MAX);
+		if (!th->entry_data)
+			th->entry.ndata = 0;
+		else if (e->ndata)	/* (else e->data is NULL, which memcpy may not take) */
 			memcpy(th->entry_data, e->data, e->ndata);
 		return;
 	}
@@ -1198,8 +1206,10 @@ static void names_free(struct names *ns)
 
 void tracing_free(struct tracing *t)
 {
-	for (size_t i = 0; i < t->nthreads; i++)
+	for (size_t i = 0; i < t->nthreads; i++) {
 		decoder_free(&t->threads[i].dec);
+		free(t->threads[i].entry_data);
+	}
 	names_free(&t->sites);
 	names_free(&t->callers);
 	free(t->threads);

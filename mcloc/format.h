@@ -45,7 +45,7 @@ struct decoder {
 	/* DATA events' items gathered, in turns: an event stays whole while
 	 * the next one is decoded (a merge looks one event ahead). */
 	unsigned turn;
-	uint8_t data[2][MCLOC_EV_DATA_MAX];
+	uint8_t *data;		/* two of MCLOC_EV_DATA_MAX, made at the first */
 };
 
 /*
@@ -81,7 +81,10 @@ struct thread {
 	char comm[16];
 	bool pending;			/* graph: an entry not printed yet */
 	struct event entry;	/* ... which */
-	uint8_t entry_data[MCLOC_EV_DATA_MAX];	/* ... its data (entry.data is stale) */
+	/* ... its data (entry.data is stale): MCLOC_EV_DATA_MAX bytes, made
+	 * at the first entry with any (a recording may hold many thousand
+	 * threads, most without) */
+	uint8_t *entry_data;
 	unsigned opened;		/* graph: "{" printed, "}" not yet */
 	unsigned open;			/* chrome: begun, not ended */
 	uint64_t last_ns;
