@@ -50,9 +50,9 @@ mapfile -t BYHAND < "$RT/argsfix.spec"
 	assert_failure
 	assert_output "mcloc: -R: 'ints@arg1': -R takes FUNC@retval[/FORMAT] (arguments are -A's)"
 	# A program without DWARF: said, and traced without arguments.
-	cc -O1 -pg -mfentry -c "$RT/argsfix.c" -o nodw.o
+	cc -O1 -pg -mfentry "${SAN[@]}" -c "$RT/argsfix.c" -o nodw.o
 	"$RECORDMCOUNT" nodw.o
-	"$OBJPATCH" link --nop --runtime -- cc nodw.o -o nodw -L"$LIBDIR" -lmcloc
+	"$OBJPATCH" link --nop --runtime -- cc "${SAN[@]}" nodw.o -o nodw -L"$LIBDIR" -lmcloc
 	run "$MCLOC" record --auto-args -- ./nodw
 	assert_success
 	assert_line "mcloc: record: --auto-args: no traced function has DWARF that describes it (build with -g)"
