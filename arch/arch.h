@@ -213,8 +213,20 @@ struct mc_arch {
 	 */
 	int (*runtime_site)(const struct mc_text *t, uint64_t off, uint64_t pc,
 			    uint64_t targs, uint64_t tregs, uint8_t out[8]);
-	/* Is OFF of T such a site already (its NOP or a call)? */
-	bool (*is_runtime_site)(const struct mc_text *t, uint64_t off);
+	/* How many bytes of such a site OFF of T is already (its NOP or a
+	 * call; x86_64: parked, below), or 0 when it is not one. */
+	unsigned (*runtime_site_len)(const struct mc_text *t, uint64_t off);
+	/*
+	 * x86_64's form of the same: its sites are the calls themselves, and
+	 * link --runtime parks each (include/mcloc/abi.h), the site's NOP at
+	 * OFF of T, address PC, becoming "test $disp32, %eax" with the
+	 * displacement of a call to the image's direct stub 0 at STUBS (a
+	 * 6-byte site: then a 1-byte NOP).  Into OUT, *LEN bytes; returns 0,
+	 * 1 when OFF is parked there already, or -1 when it is neither the
+	 * NOP nor parked there, or the stub is out of reach.
+	 */
+	int (*park_site)(const struct mc_text *t, uint64_t off, uint64_t pc, uint64_t stubs,
+			 uint8_t out[8], unsigned *len);
 	/*
 	 * The same for a -pg site, the NOPed call to _mcount at OFF (address
 	 * PC), after the function's prologue, spelt so that the runtime can

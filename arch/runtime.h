@@ -16,6 +16,11 @@
 #include <stdint.h>
 #include <ucontext.h>
 
+#include <mcloc/abi.h>
+#if defined(__x86_64__)
+#include "x86/nops.h"
+#endif
+
 /* The longest site the runtime rewrites (x86: 6; pokes are sized by it). */
 #define MCR_MAX_SITE 6
 
@@ -40,7 +45,7 @@
  * and no sync for them (patch.c).  A 6-byte site, once first enabled,
  * holds a 5-byte call and a 1-byte NOP after it for good: MCR_CALL_LEN.
  */
-#define MCR_PARK 0xa9
+#define MCR_PARK MC_X86_PARK	/* (arch/x86/nops.h) */
 #define MCR_CALL_LEN(len) 5u
 /* A site that changes by its first byte alone (parked, and the call of
  * the same target) is this long, and its call's first byte is this. */
@@ -146,6 +151,7 @@ struct mcr_site {
 	unsigned len;
 	bool is_call;
 	bool slot;
+	uintptr_t parked;	/* x86_64: a parked call's target (MCR_PARK), else 0 */
 };
 int mcr_site_find(uintptr_t entry, uintptr_t fentry, struct mcr_site *s);
 /* Why ENTRY, which mcr_site_find() refused, is no site, when that is a
@@ -210,8 +216,9 @@ void mcr_tramp_stubs(uint8_t *page, uintptr_t args, uintptr_t regs);
 /*
  * One ops alone on a site: the kernel's per-ops trampoline, without
  * writing code at run time.  Such a site calls a stub on a page of stubs
- * near its image (MCR_DIRECT_PAGE bytes: MCR_DIRECT_SLOTS slots for each
- * call length the ISA has, mcr_direct_len[]).  A stub jumps to
+ * in its image (version 4, include/mcloc/abi.h) or mapped near it
+ * (MCR_DIRECT_PAGE bytes: MCR_DIRECT_SLOTS slots for each call length the
+ * ISA has, mcr_direct_len[]).  A stub jumps to
  * mcr_direct_tramp with its own address in a scratch register; the
  * trampoline saves what the callback may clobber and calls
  * mcr_direct_hook(AFTER, PARENT, STUB, ARGS, SLOT), where AFTER is the
@@ -219,11 +226,11 @@ void mcr_tramp_stubs(uint8_t *page, uintptr_t args, uintptr_t regs);
  * the stack word PARENT was read from (the caller's return address, if
  * the site is at an entry: what a callback that times the call hooks,
  * without looking for it).  Stubs are written once, when the page is
- * made, and never change: a thread stopped inside one finds the same stub
- * when it resumes.
+ * made or linked, and never change: a thread stopped inside one finds the
+ * same stub when it resumes.
  */
-#define MCR_DIRECT_STUB 32
-#define MCR_DIRECT_PAGE 4096
+#define MCR_DIRECT_STUB MCLOC_DIRECT_STUB	/* (include/mcloc/abi.h) */
+#define MCR_DIRECT_PAGE MCLOC_DIRECT_PAGE
 #define MCR_DIRECT_LENS 1
 #define MCR_DIRECT_SLOTS (MCR_DIRECT_PAGE / MCR_DIRECT_STUB / MCR_DIRECT_LENS)
 extern const uint8_t mcr_direct_len[MCR_DIRECT_LENS];

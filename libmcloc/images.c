@@ -667,6 +667,23 @@ static void note_skipped(struct image *im, const struct exec_ctx *ex, uintptr_t 
 	}
 }
 
+/*
+ * The page of direct stubs DESC's image carries (version 4, abi.h), if it
+ * is one: page-aligned and inside one of the executable segments of C.
+ * NULL for an older image, or where the architecture has none.
+ */
+static uint8_t *linked_stubs(const struct exec_ctx *c, const struct mcloc_image *desc)
+{
+	uintptr_t p = desc->version >= 4 ? desc->direct_stubs : 0;
+
+	if (MCR_ONE_STORE || !p || p % MCR_DIRECT_PAGE)
+		return NULL;
+	for (unsigned i = 0; i < c->n; i++)
+		if (p >= c->lo[i] && p < c->hi[i] && c->hi[i] - p >= MCR_DIRECT_PAGE)
+			return (uint8_t *)p;
+	return NULL;
+}
+
 int mcr_image_records(struct image *im, const struct mcloc_image *desc)
 {
 	size_t n, nslots = 0;
@@ -676,6 +693,8 @@ int mcr_image_records(struct image *im, const struct mcloc_image *desc)
 	if (!tab)
 		return -ENOMEM;
 	dl_iterate_phdr(exec_segments, &ex);
+	im->stubs = linked_stubs(&ex, desc);
+	im->stubs_linked = im->stubs != NULL;
 	im->recs = calloc(n + 1, sizeof(*im->recs));
 	if (!im->recs) {
 		free(tab);
@@ -693,11 +712,16 @@ int mcr_image_records(struct image *im, const struct mcloc_image *desc)
 		 * where it begins (aarch64 and riscv64 record the first of
 		 * the NOPs, which may be an ops slot). */
 		bool ok = in_exec(&ex, tab[i]) && !mcr_site_find(tab[i], 0, &st) && !st.is_call &&
-			  st.at - im->base < UINT32_MAX;
+			  st.at - im->base < UINT32_MAX &&
+			  (!st.parked || st.parked == (uintptr_t)im->stubs);
 		struct mcloc_rec *r = &im->recs[im->nrecs++];
 
 		r->off = (uint32_t)((ok ? st.at : tab[i]) - im->base);
 		r->state = ok ? st.len << REC_LEN_SHIFT : REC_REFUSED;
+		/* Parked on stub 0 by objpatch link --runtime: as a site an
+		 * ops with direct slot 0 had enabled and then left. */
+		if (ok && st.parked)
+			r->state |= REC_PARKED | REC_ENABLED_DIRECT;
 		if (!ok) {
 			mcr_nrefused++;
 			note_skipped(im, &ex, tab[i]);

@@ -63,6 +63,8 @@ struct image {
 	uintptr_t lo, hi;	/* first and last site */
 	uint64_t scale;		/* (nrecs - 1) / (last - first offset), 32.32 */
 	uint8_t *stubs;		/* its direct page (NULL: none within reach) */
+	bool stubs_linked;	/* ... in its own text (else mapped by us) */
+	bool prefaulted;	/* a batch faulted its text in (plan.c) */
 	bool slots;		/* every site has an ops slot (MCR_SLOT_BACK) */
 	/* Bit r: record r's site is at its function's entry (after a
 	 * landing pad), by the symbols; NULL without symbols.  Only there

@@ -416,6 +416,12 @@ static int make_writable(struct mcr_batch *b, uintptr_t at, size_t len, uintptr_
 			}
 			break;
 		}
+		/* The copy-on-write faults of the span's first writes, taken
+		 * in one call: a quarter of their cost is the traps (a VM's
+		 * most of all).  A kernel before 5.14 refuses, and the pages
+		 * fault in as written. */
+		if (b->prefault)
+			madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE);
 		b->spans[b->nspans++] = (struct mcr_span){ lo, hi, m->prot };
 		b->wlo = lo;
 		b->whi = hi;

@@ -9,6 +9,11 @@
 
 #include "../arch/runtime.h"
 
+#include <sys/mman.h>
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23	/* (Linux 5.14; older headers lack it) */
+#endif
+
 /* One site to change: 24 bytes, since a batch of 100,000 is read four
  * times over (map, check + int3, tails, heads) and on the VMs we measure
  * on, that reading was a good part of a batch. */
@@ -71,6 +76,7 @@ struct mcr_batch {
 	uintptr_t last;		/* the last flip's address */
 	uintptr_t wlo, whi;	/* where mcr_flip() need not look further */
 	int memfd;		/* /proc/self/mem, when mprotect was refused */
+	bool prefault;		/* each span made writable is faulted in at once */
 	struct mcr_span *spans;
 	size_t nspans, cap;
 	struct mcr_span *maps;

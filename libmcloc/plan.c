@@ -33,6 +33,9 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <string.h>
+#include <unistd.h>
+
+#define SCRATCH_STEP ((size_t)65536)
 
 static bool inited;
 static int init_status;
@@ -251,13 +254,25 @@ void mcr_rec_add(size_t g, uint32_t unit)
 	}
 }
 
-/* Add DELTA to the counts of every record OPS covers: its bitmap's set
- * bits, word by word (an image loaded after it registered has records
- * past its ncovered, which it does not cover). */
+/* The bits of COVERS from global record G up to the next multiple of 64
+ * or HI, whichever comes first (*END), bit 0 for G: how the records of
+ * one image that an ops covers are walked (an image loaded after it
+ * registered has records past its ncovered, which it does not cover). */
+static inline uint64_t covered_from(const uint64_t *covers, size_t g, size_t hi, size_t *end)
+{
+	uint64_t bits = covers[g / 64] >> (g % 64);
+
+	*end = (g / 64 + 1) * 64 < hi ? (g / 64 + 1) * 64 : hi;
+	if (*end - g < 64)
+		bits &= (1ull << (*end - g)) - 1;
+	return bits;
+}
+
+/* Add DELTA to the counts of every record OPS covers. */
 static void count(const struct mcloc_ops *ops, int delta)
 {
 	const uint64_t *covers = ops->priv->covers;
-	size_t ncovered = ops->priv->ncovered;
+	size_t ncovered = ops->priv->ncovered, end;
 	uint32_t d = mcr_count_unit(ops, delta);
 
 	for (size_t i = 0; i < mcr_nimages; i++) {
@@ -266,18 +281,10 @@ static void count(const struct mcloc_ops *ops, int delta)
 			continue;
 		size_t lo = im->first, hi = im->first + im->nrecs;
 
-		if (hi > ncovered)
-			hi = ncovered;
-		for (size_t g = lo; g < hi;) {
-			size_t end = (g / 64 + 1) * 64 < hi ? (g / 64 + 1) * 64 : hi;
-			uint64_t bits = covers[g / 64] >> (g % 64);
-
-			if (end - g < 64)
-				bits &= (1ull << (end - g)) - 1;
-			for (; bits; bits &= bits - 1)
+		hi = hi < ncovered ? hi : ncovered;
+		for (size_t g = lo; g < hi; g = end)
+			for (uint64_t bits = covered_from(covers, g, hi, &end); bits; bits &= bits - 1)
 				im->recs[g - lo + (size_t)__builtin_ctzll(bits)].state += d;
-			g = end;
-		}
 	}
 }
 
@@ -293,6 +300,27 @@ struct flip_memo {
 	uint32_t now;
 };
 #endif
+
+/*
+ * Whether a batch that changes the sites COVERS marks (the first NCOVERED
+ * records) should fault in IM's text a span at a time (patch.h): on its
+ * first batch only, while the pages are still the file's, and where the
+ * sites are dense enough that hardly a page it copies goes unwritten.
+ */
+#define PREFAULT_SITES_PER_PAGE 4
+
+static bool prefault(const struct image *im, const uint64_t *covers, size_t ncovered)
+{
+	size_t hi = im->first + im->nrecs, n = 0, end;
+
+	if (im->prefaulted || !covers || !im->nrecs)
+		return false;
+	hi = hi < ncovered ? hi : ncovered;
+	for (size_t g = im->first; g < hi; g = end)
+		n += (size_t)__builtin_popcountll(covered_from(covers, g, hi, &end));
+	return n >= PREFAULT_SITES_PER_PAGE *
+			    ((im->hi - im->lo) / (uintptr_t)sysconf(_SC_PAGESIZE) + 1);
+}
 
 /* Images in address order: the patcher's flips and pokes must be. */
 static size_t images_by_address(const struct image **out)
@@ -340,24 +368,38 @@ static void restore_states(const struct mcr_poke *v, size_t n, const uint64_t *f
 
 /*
  * A batch's scratch array OLD (*HAVE bytes) made at least BYTES long.  A
- * longer one is fresh pages populated in one system call: the first
- * batch of a process, a hundred thousand sites, took a page fault per 4
- * KiB of its arrays, a fifth of its time on a VM.  The contents are not
+ * longer one is fresh pages, in memory at once (ALL) or as *READY says
+ * (populate()): the first batch of a process, a hundred thousand sites,
+ * took a page fault per 4 KiB of its arrays, a fifth of its time on a
+ * VM, yet a batch of flips alone writes no poke.  The contents are not
  * kept (each batch fills them anew).  NULL when out of memory, OLD then
  * freed.
  */
-static void *scratch(void *old, size_t *have, size_t bytes)
+static void *scratch(void *old, size_t *have, size_t *ready, size_t bytes, bool all)
 {
 	if (bytes <= *have)
 		return old;
-	bytes = (bytes + 65535) & ~(size_t)65535;
+	bytes = (bytes + SCRATCH_STEP - 1) & ~(size_t)(SCRATCH_STEP - 1);
 	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+		       MAP_PRIVATE | MAP_ANONYMOUS | (all ? MAP_POPULATE : 0), -1, 0);
 
 	if (old)
 		munmap(old, *have);
 	*have = p == MAP_FAILED ? 0 : bytes;
+	*ready = all ? *have : 0;
 	return p == MAP_FAILED ? NULL : p;
+}
+
+/* The first AT bytes of scratch array P in memory (*READY of them are):
+ * SCRATCH_STEP bytes a system call rather than a page fault a page.  A
+ * kernel before 5.14 refuses MADV_POPULATE_WRITE, and the pages fault in
+ * as they are written. */
+static void populate(void *p, size_t *ready, size_t at)
+{
+	size_t to = (at + SCRATCH_STEP - 1) & ~(size_t)(SCRATCH_STEP - 1);
+
+	madvise((char *)p + *ready, to - *ready, MADV_POPULATE_WRITE);
+	*ready = to;
 }
 
 /*
@@ -374,7 +416,7 @@ int mcr_update_sites_with(const struct mcloc_ops *cops, int delta)
 	static struct mcr_poke *v;
 	static struct mcr_slot_write *sv;
 	static uint64_t *fl;
-	static size_t vbytes, svbytes, flbytes;
+	static size_t vbytes, svbytes, flbytes, vready, svready, flready;
 	const struct image *order[MCR_MAX_IMAGES];
 	struct owners own;
 	struct stub_offs so;
@@ -385,9 +427,9 @@ int mcr_update_sites_with(const struct mcloc_ops *cops, int delta)
 
 	for (size_t i = 0; i < mcr_nimages; i++)
 		cap += mcr_images[i] ? mcr_images[i]->nrecs : 0;
-	if (!(v = scratch(v, &vbytes, cap * sizeof(*v))) ||
-	    (MCR_ONE_STORE ? !(sv = scratch(sv, &svbytes, cap * sizeof(*sv)))
-			   : !(fl = scratch(fl, &flbytes, cap * sizeof(*fl))))) {
+	if (!(v = scratch(v, &vbytes, &vready, cap * sizeof(*v), false)) ||
+	    (MCR_ONE_STORE ? !(sv = scratch(sv, &svbytes, &svready, cap * sizeof(*sv), true))
+			   : !(fl = scratch(fl, &flbytes, &flready, cap * sizeof(*fl), true)))) {
 		if (cops)
 			count(cops, delta);
 		return -ENOMEM;
@@ -405,6 +447,10 @@ int mcr_update_sites_with(const struct mcloc_ops *cops, int delta)
 	for (size_t i = 0; i < nim; i++) {
 		const struct site_view iv = view_of(order[i]);
 		struct mcloc_rec *recs = iv.recs;
+
+		b.prefault = prefault(order[i], covers, ncovered);
+		if (b.prefault)
+			((struct image *)order[i])->prefaulted = true;
 #ifdef MCR_FLIP_LEN
 		uintptr_t hint = order[i]->hi + MCR_MAX_SITE;
 		struct flip_memo m = { .s = REC_REFUSED };	/* (never one's state) */
@@ -503,6 +549,8 @@ int mcr_update_sites_with(const struct mcloc_ops *cops, int delta)
 				now = REC_PARKED | (s & REC_KIND);
 #endif
 			now |= (f ? MCR_CALL_LEN(len) : len) << REC_LEN_SHIFT;
+			if ((n + 1) * sizeof(*v) > vready)
+				populate(v, &vready, (n + 1) * sizeof(*v));
 			p->addr = site;
 			p->len = (uint8_t)len;
 			p->flags = 0;

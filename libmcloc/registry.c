@@ -104,7 +104,12 @@ int mcloc_register_image(struct mcloc_image *desc)
 		goto out;
 	}
 	im.first = mcr_nrecords;
-	im.stubs = direct_page(&im);
+	if (!im.stubs)
+		im.stubs = direct_page(&im);
+#if !MCR_ONE_STORE
+	else	/* (before any site can call one: none is enabled yet) */
+		desc->direct_tramp = (uintptr_t)mcr_direct_tramp;
+#endif
 	if (im.nrecs && !im.stubs && !MCR_ONE_STORE)
 		mcr_say(1, "no page for direct stubs within reach; single ops go through the list");
 	const char *path = mcr_image_name(&im, desc);
@@ -150,7 +155,7 @@ static void image_retire(void *p)
 {
 	struct image *gone = p;
 
-	if (gone->stubs)
+	if (gone->stubs && !gone->stubs_linked)
 		munmap(gone->stubs, MCR_DIRECT_PAGE);
 	mcr_image_free(gone);
 }

@@ -86,7 +86,7 @@ static void check_runtime_entry(struct checker *k, const struct op_entry *e,
 {
 	uint64_t addr = k->f->secs[e->shndx].sh.sh_addr + e->off;
 
-	if (!k->runtime || !k->a->is_runtime_site || !mce_linked(k->f))
+	if (!k->runtime || !k->a->runtime_site || !mce_linked(k->f))
 		return;
 	if (entry != e->off && entry != e->off + 8) {
 		problem(k, e->shndx, e->off, true, "%llu bytes of NOPs before the entry: the "
@@ -94,7 +94,7 @@ static void check_runtime_entry(struct checker *k, const struct op_entry *e,
 			(unsigned long long)(entry - e->off));
 		return;
 	}
-	if (!k->a->is_runtime_site(t, entry))
+	if (!k->a->runtime_site_len(t, entry))
 		problem(k, e->shndx, entry, true, "not a run-time site (mov x9, x30 / auipc t0 "
 			"then a NOP): link with objpatch link --runtime");
 	else if (entry != e->off && addr % 8)

@@ -99,7 +99,7 @@ static void state_text(const struct op_entry *e, char *buf, size_t n)
 	}
 	switch (e->state) {
 	case OP_CALL: snprintf(buf, n, "call %s (%u bytes)", e->target, e->len); break;
-	case OP_NOP: snprintf(buf, n, "nop (%u bytes)", e->len); break;
+	case OP_NOP: snprintf(buf, n, "%s (%u bytes)", e->parked ? "parked" : "nop", e->len); break;
 	case OP_PATCHABLE: snprintf(buf, n, "patchable nops (%u bytes)", e->len); break;
 	default: snprintf(buf, n, "other: %s", e->bytes[0] ? e->bytes : "no code there");
 	}

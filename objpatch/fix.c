@@ -724,9 +724,51 @@ static int prep_mcount_site(struct mce_file *f, const struct mc_arch *a, const s
  * slot; any other layout is refused, since the runtime would not find
  * the site.
  */
+/*
+ * link --runtime on x86_64: each site's NOP parked on the image's direct
+ * stub 0 (include/mcloc/abi.h), so that the first ops to take direct slot
+ * 0 enables a site as every later toggle does, by its first byte, with no
+ * tail to write and no sync for it.  A site that is not the NOP (a call
+ * left, or one the runtime will refuse) stays as it is; so does every
+ * site of an image whose trampolines predate the stubs.
+ */
+static int park_sites(struct mce_file *f, const struct mc_arch *a, const struct op_sites *s,
+		      struct fix_stats *st)
+{
+	static const char *const names[] = { "mcloc_direct_stubs" };
+	long found;
+	struct mce_sym stubs;
+
+	mce_sym_lookup_many(f, names, 1, &found, 0);
+	if (found <= 0)
+		return 0;
+	if (mce_sym_peek(f, (size_t)found, &stubs) < 0)
+		return -1;
+	for (size_t i = 0; i < s->n; i++) {
+		const struct op_entry *e = &s->v[i];
+
+		if (!e->resolved)
+			continue;
+		struct mce_sec *tx = &f->secs[e->shndx];
+		struct mc_text t = mc_text_of(f, tx, 0);
+		uint8_t out[8];
+		unsigned len;
+
+		if (a->park_site(&t, e->off, tx->sh.sh_addr + e->off, stubs.value, out, &len))
+			continue;
+		if (mce_patch(f, tx, e->off, out, len) < 0)
+			return -1;
+		st->prepared++;
+		st->changed = true;
+	}
+	return 0;
+}
+
 static int prep_runtime_sites(struct mce_file *f, const struct mc_arch *a,
 			      const struct op_sites *s, struct fix_stats *st)
 {
+	if (a->park_site)
+		return park_sites(f, a, s, st);
 	static const char *const names[] = { "mcloc_tramp_args", "mcloc_tramp_regs" };
 	long found[2];
 	struct mce_sym sa, sr;
@@ -769,7 +811,7 @@ static int prep_runtime_sites(struct mce_file *f, const struct mc_arch *a,
 					mce_where(f, e->shndx, e->off, where, sizeof(where)),
 					(unsigned long long)pre);
 		uint64_t entry = e->off + pre;
-		if (a->is_runtime_site(&t, entry))
+		if (a->runtime_site_len(&t, entry))
 			continue;
 		if (a->runtime_site(&t, entry, tx->sh.sh_addr + entry, sa.value, sr.value, out) < 0)
 			return mce_fail(f, "%s: not 8 bytes of NOPs at the function's entry, or the "

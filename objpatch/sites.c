@@ -331,10 +331,13 @@ void op_classify(struct mce_file *f, const struct mc_arch *a, uint32_t shndx,
 		}
 	}
 	/* A run-time site objpatch link --runtime made of a patchable entry:
-	 * still that entry; of a -pg call (riscv64), still its NOP. */
-	if (a->is_runtime_site && a->is_runtime_site(&t, off)) {
-		e->state = strcmp(e->table, "__mcount_loc") ? OP_PATCHABLE : OP_NOP;
-		e->len = 8;
+	 * still that entry; of a -pg call (riscv64), still its NOP; on
+	 * x86_64, parked, a NOP still (it calls nothing). */
+	unsigned rlen = a->runtime_site_len ? a->runtime_site_len(&t, off) : 0;
+	if (rlen) {
+		e->state = strcmp(e->table, "__mcount_loc") && !a->park_site ? OP_PATCHABLE : OP_NOP;
+		e->len = (uint8_t)rlen;
+		e->parked = a->park_site != NULL;
 		return;
 	}
 	/* NOPs from the architecture's table; repeats of the first, or of a

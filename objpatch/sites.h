@@ -31,6 +31,7 @@ struct op_entry {
 				 * not yet the site's NOP (objpatch nop makes it) */
 	bool classified;	/* state, len, target and bytes are filled in (false:
 				 * a linked image of an ISA objpatch cannot decode) */
+	bool parked;		/* OP_NOP: x86_64's parked site (link --runtime) */
 	char bytes[24];		/* OP_OTHER: the first 8 bytes there, in hex */
 };
 

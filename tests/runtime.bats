@@ -49,7 +49,7 @@ build_rt() {
 	refute_line --partial "FAIL"
 }
 
-@test "one enable of every site is one batch of three syncs, whatever the count; parked sites toggle with two" {
+@test "one enable of every site is one batch of two syncs, whatever the count: link --runtime parked every site" {
 	need strace
 	for n in 200 20000; do
 		build_rt $n
@@ -58,20 +58,63 @@ build_rt() {
 			strace -f -e trace=membarrier -o "$T/trace" \
 			"$T/rt" oneshot
 		assert_success
-		assert_line "oneshot: $n sites enabled, 1 batch(es), 3 syncs"
-		# Disable (parking: breakpoint, sync, first byte, sync) and
-		# enable again (the same), each without a tail step.
+		# Parked on the image's stub 0 at link time, every site is
+		# enabled for the first ops by its first byte: breakpoint,
+		# sync, first byte, sync; no tail step.
+		assert_line "oneshot: $n sites enabled, 1 batch(es), 2 syncs"
+		# Disable (parking again) and enable again, the same.
 		assert_line "again: $n sites enabled, 2 batch(es), 4 syncs"
 		# The core syncs themselves (the RCU registers for its own
 		# PRIVATE_EXPEDITED barriers as well; those are not syncs).
 		run grep -c 'membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE,' "$T/trace"
-		assert_output 7
+		assert_output 6
 	done
 }
 
 # -pg without -mfentry: the sites follow the prologue (push %rbp; mov
 # %rsp, %rbp), so a callback may not move the function and
 # mcloc_redirect refuses it; everything else is as at the entry.
+@test "link --runtime parks every x86_64 site on its image's first stub; a site parked anywhere else is refused alone" {
+	build_rt 200
+	run "$OBJPATCH" inspect "$T/rt"
+	assert_success
+	[ "$(grep -c 'parked (' <<< "$output")" -eq 200 ]
+	refute_output --partial "nop ("
+	# Each site's bytes: a9 and the displacement of a call to the page of
+	# stubs; fn7's is then moved to the next stub.
+	$PY - "$T/rt" "$T/rt-bad" <<-'PY'
+	import subprocess, struct, sys
+	src, dst = sys.argv[1:]
+	secs = subprocess.run(["readelf", "-SW", src], capture_output=True, text=True).stdout
+	text = [l.split() for l in secs.splitlines() if " .text " in l][0]
+	i = text.index(".text")
+	addr, off = int(text[i + 2], 16), int(text[i + 3], 16)
+	syms = {l.split()[2]: int(l.split()[0], 16) for l in
+		subprocess.run(["nm", src], capture_output=True, text=True).stdout.splitlines()
+		if len(l.split()) == 3}
+	stubs = syms["mcloc_direct_stubs"]
+	assert stubs % 4096 == 0, hex(stubs)
+	b = bytearray(open(src, "rb").read())
+	for k in range(200):
+	    a = syms["fn%d" % k]
+	    o = a - addr + off
+	    rel = struct.unpack_from("<i", b, o + 1)[0]
+	    assert b[o] == 0xa9 and a + 5 + rel == stubs, "fn%d: %s" % (k, b[o:o + 6].hex())
+	o = syms["fn7"] - addr + off
+	struct.pack_into("<i", b, o + 1, struct.unpack_from("<i", b, o + 1)[0] + 32)
+	open(dst, "wb").write(b)
+	PY
+	chmod +x "$T/rt-bad"
+	run env LD_LIBRARY_PATH="$LIBDIR" "$T/rt" oneshot
+	assert_success
+	assert_line "oneshot: 200 sites enabled, 1 batch(es), 2 syncs"
+	# The library cannot know what a site parked elsewhere would call:
+	# refused, and the others all enabled in the same two syncs.
+	run env LD_LIBRARY_PATH="$LIBDIR" "$T/rt-bad" oneshot
+	assert_success
+	assert_line "oneshot: 199 sites enabled, 1 batch(es), 2 syncs"
+}
+
 @test "-pg without -mfentry: sites after the prologue, live; never moved, no redirect" {
 	[ "$(uname -m)" = x86_64 ] || skip "the x86_64 build"
 	local san=()

@@ -109,14 +109,14 @@ static const struct mc_nop nops[] = {
 #define A64_ADD_X9_X30	0x910003c9u
 #define A64_MOV_X0_X30	0xaa1e03e0u
 
-static bool arm64_is_runtime_site(const struct mc_text *t, uint64_t off)
+static unsigned arm64_runtime_site_len(const struct mc_text *t, uint64_t off)
 {
 	if (off + 8 > t->size)
-		return false;
+		return 0;
 	uint32_t f = mc_load32(t, off), w = mc_load32(t, off + 4);
 
 	return (f == A64_MOV_X9_X30 || f == A64_ADD_X9_X30) &&
-	       (w == A64_NOP || (w & 0xfc000000) == 0x94000000);
+	       (w == A64_NOP || (w & 0xfc000000) == 0x94000000) ? 8 : 0;
 }
 
 /* The pair FIRST, NOP at OFF (address PC of the NOP: PC) into OUT, if
@@ -148,7 +148,7 @@ static int arm64_runtime_mcount_site(const struct mc_text *t, uint64_t off, uint
 	if (off < 4 || off + 4 > t->size)
 		return -1;
 	*at = off - 4;
-	if (mc_load32(t, off - 4) == A64_ADD_X9_X30 && arm64_is_runtime_site(t, off - 4))
+	if (mc_load32(t, off - 4) == A64_ADD_X9_X30 && arm64_runtime_site_len(t, off - 4))
 		return 1;
 	if (mc_load32(t, off - 4) != A64_MOV_X0_X30 || mc_load32(t, off) != A64_NOP)
 		return -1;
@@ -176,6 +176,6 @@ const struct mc_arch mc_arch_aarch64 = {
 	.insn = arm64_decode_linked,
 	.plt_slot = arm64_plt_slot,
 	.runtime_site = arm64_runtime_site,
-	.is_runtime_site = arm64_is_runtime_site,
+	.runtime_site_len = arm64_runtime_site_len,
 	.runtime_mcount_site = arm64_runtime_mcount_site,
 };

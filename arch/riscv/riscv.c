@@ -124,16 +124,16 @@ static const struct mc_nop nops[] = {
  */
 #define RV_NOP 0x00000013u
 
-static bool riscv_is_runtime_site(const struct mc_text *t, uint64_t off)
+static unsigned riscv_runtime_site_len(const struct mc_text *t, uint64_t off)
 {
 	if (off + 8 > t->size)
-		return false;
+		return 0;
 	uint32_t au = mc_load32(t, off), j = mc_load32(t, off + 4);
 
 	/* auipc t0, then a NOP or jalr t0, lo(t0); at a -pg site, auipc t1
 	 * and jalr t0, lo(t1). */
 	return ((au & 0xfff) == 0x297 && (j == RV_NOP || (j & 0xfffff) == 0x282e7)) ||
-	       ((au & 0xfff) == 0x317 && (j == RV_NOP || (j & 0xfffff) == 0x302e7));
+	       ((au & 0xfff) == 0x317 && (j == RV_NOP || (j & 0xfffff) == 0x302e7)) ? 8 : 0;
 }
 
 static int riscv_runtime_site(const struct mc_text *t, uint64_t off, uint64_t pc,
@@ -174,7 +174,7 @@ static int riscv_runtime_mcount_site(const struct mc_text *t, uint64_t off, uint
 	if (off + 8 > t->size)
 		return -1;
 	uint32_t au = mc_load32(t, off), j = mc_load32(t, off + 4);
-	if ((au & 0xfff) == 0x317 && riscv_is_runtime_site(t, off))
+	if ((au & 0xfff) == 0x317 && riscv_runtime_site_len(t, off))
 		return 1;
 	if (au != RV_NOP || j != RV_NOP || !mc_rv_tramp_window(pc, targs, tregs, &hi))
 		return -1;
@@ -207,6 +207,6 @@ const struct mc_arch mc_arch_riscv64 = {
 	.insn = riscv_insn,
 	.plt_slot = riscv_plt_slot,
 	.runtime_site = riscv_runtime_site,
-	.is_runtime_site = riscv_is_runtime_site,
+	.runtime_site_len = riscv_runtime_site_len,
 	.runtime_mcount_site = riscv_runtime_mcount_site,
 };

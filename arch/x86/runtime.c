@@ -148,6 +148,8 @@ static unsigned site_len(uintptr_t site, uintptr_t fentry, bool *is_call)
 	*is_call = false;
 	if (!memcmp(b, nop5, 5))
 		return 5;
+	if (b[0] == MCR_PARK)
+		return 5;	/* (its target is the caller's to judge) */
 	if (!memcmp(b, nop6, 6))
 		return 6;
 	*is_call = true;
@@ -212,6 +214,8 @@ int mcr_site_find(uintptr_t entry, uintptr_t fentry, struct mcr_site *s)
 {
 	*s = (struct mcr_site){ .at = entry };
 	s->len = site_len(entry, fentry, &s->is_call);
+	if (s->len && *(const uint8_t *)entry == MCR_PARK)
+		s->parked = mcr_flip_dest(entry);
 	return s->len ? 0 : -1;
 }
 

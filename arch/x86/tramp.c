@@ -168,6 +168,23 @@ MC_X86_RESTORE_ARGS
 "	.cfi_endproc\n"
 "	.size	mcloc_tramp_regs, .-mcloc_tramp_regs\n"
 "\n"
+/* The image's direct stubs (abi.h): stub K puts its own address in %r11
+ * and jumps to what the library set in the descriptor.  A page of its
+ * own, so that a stub's offset in the page is its slot, as in the page
+ * the library maps for an older image (arch/x86/runtime.c). */
+"	.section .text.mcloc_direct, \"ax\", @progbits\n"
+"	.balign	" MCLOC_STR(MCLOC_DIRECT_PAGE) ", 0xcc\n"
+"	.hidden	mcloc_direct_stubs\n"
+"	.type	mcloc_direct_stubs, @function\n"
+"mcloc_direct_stubs:\n"
+"	.rept	" MCLOC_STR(MCLOC_DIRECT_STUBS) "\n"
+"1:	leaq	1b(%rip), %r11\n"
+"	jmpq	*(__mcloc_image + " MCLOC_STR(MCLOC_IMAGE_OFF_DIRECT_TRAMP) ")(%rip)\n"
+"	.balign	" MCLOC_STR(MCLOC_DIRECT_STUB) ", 0xcc\n"
+"	.endr\n"
+"	.size	mcloc_direct_stubs, .-mcloc_direct_stubs\n"
+"	.text\n"
+"\n"
 /* The stub __fentry__ of an image that no libc profiling runtime serves:
  * a site that is still a call before patching returns at once. */
 "	.p2align 4\n"

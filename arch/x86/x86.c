@@ -194,6 +194,32 @@ static const struct mc_nop nops64[] = {
  * clang long NOPs with a displacement; the filler after a site's NOP. */
 static const struct mc_nop nop1 = { .len = 1, .bytes = { MC_X86_NOP1 } };
 
+/* A site link --runtime parked (arch.h): 5 bytes, the first MC_X86_PARK,
+ * whatever the displacement (which stub is the runtime's to judge). */
+static unsigned x86_runtime_site_len(const struct mc_text *t, uint64_t off)
+{
+	return off + 5 <= t->size && t->buf[off] == MC_X86_PARK ? 5 : 0;
+}
+
+static int x86_park_site(const struct mc_text *t, uint64_t off, uint64_t pc, uint64_t stubs,
+			 uint8_t out[8], unsigned *len)
+{
+	int64_t d = (int64_t)(stubs - (pc + 5));
+
+	if (d < INT32_MIN || d > INT32_MAX)
+		return -1;
+	out[0] = MC_X86_PARK;
+	mc_store32(t, out + 1, (uint32_t)(int32_t)d);
+	out[5] = MC_X86_NOP1;
+	*len = 0;
+	for (const struct mc_nop *n = nops64; n->len && n->len <= 6; n++)
+		if (off + n->len <= t->size && !memcmp(t->buf + off, n->bytes, n->len))
+			*len = n->len;
+	if (*len)
+		return 0;
+	return off + 5 <= t->size && !memcmp(t->buf + off, out, 5) ? 1 : -1;
+}
+
 static unsigned x86_any_nop(const struct mc_text *t, uint64_t off)
 {
 	ZydisDecodedInstruction insn;
@@ -262,6 +288,8 @@ const struct mc_arch mc_arch_x86_64 = {
 	.orc_entry_size = 6,
 	.orc_layouts = x86_orc_layouts,
 	.tramp_asm = mc_tramp_x86_64,
+	.runtime_site_len = x86_runtime_site_len,
+	.park_site = x86_park_site,
 	.cross_prefix = "x86_64-linux-gnu-",
 	.insn = x86_insn,
 	.plt_slot = x86_plt_slot,

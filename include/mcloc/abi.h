@@ -25,7 +25,8 @@
  * riscv64 t1.
  *
  * Site forms, at the function's entry:
- *   x86_64   call mcloc_tramp_*              (5 bytes; __fentry__ sites)
+ *   x86_64   call mcloc_tramp_* or a direct stub (5 bytes; __fentry__
+ *            sites), parked (below) when disabled
  *   aarch64  mov x9, x30; bl mcloc_tramp_*   (-fpatchable-function-entry=2)
  *   riscv64  auipc t0, hi; jalr t0, lo(t0)   (-fpatchable-function-entry=4
  *            with compressed NOPs, =2 without)
@@ -45,7 +46,8 @@
 #include <stdint.h>
 
 #define MCLOC_IMAGE_MAGIC 0x636c636d	/* "mclc" (no suffix: assemblers read it too) */
-#define MCLOC_IMAGE_VERSION 3	/* 3: handlers may name a direct trampoline */
+#define MCLOC_IMAGE_VERSION 4	/* 3: handlers may name a direct trampoline;
+				   4: the image holds its own direct stubs */
 
 /*
  * The byte offsets of struct mcloc_image, the same on every 64-bit target
@@ -67,7 +69,10 @@
 #define MCLOC_IMAGE_OFF_ARGS_HANDLER	64
 #define MCLOC_IMAGE_OFF_REGS_HANDLER	72
 #define MCLOC_IMAGE_OFF_LIB		80
-#define MCLOC_IMAGE_SIZE		88
+#define MCLOC_IMAGE_OFF_DIRECT_STUBS	88
+#define MCLOC_IMAGE_OFF_DIRECT_TRAMP	96
+#define MCLOC_IMAGE_SIZE		104
+#define MCLOC_IMAGE_SIZE_V3		88	/* (versions 2 and 3 end at lib) */
 
 /* One per image, in its writable data, named __mcloc_image (hidden).
  * objpatch sort keeps mcount_stop in step with the cleaned table. */
@@ -82,7 +87,28 @@ struct mcloc_image {
 	uintptr_t (*regs_handler)(uintptr_t after, uintptr_t parent,
 				  struct mcloc_image *img, void *regs);
 	void *lib;	/* the library's own record of the image (v2) */
+	/* Version 4.  The page of direct stubs (below), or 0 where the
+	 * architecture has none; and what they jump through, which the
+	 * library sets when it registers the image. */
+	uintptr_t direct_stubs;
+	uintptr_t direct_tramp;
 };
+
+/*
+ * Direct stubs (x86_64): one ops alone on a site calls a stub of its own,
+ * which reaches the library's direct trampoline with the stub's address
+ * in %r11 and no lookup: a page of MCLOC_DIRECT_STUBS stubs of
+ * MCLOC_DIRECT_STUB bytes, page-aligned, stub K for the ops in the
+ * library's direct slot K.  Version 4 images carry the page in their own
+ * text (objpatch tramp), so that objpatch link --runtime can leave every
+ * 5-byte site parked on stub 0 ("test $disp32, %eax" with the call's
+ * displacement, arch/x86/nops.h): the first ops then enables a site by
+ * its first byte alone, as every later toggle does.  Older images get a
+ * page mapped near them at run time.
+ */
+#define MCLOC_DIRECT_STUB	32
+#define MCLOC_DIRECT_PAGE	4096
+#define MCLOC_DIRECT_STUBS	(MCLOC_DIRECT_PAGE / MCLOC_DIRECT_STUB)
 
 #if UINTPTR_MAX == 0xffffffffffffffffu
 #define MCLOC_ABI_AT_(field, OFF) \
@@ -100,6 +126,8 @@ MCLOC_ABI_AT_(base, BASE);
 MCLOC_ABI_AT_(args_handler, ARGS_HANDLER);
 MCLOC_ABI_AT_(regs_handler, REGS_HANDLER);
 MCLOC_ABI_AT_(lib, LIB);
+MCLOC_ABI_AT_(direct_stubs, DIRECT_STUBS);
+MCLOC_ABI_AT_(direct_tramp, DIRECT_TRAMP);
 _Static_assert(sizeof(struct mcloc_image) == MCLOC_IMAGE_SIZE,
 	       "MCLOC_IMAGE_SIZE is not the struct's size");
 #undef MCLOC_ABI_AT_
@@ -161,6 +189,8 @@ _Static_assert(sizeof(struct mcloc_name_ent) == 24, "a .mcloc_names entry is 24 
 	"	.quad	mcloc_tramp_args, mcloc_tramp_regs\n"			\
 	"	.org	__mcloc_image + " MCLOC_STR(MCLOC_IMAGE_OFF_BASE) "\n"	\
 	"	.quad	__ehdr_start\n"						\
+	"	.org	__mcloc_image + " MCLOC_STR(MCLOC_IMAGE_OFF_DIRECT_STUBS) "\n" \
+	"	.quad	mcloc_direct_stubs\n"					\
 	"	.org	__mcloc_image + " MCLOC_STR(MCLOC_IMAGE_SIZE) "\n"	\
 	"	.size	__mcloc_image, .-__mcloc_image\n"			\
 	"	.weak	__start___mcount_loc, __stop___mcount_loc\n"		\
@@ -169,6 +199,8 @@ _Static_assert(sizeof(struct mcloc_name_ent) == 24, "a .mcloc_names entry is 24 
 	"	.hidden	__start___patchable_function_entries, __stop___patchable_function_entries\n" \
 	"	.weak	__ehdr_start\n"						\
 	"	.hidden	__ehdr_start\n"						\
+	"	.weak	mcloc_direct_stubs\n"					\
+	"	.hidden	mcloc_direct_stubs\n"					\
 	"	.weak	mcloc_register_image, mcloc_unregister_image\n"	\
 	"	.section .init_array, \"aw\"\n"				\
 	"	.p2align 3\n"							\
