@@ -34,6 +34,7 @@ clang++ -O1 -fxray-instrument "$here/tests/bench/xray/xray_main.cpp" "$w/xgen.o"
 # two sides alternate, PAIRS times, and each pair gives a ratio; the
 # median ratio is printed beside each side's median times.
 pairs=${PAIRS:-5}
+export MCLOC_BENCH_SITES=$w/sites	# (mcloc_main.c: found once, not per process)
 : > "$w/runs"
 for ((k = 0; k < pairs; k++)); do
 	read -r op ou opb oub recs fl fp of < <(LD_LIBRARY_PATH=$build/libmcloc "$w/ours" "$rounds")
