@@ -12,13 +12,18 @@
  * freed memory), and the kernel's copy fails where a load would fault,
  * with no signal handler of ours in the program.  Where that call is
  * missing (qemu-user) or refused (a seccomp filter), the kernel copies
- * them through a pipe instead, which fails the same way.
+ * them through a pipe instead, which fails the same way.  A thread under
+ * a seccomp filter never tries it: a filter may kill rather than refuse
+ * what it does not allow (systemd's @system-service leaves it out, with
+ * the rest of @debug, and kills by default), where read, write and pipe2
+ * are what any filter lets through.
  */
 #include "args.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -90,10 +95,13 @@ static size_t read_by_pipe(uintptr_t p, uint8_t *out, size_t n)
 	return in;
 }
 
-/* Up to N bytes at P into OUT, as many as are readable from P on. */
+/* Up to N bytes at P into OUT, as many as are readable from P on.
+ * (Whether the thread is filtered is asked each time: a thread may take
+ * a filter at any moment, from itself or, with TSYNC, another thread.) */
 static size_t read_mem(uintptr_t p, uint8_t *out, size_t n)
 {
-	if (!__atomic_load_n(&no_vm_readv, __ATOMIC_RELAXED)) {
+	if (!__atomic_load_n(&no_vm_readv, __ATOMIC_RELAXED) &&
+	    syscall(SYS_prctl, PR_GET_SECCOMP, 0, 0, 0, 0) == 0) {
 		size_t first = first_piece(p, n);
 		struct iovec local = { out, n };
 		struct iovec remote[2] = { { (void *)p, first }, { (void *)(p + first), n - first } };

@@ -134,11 +134,12 @@ EOF2
 	grep -q '} /\* main = 0 \*/' trace.txt
 }
 
-@test "strings that cannot be read whole: the bytes before the fault, or the pointer; never a fault, with process_vm_readv or refused it" {
+@test "strings that cannot be read whole: the bytes before the fault, or the pointer; never a fault, with process_vm_readv, refused it, or killed for it" {
 	traced_fixture argsfault -g
 	# (No argument: process_vm_readv; 1, 13: a seccomp filter refuses it
-	# with EPERM, EACCES, and the runtime copies through a pipe.)
-	for deny in "" 1 13; do
+	# with EPERM, EACCES, and the runtime copies through a pipe; kill: the
+	# filter kills for it, and a filtered thread never tries it.)
+	for deny in "" 1 13 kill; do
 		run "$MCLOC" record -A 'str@arg1/s,arg2/s' -- ./argsfault $deny
 		assert_success
 		assert_line done
