@@ -64,10 +64,16 @@ size_t decode_event(struct decoder *d, const struct mcloc_event *v, size_t n, st
 		}
 		break;
 	case MCLOC_EV_EXIT:
-		e->parent = pay;
-		e->ip = depth < d->nsite ? d->site_at[depth] : 0;
-		break;
 	case MCLOC_EV_LEFT:
+		if (base == MCLOC_EV_EXIT) {
+			e->parent = pay;
+			e->ip = depth < d->nsite ? d->site_at[depth] : 0;
+		}
+		/* The call at this depth is over: a later exit there, whose
+		 * entry came before the trace or a gap, is not named by it. */
+		if (depth < d->nsite)
+			d->site_at[depth] = 0;
+		break;
 	case MCLOC_EV_UNTIMED:
 	case MCLOC_EV_MARK:	/* (ip: the mark's kind) */
 		break;
@@ -321,6 +327,8 @@ static const char *name_or_addr(struct names *ns, uint64_t addr, char *buf, size
 
 const char *site_name(struct tracing *t, uint64_t ip, char *buf, size_t len)
 {
+	if (!ip)
+		return "?";	/* (an exit whose entry came before the trace) */
 	struct name *n = name_find(&t->sites, ip);
 	const char *s = n && n->name ? n->name : t->symbolize ? t->symbolize(t, ip, buf, len) : NULL;
 

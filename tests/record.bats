@@ -369,6 +369,10 @@ EOF
 	[ "$(echo "$output" | grep -cE '^  [0-9]+ +recorded +256 slots ')" -eq 3 ]
 	run "$MCLOC" replay
 	assert_line --partial "[LOST EVENTS]"
+	# A call entered before the window closes unnamed, as "?", never as a
+	# site 0, nor with the name of an earlier call at its depth.
+	assert_line --regexp '^ +[0-9]+\) .*\|  \} /\* \? \*/$'
+	refute_output --regexp '\} /\* 0[ *]'
 	run "$MCLOC" report
 	assert_success
 	refute_line --regexp '^0 '
