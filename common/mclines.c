@@ -14,7 +14,66 @@ struct mc_lines {
 	Dwfl_Module *mod;
 	Elf *elf;		/* libdwfl's view: an ET_REL's sections get addresses */
 	Dwarf_Addr bias;
+	/* The unit cu_at() found last by its own ranges, and its module:
+	 * lookups come mostly in address order, a unit's functions in a row. */
+	Dwfl_Module *last_mod;
+	Dwarf_Die last_cu;
 };
+
+/*
+ * The compile unit of MOD that holds ADDR (*BIAS: MOD's), into *BUF.  By
+ * .debug_aranges, as libdwfl looks; where an image has none (clang emits
+ * none, and the elfutils of Debian 12 reads no other index) by each
+ * unit's own ranges.  NULL when no unit holds it.
+ */
+static Dwarf_Die *cu_at(struct mc_lines *l, Dwfl_Module *mod, Dwarf_Addr addr,
+			Dwarf_Addr *bias, Dwarf_Die *buf)
+{
+	Dwarf_Die *cu = dwfl_module_addrdie(mod, addr, bias);
+	Dwarf *dw = cu ? NULL : dwfl_module_getdwarf(mod, bias);
+
+	if (cu || !dw)
+		return cu;
+	if (l->last_mod == mod && dwarf_haspc(&l->last_cu, addr - *bias) > 0) {
+		*buf = l->last_cu;
+		return buf;
+	}
+	Dwarf_CU *u = NULL;
+	uint8_t type;
+
+	while (dwarf_get_units(dw, u, &u, NULL, &type, buf, NULL) == 0)
+		if ((type == DW_UT_compile || type == DW_UT_partial) &&
+		    dwarf_haspc(buf, addr - *bias) > 0) {
+			l->last_mod = mod;
+			l->last_cu = *buf;
+			return buf;
+		}
+	return NULL;
+}
+
+/* "FILE:LINE" of ADDR in MOD, into BUF; NULL if no line is known. */
+static const char *line_at(struct mc_lines *l, Dwfl_Module *mod, Dwarf_Addr addr, char *buf,
+			   size_t len)
+{
+	Dwfl_Line *line = dwfl_module_getsrc(mod, addr);
+	const char *src = NULL;
+	int lineno = 0;
+
+	if (line) {
+		src = dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL);
+	} else {
+		Dwarf_Addr bias = 0;
+		Dwarf_Die die, *cu = cu_at(l, mod, addr, &bias, &die);
+		Dwarf_Line *dl = cu ? dwarf_getsrc_die(cu, addr - bias) : NULL;
+
+		if (dl && (src = dwarf_linesrc(dl, NULL, NULL)) && dwarf_lineno(dl, &lineno))
+			src = NULL;
+	}
+	if (!src)
+		return NULL;
+	snprintf(buf, len, "%s:%d", src, lineno);
+	return buf;
+}
 
 static const Dwfl_Callbacks callbacks = {
 	.find_debuginfo = dwfl_standard_find_debuginfo,
@@ -51,17 +110,10 @@ const char *mc_lines_at(struct mc_lines *l, uint32_t shndx, uint64_t off, char *
 {
 	Elf_Scn *scn = elf_getscn(l->elf, shndx);
 	GElf_Shdr sh;
-	Dwfl_Line *line;
-	const char *src;
-	int lineno = 0;
 
 	if (!scn || !gelf_getshdr(scn, &sh))
 		return NULL;
-	line = dwfl_module_getsrc(l->mod, sh.sh_addr + off + l->bias);
-	if (!line || !(src = dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL)))
-		return NULL;
-	snprintf(buf, len, "%s:%d", src, lineno);
-	return buf;
+	return line_at(l, l->mod, sh.sh_addr + off + l->bias, buf, len);
 }
 
 /* A process's images, by the files its maps name (as they are now). */
@@ -105,14 +157,8 @@ const char *mc_lines_func(struct mc_lines *l, uint64_t addr, uint64_t *off)
 const char *mc_lines_src(struct mc_lines *l, uint64_t addr, char *buf, size_t len)
 {
 	Dwfl_Module *mod = dwfl_addrmodule(l->dwfl, addr);
-	Dwfl_Line *line = mod ? dwfl_module_getsrc(mod, addr) : NULL;
-	const char *src;
-	int lineno = 0;
 
-	if (!line || !(src = dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL)))
-		return NULL;
-	snprintf(buf, len, "%s:%d", src, lineno);
-	return buf;
+	return mod ? line_at(l, mod, addr, buf, len) : NULL;
 }
 
 /* TYPE's class, through typedefs and qualifiers. */
@@ -206,7 +252,7 @@ int mc_lines_params(struct mc_lines *l, uint64_t addr, struct mc_param *v, int m
 {
 	Dwfl_Module *mod = dwfl_addrmodule(l->dwfl, addr);
 	Dwarf_Addr bias = 0;
-	Dwarf_Die *cu = mod ? dwfl_module_addrdie(mod, addr, &bias) : NULL;
+	Dwarf_Die cubuf, *cu = mod ? cu_at(l, mod, addr, &bias, &cubuf) : NULL;
 	Dwarf_Die *scopes = NULL;
 	int n = cu ? dwarf_getscopes(cu, addr - bias, &scopes) : -1, found = -1;
 
@@ -216,6 +262,21 @@ int mc_lines_params(struct mc_lines *l, uint64_t addr, struct mc_param *v, int m
 
 		if (dwarf_tag(fn) != DW_TAG_subprogram)
 			continue;
+		/* Another calling convention than the platform's (clang's
+		 * ms_abi, GCC's DW_CC_nocall for a function whose convention
+		 * it changed): where its arguments are is not known. */
+		Dwarf_Attribute cc;
+		Dwarf_Word conv;
+
+		if (dwarf_attr_integrate(fn, DW_AT_calling_convention, &cc) &&
+		    (dwarf_formudata(&cc, &conv) || conv != DW_CC_normal))
+			break;
+		/* A C function defined without a prototype (K&R) takes a float
+		 * as a double, promoted by its callers. */
+		int lang = dwarf_srclang(cu);
+		bool kr = !dwarf_hasattr_integrate(fn, DW_AT_prototyped) &&
+			  (lang == DW_LANG_C89 || lang == DW_LANG_C || lang == DW_LANG_C99 ||
+			   lang == DW_LANG_C11);
 		*ret = type_param(fn);
 		found = 0;
 		if (dwarf_child(fn, &child) != 0)
@@ -229,8 +290,11 @@ int mc_lines_params(struct mc_lines *l, uint64_t addr, struct mc_param *v, int m
 			}
 			if (tag != DW_TAG_formal_parameter)
 				continue;
-			if (found < max)
+			if (found < max) {
 				v[found] = type_param(&child);
+				if (kr && v[found].kind == MC_P_FLOAT)
+					v[found].size = 8;
+			}
 			found++;
 		} while (dwarf_siblingof(&child, &child) == 0);
 	}

@@ -50,7 +50,9 @@ struct mc_param {
 /* Of the function whose code holds ADDR (a process's address): up to MAX
  * parameters into V and the result into *RET; how many it has (more than
  * MAX possible), or -1 when no DWARF describes it (or it is variadic
- * with none named: nothing is known). */
+ * with none named, or says its calling convention is not the platform's:
+ * nothing is known).  A float parameter of a C function defined without a
+ * prototype is a double, as its callers promote it. */
 int mc_lines_params(struct mc_lines *l, uint64_t addr, struct mc_param *v, int max,
 		    struct mc_param *ret);
 void mc_lines_close(struct mc_lines *l);

@@ -269,3 +269,25 @@ EOF2
 	run "$MCLOC" replay
 	assert_line --partial 'word("a /* b *\x2f c"); /* = "a /* b *\x2f c" */'
 }
+
+@test "--auto-args and --srcline with gcc and clang: K&R floats read as the doubles they are, another calling convention left out, no .debug_aranges needed" {
+	for cc in $(installed_ccs); do
+		$cc -g -O1 -pg -mfentry "${SAN[@]}" -c "$SRC/tests/fixtures/runtime/argsconv.c" -o "$T/ac-$cc.o"
+		"$RECORDMCOUNT" "$T/ac-$cc.o"
+		"$OBJPATCH" link --nop --runtime -- $cc "${SAN[@]}" "$T/ac-$cc.o" -o "$T/ac-$cc" \
+			-L"$LIBDIR" -lmcloc
+		cd "$T"
+		rm -rf mcloc.data
+		run "$MCLOC" record --auto-args -- "./ac-$cc"
+		assert_success
+		refute_output --partial "no traced function has DWARF"
+		run "$MCLOC" replay --srcline
+		assert_success
+		# (clang writes no .debug_aranges: the units' own ranges then.)
+		assert_line --regexp "kr\(3, 2\.5\); /\* = 5\.5 \*/ /\* .*argsconv\.c:[0-9]+ \*/\$"
+		# (clang says ms_abi in DWARF: the arguments are not where the
+		# platform's go, so none are shown rather than wrong ones.)
+		[ $cc != clang ] || assert_line --regexp "msabi\(\); /\* .*argsconv\.c:[0-9]+ \*/\$"
+		assert_line --regexp "main\(\) \{ /\* .*argsconv\.c:[0-9]+ \*/\$"
+	done
+}
