@@ -42,6 +42,7 @@ struct checker {
 	size_t problems;
 	size_t ntables;
 	bool runtime;		/* the image has libmcloc's descriptor */
+	long stubs;		/* x86_64: mcloc_direct_stubs's symbol, or <= 0 */
 	bool kernel;		/* --kernel: the kernel's conventions */
 	enum km_version kversion;	/* with kernel: whose (KM_DETECT: the image's) */
 	size_t in_no_function;	/* entries --kernel accepted there */
@@ -100,6 +101,33 @@ static void check_runtime_entry(struct checker *k, const struct op_entry *e,
 	else if (entry != e->off && addr % 8)
 		problem(k, e->shndx, e->off, true, "ops slot at 0x%llx not 8-byte aligned: "
 			"compile with -falign-functions=8", (unsigned long long)addr);
+}
+
+/*
+ * A site link --runtime parked (x86_64): the runtime enables it only if
+ * its displacement is that of a call to the image's first direct stub,
+ * and refuses it otherwise.
+ */
+static void check_parked(struct checker *k, const struct op_entry *e)
+{
+	struct mce_sec *sec = &k->f->secs[e->shndx];
+	struct mc_text t = mc_text_of(k->f, sec, 0);
+	struct mce_sym st;
+
+	if (!e->parked || !mce_linked(k->f) || e->off + 5 > t.size)
+		return;
+	if (k->stubs <= 0 || mce_sym_peek(k->f, (size_t)k->stubs, &st) < 0) {
+		problem(k, e->shndx, e->off, true, "a parked site in an image without direct "
+			"stubs (mcloc_direct_stubs): the runtime refuses it");
+		return;
+	}
+	uint64_t to = sec->sh.sh_addr + e->off + 5 + (uint64_t)(int64_t)(int32_t)
+		      mc_load32(&t, e->off + 1);
+
+	if (to != st.value)
+		problem(k, e->shndx, e->off, true, "parked on 0x%llx, not on the image's first "
+			"direct stub (0x%llx): the runtime refuses it", (unsigned long long)to,
+			(unsigned long long)st.value);
 }
 
 /*
@@ -349,6 +377,11 @@ static int check_one(const char *file, const char *path, const struct op_common 
 	}
 	k.ntables = s.ntables;
 	k.runtime = s.image_sym > 0;
+	{
+		static const char *const stubs[] = { "mcloc_direct_stubs" };
+
+		mce_sym_lookup_many(&f, stubs, 1, &k.stubs, 0);
+	}
 	if (kernel)
 		k.kversion = kversion ? kversion : km_detect(&f);
 	size_t zeros = 0;
@@ -402,6 +435,7 @@ static int check_one(const char *file, const char *path, const struct op_common 
 			continue;
 		}
 		check_placement(&k, e);
+		check_parked(&k, e);
 		if (k.a->site_align && e->off % k.a->site_align)
 			problem(&k, e->shndx, e->off, true, "not aligned to %u bytes, which "
 				"atomic patching needs", k.a->site_align);

@@ -105,6 +105,11 @@ build_rt() {
 	open(dst, "wb").write(b)
 	PY
 	chmod +x "$T/rt-bad"
+	# objpatch check in CI says so before any run does.
+	"$OBJPATCH" check "$T/rt"
+	run "$OBJPATCH" check "$T/rt-bad"
+	assert_failure 1
+	assert_output --regexp "^.*rt-bad: error: objpatch: fn7\+0x0: parked on 0x[0-9a-f]+, not on the image's first direct stub \(0x[0-9a-f]+\): the runtime refuses it\$"
 	run env LD_LIBRARY_PATH="$LIBDIR" "$T/rt" oneshot
 	assert_success
 	assert_line "oneshot: 200 sites enabled, 1 batch(es), 2 syncs"
