@@ -274,6 +274,33 @@ const char *op_entry_misplaced(struct mce_file *f, const struct mc_arch *a,
 	return NULL;
 }
 
+/*
+ * Whether an 0xa9 at a site of F may be one link --runtime parked: only
+ * in a linked image with direct stubs (mcloc_direct_stubs), where check
+ * judges which stub it is parked on, or one stripped of the symbols that
+ * would say.  An object, a kernel or a module has no parked site: an
+ * 0xa9 there is damage, which the kernel's ftrace refuses.
+ */
+static bool may_be_parked(struct mce_file *f, struct op_callee_memo *memo)
+{
+	struct op_callee_memo own = { 0 };
+
+	if (!mce_linked(f))
+		return false;
+	if (!f->symtab)
+		return true;
+	memo = memo ? memo : &own;
+	if (!memo->stubs_known) {
+		static const char *const names[] = { "mcloc_direct_stubs" };
+		long found;
+
+		mce_sym_lookup_many(f, names, 1, &found, 0);
+		memo->has_stubs = found > 0;
+		memo->stubs_known = true;
+	}
+	return memo->has_stubs;
+}
+
 void op_classify(struct mce_file *f, const struct mc_arch *a, uint32_t shndx,
 		 uint64_t off, struct op_entry *e, struct op_callee_memo *memo)
 {
@@ -334,6 +361,8 @@ void op_classify(struct mce_file *f, const struct mc_arch *a, uint32_t shndx,
 	 * still that entry; of a -pg call (riscv64), still its NOP; on
 	 * x86_64, parked, a NOP still (it calls nothing). */
 	unsigned rlen = a->runtime_site_len ? a->runtime_site_len(&t, off) : 0;
+	if (rlen && a->park_site && !may_be_parked(f, memo))
+		rlen = 0;
 	if (rlen) {
 		e->state = strcmp(e->table, "__mcount_loc") && !a->park_site ? OP_PATCHABLE : OP_NOP;
 		e->len = (uint8_t)rlen;

@@ -82,6 +82,10 @@ struct op_callee_memo {
 	uint64_t target;
 	bool via_slot;
 	const char *name;	/* NULL: nothing remembered yet */
+	/* op_classify()'s: whether the image has direct stubs (x86_64),
+	 * once looked up, since a linked image has 100,000 sites to check */
+	bool stubs_known;
+	bool has_stubs;
 };
 
 /* The name of what a decoded call in a linked image reaches ("" if not

@@ -157,6 +157,43 @@ C
 	done
 }
 
+@test "a site whose first byte became 0xa9 (the runtime's parked form) in an object is damage: check and inspect say so" {
+	# What a kernel or a module is built from: no objpatch link --runtime
+	# parks its sites, and the kernel's ftrace refuses anything but the
+	# call or the NOP at one.
+	printf 'int one(int x) { return x + 1; }\nint two(int x) { return one(x) * 2; }\n' > "$T/p.c"
+	gcc -O2 -pg -mfentry -mrecord-mcount -mnop-mcount -fno-pie -c "$T/p.c" -o "$T/nop.o"
+	gcc -O2 -pg -mfentry -fno-pie -c "$T/p.c" -o "$T/call.o"
+	"$RECORDMCOUNT" "$T/call.o"
+	for o in nop call; do
+		$PY - "$T/$o.o" "$T/$o-a9.o" <<-'PY'
+		import sys
+		from elftools.elf.elffile import ELFFile
+		src, dst = sys.argv[1:]
+		elf = ELFFile(open(src, "rb"))
+		text = elf.get_section_by_name(".text")
+		two = next(s for s in elf.get_section_by_name(".symtab").iter_symbols() if s.name == "two")
+		b = bytearray(open(src, "rb").read())
+		at = text["sh_offset"] + two["st_value"]
+		assert b[at] in (0x0f, 0xe8), hex(b[at])
+		b[at] = 0xa9
+		open(dst, "wb").write(b)
+		PY
+		run "$OBJPATCH" check "$T/$o-a9.o"
+		assert_failure 1
+		assert_output --partial "two+0x0: __mcount_loc entry 1: neither a call to an mcount symbol nor a NOP (a9 "
+		run "$OBJPATCH" inspect "$T/$o-a9.o"
+		assert_line --regexp '^  \.text\+0x[0-9a-f]+ +two\+0x0 +other: a9 '
+		refute_output --partial "parked"
+	done
+	# Linked, by a link that made no direct stubs (a kernel's, say), the
+	# same.
+	cc -shared "$T/nop-a9.o" -o "$T/a9.so"
+	run "$OBJPATCH" check "$T/a9.so"
+	assert_failure 1
+	assert_output --partial "two+0x0: __mcount_loc entry 1: neither a call to an mcount symbol nor a NOP (a9 "
+}
+
 @test "an object without calls and without a table is clean; calls without a table are not" {
 	gcc -O2 -c "$DEMO/fib.c" -I"$DEMO" -o "$T/plain.o"
 	run "$OBJPATCH" check "$T/plain.o"
