@@ -235,6 +235,10 @@ void mcr_tramp_stubs(uint8_t *page, uintptr_t args, uintptr_t regs);
 #define MCR_DIRECT_SLOTS (MCR_DIRECT_PAGE / MCR_DIRECT_STUB / MCR_DIRECT_LENS)
 extern const uint8_t mcr_direct_len[MCR_DIRECT_LENS];
 void mcr_direct_stub(uint8_t *buf, uintptr_t tramp);
+/* Whether PAGE (readable, MCR_DIRECT_PAGE bytes) holds an image's linked
+ * stubs, each jumping through the word at THROUGH: a descriptor is the
+ * image's own data, and what it names is called. */
+bool mcr_direct_stubs_linked(const uint8_t *page, uintptr_t through);
 void mcr_direct_tramp(void);
 /* Defined by the library. */
 void mcr_direct_hook(uintptr_t after, uintptr_t parent, uintptr_t stub, void *args,

@@ -669,18 +669,26 @@ static void note_skipped(struct image *im, const struct exec_ctx *ex, uintptr_t 
 
 /*
  * The page of direct stubs DESC's image carries (version 4, abi.h), if it
- * is one: page-aligned and inside one of the executable segments of C.
- * NULL for an older image, or where the architecture has none.
+ * is one: page-aligned, inside one of the executable segments of C, and
+ * stubs that jump through the descriptor (else a forged or damaged
+ * descriptor would have sites call into the middle of other code).  NULL
+ * for an older image, or where the architecture has none.
  */
 static uint8_t *linked_stubs(const struct exec_ctx *c, const struct mcloc_image *desc)
 {
+#if MCR_ONE_STORE
+	(void)c, (void)desc;
+#else
 	uintptr_t p = desc->version >= 4 ? desc->direct_stubs : 0;
 
-	if (MCR_ONE_STORE || !p || p % MCR_DIRECT_PAGE)
+	if (!p || p % MCR_DIRECT_PAGE)
 		return NULL;
 	for (unsigned i = 0; i < c->n; i++)
 		if (p >= c->lo[i] && p < c->hi[i] && c->hi[i] - p >= MCR_DIRECT_PAGE)
-			return (uint8_t *)p;
+			return mcr_direct_stubs_linked((const uint8_t *)p,
+						       (uintptr_t)&desc->direct_tramp)
+				       ? (uint8_t *)p : NULL;
+#endif
 	return NULL;
 }
 

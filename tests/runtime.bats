@@ -71,6 +71,38 @@ build_rt() {
 	done
 }
 
+@test "a descriptor naming as its direct stubs a page of other code gets a page of the library's: no site calls into that code" {
+	build_rt 200
+	# The descriptor's direct_stubs (its relocation's addend, in a PIE)
+	# moved to the page before the stubs, and the sites made NOPs again,
+	# which the library accepts whatever the descriptor says.
+	$PY - "$T/rt" "$T/rt-forged" <<-'PY'
+	import struct, sys
+	from elftools.elf.elffile import ELFFile
+	src, dst = sys.argv[1:]
+	elf = ELFFile(open(src, "rb"))
+	syms = {s.name: s["st_value"] for s in elf.get_section_by_name(".symtab").iter_symbols()}
+	text = elf.get_section_by_name(".text")
+	stubs = syms["mcloc_direct_stubs"]
+	assert stubs - 4096 >= text["sh_addr"], hex(stubs)
+	b = bytearray(open(src, "rb").read())
+	rd = elf.get_section_by_name(".rela.dyn")
+	at = [i for i, r in enumerate(rd.iter_relocations())
+	      if r["r_offset"] == syms["__mcloc_image"] + 88]
+	assert len(at) == 1, at
+	struct.pack_into("<q", b, rd["sh_offset"] + 24 * at[0] + 16, stubs - 4096)
+	for k in range(200):
+	    o = syms["fn%d" % k] - text["sh_addr"] + text["sh_offset"]
+	    assert b[o] == 0xa9
+	    b[o:o + 5] = bytes.fromhex("0f1f440000")
+	open(dst, "wb").write(b)
+	PY
+	chmod +x "$T/rt-forged"
+	run env LD_LIBRARY_PATH="$LIBDIR" timeout 120 "$T/rt-forged"
+	assert_success
+	assert_line "PASSED: 0 failures"
+}
+
 # -pg without -mfentry: the sites follow the prologue (push %rbp; mov
 # %rsp, %rbp), so a callback may not move the function and
 # mcloc_redirect refuses it; everything else is as at the entry.

@@ -249,16 +249,32 @@ uintptr_t mcr_call_dest(uintptr_t after, unsigned len)
 	return after + (intptr_t)rel;
 }
 
+/* A direct stub: its own address into %r11, then a jump through a word
+ * (just after it in a mapped page; the descriptor's in a linked one). */
+static const uint8_t stub_code[13] = {
+	0x4c, 0x8d, 0x1d, 0xf9, 0xff, 0xff, 0xff,	/* lea -7(%rip), %r11 */
+	0xff, 0x25, 0, 0, 0, 0,				/* jmp *0(%rip) */
+};
+
 void mcr_direct_stub(uint8_t *buf, uintptr_t tramp)
 {
-	static const uint8_t code[13] = {
-		0x4c, 0x8d, 0x1d, 0xf9, 0xff, 0xff, 0xff,	/* lea -7(%rip), %r11 */
-		0xff, 0x25, 0, 0, 0, 0,				/* jmp *0(%rip) */
-	};
+	memcpy(buf, stub_code, sizeof(stub_code));
+	memcpy(buf + sizeof(stub_code), &tramp, 8);
+	memset(buf + sizeof(stub_code) + 8, 0xcc, MCR_DIRECT_STUB - sizeof(stub_code) - 8);
+}
 
-	memcpy(buf, code, sizeof(code));
-	memcpy(buf + sizeof(code), &tramp, 8);
-	memset(buf + sizeof(code) + 8, 0xcc, MCR_DIRECT_STUB - sizeof(code) - 8);
+bool mcr_direct_stubs_linked(const uint8_t *page, uintptr_t through)
+{
+	for (size_t k = 0; k < MCR_DIRECT_PAGE; k += MCR_DIRECT_STUB) {
+		const uint8_t *s = page + k;
+		int32_t rel;
+
+		memcpy(&rel, s + 9, 4);
+		if (memcmp(s, stub_code, 9) ||
+		    (uintptr_t)s + sizeof(stub_code) + (uintptr_t)(intptr_t)rel != through)
+			return false;
+	}
+	return true;
 }
 
 /*
