@@ -150,6 +150,8 @@ build_rt() {
 	run env LD_LIBRARY_PATH="$LIBDIR" ASAN_OPTIONS=detect_leaks=0 "$T/rt-bad" oneshot
 	assert_success
 	assert_line "oneshot: 199 sites enabled, 1 batch(es), 2 syncs"
+	# ... in one line that says why.
+	assert_line --partial "1 site skipped: parked (0xa9) but not on the image's first direct stub"
 }
 
 @test "-pg without -mfentry: sites after the prologue, live; never moved, no redirect" {

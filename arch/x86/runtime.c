@@ -207,6 +207,9 @@ const char *mcr_site_refusal(uintptr_t entry)
 	if (b[0] == 0x0f && b[1] == 0x1f)
 		return "long NOPs not of the site's form (clang's -fpatchable-function-entry): "
 		       "link with objpatch link --nop";
+	/* (What it would call, the library cannot know.) */
+	if (b[0] == MCR_PARK)
+		return "parked (0xa9) but not on the image's first direct stub: a damaged site";
 	return NULL;
 }
 
