@@ -86,6 +86,26 @@ static bool has_symbol(int fd, const Elf64_Ehdr *eh, const Elf64_Shdr *sh, const
 	return found;
 }
 
+/* Does table T, as M's loader relocated it, name a parked site, which
+ * only objpatch link --runtime leaves (x86_64)?  Such a program registers
+ * itself, stripped of the symbol has_symbol() looks for or not: taken
+ * here as well, its sites were refused, a second image of the same text. */
+static bool parked_table(const struct main_info *m, const Elf64_Shdr *t)
+{
+#ifdef MCR_PARK
+	for (size_t i = 0; i < t->sh_size / 8; i++) {
+		uintptr_t site;
+
+		memcpy(&site, (const void *)(m->bias + t->sh_addr + 8 * i), sizeof(site));
+		if (site >= m->text_lo && site < m->text_hi && *(const uint8_t *)site == MCR_PARK)
+			return true;
+	}
+#else
+	(void)m, (void)t;
+#endif
+	return false;
+}
+
 #if MCR_ONE_STORE
 /*
  * Is the process alone, so that instructions other than NOP and BL/JALR
@@ -196,7 +216,7 @@ static int discover_main(char *err, size_t errlen)
 			t = &sh[i];
 	/* A program linked with --runtime whose constructor has not run
 	 * yet also has a table: leave it to register itself. */
-	if (t && has_symbol(fd, &eh, sh, "__mcloc_image"))
+	if (t && (has_symbol(fd, &eh, sh, "__mcloc_image") || parked_table(&m, t)))
 		t = NULL;
 	if (!t || t->sh_size < 8)
 		goto out;

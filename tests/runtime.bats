@@ -532,6 +532,23 @@ in_parent $ppid"
 	     seen && $3 > last { exit 1 } { last = $3; seen = 1 }' "$T/prof"
 }
 
+# A preloaded library takes the main program's table itself unless the
+# program registers itself, which its symbols said; stripped, its parked
+# sites say it.
+@test "a stripped program linked with --runtime, libmcloc preloaded: one image of its sites, none refused" {
+	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
+	[ -z "${MCLOC_SANITIZED:-}" ] || skip "LD_PRELOAD of a sanitized library into a plain program"
+	cc -O1 -pg -mfentry -I"$SRC/include" -c "$RT/stripped.c" -o "$T/stripped.o"
+	"$RECORDMCOUNT" "$T/stripped.o"
+	"$OBJPATCH" link --nop --runtime --check -- cc "$T/stripped.o" -o "$T/stripped"
+	strip "$T/stripped"
+	run env LD_PRELOAD="$LIBDIR/libmcloc.so" MCLOC_TRACER=function MCLOC_OUTPUT="$T/trace" \
+		"$T/stripped"
+	assert_success
+	assert_output "3 records, 0 refused; 4"
+	[ "$(grep -c ': stripped_one <-' "$T/trace")" -eq 1 ]
+}
+
 @test "a stripped image keeps its function names: .mcloc_names from objpatch link --runtime" {
 	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
 	[ -z "${MCLOC_SANITIZED:-}" ] || skip "LD_PRELOAD of a sanitized library into a plain program"
