@@ -867,8 +867,11 @@ int mcr_patch_batch(struct mcr_batch *b, struct mcr_poke *v, size_t n,
 		}
 	uintptr_t hint = n ? v[n - 1].addr + v[n - 1].len : 0;
 	for (size_t i = 0; i < n && !ret; i++)
-		if (v[i].addr < b->wlo || v[i].addr + v[i].len > b->whi)
+		if (v[i].addr < b->wlo || v[i].addr + v[i].len > b->whi) {
+			b->prefault = v[i].flags & MCR_POKE_PREFAULT;
 			ret = make_writable(b, v[i].addr, v[i].len, hint, err, errlen);
+		}
+	b->prefault = false;
 	for (size_t i = 0; i < ns && !ret; i++)
 		ret = make_writable(b, sl[i].at, 8, sl[i].at + 8, err, errlen);
 	if (ret) {

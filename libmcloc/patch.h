@@ -38,6 +38,10 @@ _Static_assert(sizeof(struct mcr_poke) <= 24, "a poke is at most 24 bytes");
 #define MCR_POKE_OLD_TAIL 1u
 #define MCR_POKE_SAME_TAIL 2u
 #define MCR_POKE_TAIL 4u	/* (the patcher's: its tail changes) */
+/* The site's image is faulted in as its text is made writable (the
+ * batch's prefault, decided image by image, but pokes are written after
+ * every image was decided). */
+#define MCR_POKE_PREFAULT 8u
 
 /* An ops slot to set (aarch64, riscv64): 8 bytes at AT, 8-aligned. */
 struct mcr_slot_write {
@@ -76,7 +80,8 @@ struct mcr_batch {
 	uintptr_t last;		/* the last flip's address */
 	uintptr_t wlo, whi;	/* where mcr_flip() need not look further */
 	int memfd;		/* /proc/self/mem, when mprotect was refused */
-	bool prefault;		/* each span made writable is faulted in at once */
+	bool prefault;		/* each span made writable is faulted in at once
+				 * (for a poke: as its MCR_POKE_PREFAULT says) */
 	struct mcr_span *spans;
 	size_t nspans, cap;
 	struct mcr_span *maps;

@@ -553,7 +553,7 @@ int mcr_update_sites_with(const struct mcloc_ops *cops, int delta)
 				populate(v, &vready, (n + 1) * sizeof(*v));
 			p->addr = site;
 			p->len = (uint8_t)len;
-			p->flags = 0;
+			p->flags = b.prefault ? MCR_POKE_PREFAULT : 0;
 			int bad = was ? encode_call(site, len, from, s & REC_ENABLED_USER,
 						    !(s & REC_ENABLED), p->old_bytes, &p->flags,
 						    MCR_POKE_OLD_TAIL)

@@ -495,6 +495,30 @@ in_parent $ppid"
 	done
 }
 
+# The first batch over a dense image faults its text in with
+# MADV_POPULATE_WRITE; a sparse image's text is left to fault page by
+# page, even when the same batch writes both (the library's flips, the
+# program's pokes after them).
+@test "the first batch's prefault is the dense image's alone: a sparse program's text in the same batch is not copied" {
+	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
+	local san=()
+	[ -z "${MCLOC_SANITIZED:-}" ] || san=(-fsanitize=address,undefined)
+	$PY "$RT/gen.py" "$T/gen.c" 4000
+	cc -O1 -fPIC -pg -mfentry -c "$T/gen.c" -o "$T/gen.o"
+	"$RECORDMCOUNT" "$T/gen.o"
+	"$OBJPATCH" link --nop --runtime --check -- cc -shared "$T/gen.o" -o "$T/libdense.so"
+	cc -O1 -fno-pie "${san[@]}" -pg -mfentry -mrecord-mcount -I"$SRC/include" \
+		-c "$RT/sparse.c" -o "$T/sparse.o"
+	cc -no-pie "${san[@]}" "$T/sparse.o" -o "$T/sparse" -L"$T" -ldense -L"$LIBDIR" -lmcloc
+	run env LD_LIBRARY_PATH="$T:$LIBDIR" "$T/sparse"
+	assert_success
+	# Its two sites' pages were the program's own since their calls
+	# became NOPs; the 2 MiB between them stay the file's.
+	local re="^400[0-9] sites enabled, ([0-9]+) kB of the program's text copied; 7$"
+	[[ "$output" =~ $re ]]
+	[ "${BASH_REMATCH[1]}" -le 64 ]
+}
+
 @test "MCLOC_TRACER=profile times calls by return hooking: inclusive, longjmp, return values" {
 	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
 	[ -z "${MCLOC_SANITIZED:-}" ] || skip "LD_PRELOAD of a sanitized library into a plain program"
