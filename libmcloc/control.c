@@ -390,6 +390,8 @@ static void do_sites(struct reply *r, bool all)
 	/* (Under mcr_lock, which a batch holds too: a consistent picture.
 	 * The sends have a timeout.) */
 	reply_begin(r, MCLOC_REP_SITES);
+	if (all)
+		mcr_each_departed_site(add_any_site, r);
 	mcr_each_site_name(all ? add_any_site : add_site, r);
 	if (r->len > sizeof(struct mcloc_msg))
 		reply_send(r);

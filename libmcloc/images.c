@@ -12,6 +12,7 @@
 #include "patch.h"
 
 #include "rcu.h"
+#include "../base/grow.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -837,6 +838,64 @@ void mcr_each_site_name(void (*fn)(uintptr_t site, const char *name, uint32_t st
 			if (im->names[r])
 				fn(im->base + im->recs[r].off, im->names[r],
 				   __atomic_load_n(&im->recs[r].state, __ATOMIC_RELAXED), arg);
+	}
+	pthread_mutex_unlock(&mcr_lock);
+}
+
+/*
+ * The sites of images that left while a controller traced (their names
+ * are interned, so they stay): what its events name still.  An image's
+ * destructor runs before the controller can ask, at exit above all,
+ * where the fini arrays run before libmcloc's atexit handler (it was
+ * registered first, from a library's constructor).  Forgotten when an
+ * image leaves with no trace running; at most DEPARTED_MAX kept.
+ */
+#define DEPARTED_MAX ((size_t)1 << 20)
+
+static struct {
+	struct departed {
+		uintptr_t site;
+		const char *name;
+	} *v;
+	size_t n, cap;
+} departed;
+
+void mcr_image_departs(const struct image *im, bool traced)
+{
+	if (!traced) {
+		free(departed.v);
+		departed.v = NULL;
+		departed.n = departed.cap = 0;
+		return;
+	}
+	for (size_t r = 0; im->names && r < im->nrecs && departed.n < DEPARTED_MAX; r++) {
+		if (!im->names[r])
+			continue;
+		struct departed *v = mc_grown(departed.v, &departed.cap, departed.n, sizeof(*v), 1024);
+
+		if (!v)
+			return;	/* (its events name addresses, or the maps' symbols) */
+		departed.v = v;
+		departed.v[departed.n++] = (struct departed){ im->base + im->recs[r].off,
+							      im->names[r] };
+	}
+}
+
+void mcr_each_departed_site(void (*fn)(uintptr_t site, const char *name, uint32_t state,
+				       void *arg),
+			    void *arg)
+{
+	pthread_mutex_lock(&mcr_lock);
+	for (size_t k = 0; k < departed.n; k++) {
+		uintptr_t site = departed.v[k].site;
+		bool reused = false;
+
+		/* (An image loaded at its place since names it now.) */
+		for (size_t i = 0; i < mcr_nimages && !reused; i++)
+			reused = mcr_images[i] && mcr_images[i]->nrecs && site >= mcr_images[i]->lo &&
+				 site <= mcr_images[i]->hi;
+		if (!reused)
+			fn(site, departed.v[k].name, 0, arg);
 	}
 	pthread_mutex_unlock(&mcr_lock);
 }

@@ -69,6 +69,14 @@ void mcr_symbolize_all(void);
  * record's state (REC_*), under mcr_lock. */
 void mcr_each_site_name(void (*fn)(uintptr_t site, const char *name, uint32_t state, void *arg),
 			void *arg);
+/* IM leaves (under mcr_lock): its sites' names kept for a controller
+ * that TRACED, else every one kept so far forgotten. */
+void mcr_image_departs(const struct image *im, bool traced);
+/* The same for the sites of the images that left (state 0), but for
+ * those where an image registered now lies, under mcr_lock. */
+void mcr_each_departed_site(void (*fn)(uintptr_t site, const char *name, uint32_t state,
+				       void *arg),
+			    void *arg);
 /* fork.c's: the symbol cache's lock. */
 void mcr_symbolize_fork(enum mcr_fork stage);
 

@@ -13,6 +13,7 @@
 #include "dispatch.h"
 #include "ops.h"
 #include "registry.h"
+#include "trace.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -173,8 +174,10 @@ void mcloc_unregister_image(struct mcloc_image *desc)
 			__atomic_store_n(&mcr_images[i], NULL, __ATOMIC_RELEASE);
 			__atomic_store_n(&mcr_images_gen, mcr_images_gen + 1, __ATOMIC_RELEASE);
 		}
-	if (gone)
+	if (gone) {
 		__atomic_store_n(&desc->lib, NULL, __ATOMIC_RELEASE);
+		mcr_image_departs(gone, mcr_trace_active());
+	}
 	pthread_mutex_unlock(&mcr_lock);
 	/* (Without memory to queue it, the image's memory is leaked: safe,
 	 * where waiting here is not.) */

@@ -58,7 +58,8 @@ enum {
 	 * symbols, then the dynamic linker's). */
 	MCLOC_REQ_ADDRS = 7,
 	/* No payload.  Every site of every image, as MCLOC_REQ_ENABLED lists
-	 * those in use: MCLOC_REP_SITES as needed, then MCLOC_REP_END (what
+	 * those in use, and those of images that left while a trace ran
+	 * (state 0): MCLOC_REP_SITES as needed, then MCLOC_REP_END (what
 	 * a controller names events by, asked before the trace starts). */
 	MCLOC_REQ_SITES = 8,
 	/* No payload: end MCLOC_CONTROL=wait's hold now, from a controller
