@@ -8,6 +8,7 @@
  */
 #include "symbols.h"
 #include "u64map.h"
+#include "../base/grow.h"
 
 #ifdef MCLOC_HAVE_DW
 #include "mclines.h"
@@ -109,17 +110,95 @@ char *sym_read_maps(uint32_t pid, size_t *len)
 }
 
 #ifdef MCLOC_HAVE_DW
+/* One line of maps text, as tidy_maps() sorts and compares them. */
+struct map_line {
+	const char *at;
+	size_t len;
+	unsigned long long lo, hi, off, inode;
+	unsigned major, minor;
+};
+
+static int cmp_map_line(const void *a, const void *b)
+{
+	const struct map_line *x = a, *y = b;
+
+	if (x->lo != y->lo)
+		return x->lo < y->lo ? -1 : 1;
+	return x->hi > y->hi ? -1 : x->hi < y->hi;	/* (the wider first) */
+}
+
+/* Whether line Y maps a part of what X maps: the same file, at the same
+ * offset for the same address. */
+static bool map_within(const struct map_line *x, const struct map_line *y)
+{
+	return x->inode == y->inode && x->major == y->major && x->minor == y->minor &&
+	       y->lo >= x->lo && y->hi <= x->hi && y->off - x->off == y->lo - x->lo;
+}
+
+/*
+ * MAPS (LEN bytes) as libdw can read it, into a new string (*OUT bytes),
+ * or NULL: in address order, without a line that maps a part of the one
+ * before it.  A recording keeps every line it saw, and a text mapping
+ * that was patched after the first look comes back split in two, after
+ * every other file; libdw took the file seen again for another image
+ * based at the split, and named none of its addresses.
+ */
+static char *tidy_maps(const char *maps, size_t len, size_t *out)
+{
+	size_t n = 0, k = 0;
+	struct map_line *v = NULL;
+	size_t cap = 0;
+	char *text = NULL;
+
+	for (const char *p = maps, *end = maps + len; p < end;) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t l = nl ? (size_t)(nl - p) + 1 : (size_t)(end - p);
+		struct map_line m = { .at = p, .len = l };
+		struct map_line *w = mc_grown(v, &cap, n, sizeof(*v), 64);
+
+		if (!w)
+			goto out;
+		v = w;
+		/* (A line that does not parse compares as a mapping at 0.) */
+		if (sscanf(p, "%llx-%llx %*s %llx %x:%x %llu", &m.lo, &m.hi, &m.off, &m.major,
+			   &m.minor, &m.inode) != 6)
+			m.lo = m.hi = 0;
+		v[n++] = m;
+		p += l;
+	}
+	if (n)
+		qsort(v, n, sizeof(*v), cmp_map_line);
+	if (!(text = malloc(len + 1)))
+		goto out;
+	*out = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (k && v[i].hi && map_within(&v[k - 1], &v[i]))
+			continue;
+		v[k++] = v[i];
+		memcpy(text + *out, v[i].at, v[i].len);
+		*out += v[i].len;
+		if (v[i].at[v[i].len - 1] != '\n')
+			text[(*out)++] = '\n';
+	}
+out:
+	free(v);
+	return text;
+}
+
 static struct mc_lines *lines_of(struct symbols *c)
 {
 	if (!c->tried && c->maps) {
 		char err[256];
-		FILE *f = fmemopen(c->maps, c->len, "r");
+		size_t len = 0;
+		char *maps = tidy_maps(c->maps, c->len, &len);
+		FILE *f = maps ? fmemopen(maps, len ? len : 1, "r") : NULL;
 
 		c->tried = true;
 		if (f) {
 			c->lines = mc_lines_open_maps(f, err, sizeof(err));
 			fclose(f);
 		}
+		free(maps);
 	}
 	return c->lines;
 }

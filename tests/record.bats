@@ -213,6 +213,20 @@ withlib() {
 	diff -u want.txt replay.txt
 }
 
+@test "--srcline of a program whose text was patched after the maps were first read: its own lines too, not the library's alone" {
+	# (A patched text mapping splits in two; the maps file keeps every
+	# line seen, so the program's file shows up again after the others.)
+	withlib
+	"$MCLOC" record -- ./withlib
+	# (The line an entry's code is at: the brace after main_e's name;
+	# lib_d is written on one line.)
+	line() { awk -v f="$2" 'index($0, " " f "(") { print NR; exit }' "$RT/$1"; }
+	run "$MCLOC" replay --srcline
+	assert_success
+	assert_line --regexp "\\|    main_e\\(\\) \\{ /\\* .*withlib\\.c:$(($(line withlib.c main_e) + 1)) \\*/\$"
+	assert_line --regexp "\\|      lib_d\\(\\) \\{ /\\* .*shlib\\.c:$(line shlib.c lib_d) \\*/\$"
+}
+
 @test "dump --chrome and --perfetto: a JSON parser and protoc read them back, every begin ended" {
 	"$MCLOC" record -- ./recorded 1000 2
 	"$MCLOC" dump --chrome t.json
