@@ -864,6 +864,10 @@ static int session_end(struct live *l)
 	if (!t->rec)
 		finish_output(t);
 	uint64_t lost = t->h->no_ring + t->skipped;
+	/* (A recording's one line says its losses: nothing more on stderr,
+	 * and nothing on stdout, which may be the program's own.) */
+	bool recording = t->rec != NULL;
+
 	for (uint32_t i = 0; i < t->g.rings; i++)
 		lost += ring_at(t, i)->lost;
 	if (t->rec) {
@@ -879,11 +883,11 @@ static int session_end(struct live *l)
 		fprintf(stderr, "mcloc: %s: %llu event%s overwritten before they were read "
 				"(--overwrite)\n", l->pid, (unsigned long long)t->overwritten,
 			t->overwritten == 1 ? "" : "s");
-	if (lost)
+	if (lost && !recording)
 		fprintf(stderr, "mcloc: %s: %llu event%s lost (rings full, or more threads than "
 				"--rings)\n", l->pid, (unsigned long long)lost, lost == 1 ? "" : "s");
 	/* (Said in the trace too, which may be read apart from stderr.) */
-	if (lost && !t->rec && !t->chrome)
+	if (lost && !recording && !t->chrome)
 		printf(t->json ? "{\"pid\":%s,\"type\":\"lost_total\",\"events\":%llu}\n" :
 				 "# %s: %llu events lost: the rings were full, or threads more than "
 				 "--rings (mcloc record keeps every one)\n",

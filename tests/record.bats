@@ -148,6 +148,14 @@ EOF
 	[ "$("$MCLOC" report --per-thread | grep -cE '^leaf +200000 ')" -eq 4 ]
 }
 
+@test "a recording that loses events (more threads than --rings) says so in its one line, and nothing on the program's stdout" {
+	"$MCLOC" record --rings 1 -- ./recorded 1000 2 > out.txt 2> err.txt
+	# (stdout is the program's: its result alone.)
+	assert_equal "$(cat out.txt)" 18
+	[ "$(wc -l < err.txt)" -eq 1 ]
+	grep -E '^mcloc: mcloc.data: [0-9]+ \(recorded\): 1 thread, [0-9]+ MiB of events, [1-9][0-9]* lost$' err.txt
+}
+
 @test "record -p PID attaches to a running program, and detaches it unharmed" {
 	cat > loop.c <<'EOF'
 #include <signal.h>
