@@ -114,7 +114,10 @@ static void check_parked(struct checker *k, const struct op_entry *e)
 	struct mc_text t = mc_text_of(k->f, sec, 0);
 	struct mce_sym st;
 
-	if (!e->parked || !mce_linked(k->f) || e->off + 5 > t.size)
+	/* (Stripped, the symbols that would say which stub are gone; the
+	 * runtime reads the stubs from the image's descriptor, and takes
+	 * them: as op_classify, the site is left unjudged.) */
+	if (!e->parked || !mce_linked(k->f) || !k->f->symtab || e->off + 5 > t.size)
 		return;
 	if (k->stubs <= 0 || mce_sym_peek(k->f, (size_t)k->stubs, &st) < 0) {
 		problem(k, e->shndx, e->off, true, "a parked site in an image without direct "

@@ -573,6 +573,20 @@ in_parent $ppid"
 	[ "$(grep -c ': stripped_one <-' "$T/trace")" -eq 1 ]
 }
 
+@test "objpatch check of a stripped image linked with --runtime does not call its parked sites refused: the runtime takes them" {
+	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
+	[ -z "${MCLOC_SANITIZED:-}" ] || skip "LD_PRELOAD of a sanitized library into a plain program"
+	cc -O1 -pg -mfentry -I"$SRC/include" -c "$RT/stripped.c" -o "$T/stripped.o"
+	"$RECORDMCOUNT" "$T/stripped.o"
+	"$OBJPATCH" link --nop --runtime --check -- cc "$T/stripped.o" -o "$T/stripped"
+	strip "$T/stripped"
+	run "$OBJPATCH" check "$T/stripped"
+	refute_output --partial "the runtime refuses it"
+	run env LD_PRELOAD="$LIBDIR/libmcloc.so" MCLOC_TRACER=function MCLOC_OUTPUT="$T/trace" \
+		"$T/stripped"
+	assert_output "3 records, 0 refused; 4"
+}
+
 @test "a stripped image keeps its function names: .mcloc_names from objpatch link --runtime" {
 	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
 	[ -z "${MCLOC_SANITIZED:-}" ] || skip "LD_PRELOAD of a sanitized library into a plain program"
