@@ -191,7 +191,7 @@ static struct mc_lines *lines_of(struct symbols *c)
 		char err[256];
 		size_t len = 0;
 		char *maps = tidy_maps(c->maps, c->len, &len);
-		FILE *f = maps ? fmemopen(maps, len ? len : 1, "r") : NULL;
+		FILE *f = maps && len ? fmemopen(maps, len, "r") : NULL;
 
 		c->tried = true;
 		if (f) {
