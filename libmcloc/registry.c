@@ -15,6 +15,7 @@
 #include "registry.h"
 #include "trace.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -85,8 +86,20 @@ int mcloc_register_image(struct mcloc_image *desc)
 	/* Version 2 images work, but their trampolines cannot enter a
 	 * direct trampoline from the list. */
 	if (desc->magic != MCLOC_IMAGE_MAGIC || desc->version < 2 ||
-	    desc->version > MCLOC_IMAGE_VERSION)
+	    desc->version > MCLOC_IMAGE_VERSION) {
+		/* (An image linked for a newer library runs untraced: said,
+		 * since nothing else would.) */
+		Dl_info di = { 0 };
+
+		dladdr(desc, &di);
+		mcr_warn("%s: image ABI version %u, not %d to %d: not traced (%s)",
+			 di.dli_fname && *di.dli_fname ? di.dli_fname : "an image", desc->version, 2,
+			 MCLOC_IMAGE_VERSION,
+			 desc->magic != MCLOC_IMAGE_MAGIC ? "a damaged descriptor" :
+			 desc->version > MCLOC_IMAGE_VERSION ? "linked for a newer libmcloc" :
+							       "linked for an older libmcloc");
 		return -EINVAL;
+	}
 	im.version = desc->version;
 	pthread_mutex_lock(&mcr_lock);
 	struct image *slot = calloc(1, sizeof(*slot));

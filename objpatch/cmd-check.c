@@ -42,7 +42,8 @@ struct checker {
 	size_t problems;
 	size_t ntables;
 	bool runtime;		/* the image has libmcloc's descriptor */
-	long stubs;		/* x86_64: mcloc_direct_stubs's symbol, or <= 0 */
+	int have_stubs;		/* x86_64: op_direct_stubs(), into STUBS */
+	uint64_t stubs;
 	bool kernel;		/* --kernel: the kernel's conventions */
 	enum km_version kversion;	/* with kernel: whose (KM_DETECT: the image's) */
 	size_t in_no_function;	/* entries --kernel accepted there */
@@ -112,14 +113,13 @@ static void check_parked(struct checker *k, const struct op_entry *e)
 {
 	struct mce_sec *sec = &k->f->secs[e->shndx];
 	struct mc_text t = mc_text_of(k->f, sec, 0);
-	struct mce_sym st;
 
 	/* (Stripped, the symbols that would say which stub are gone; the
 	 * runtime reads the stubs from the image's descriptor, and takes
 	 * them: as op_classify, the site is left unjudged.) */
 	if (!e->parked || !mce_linked(k->f) || !k->f->symtab || e->off + 5 > t.size)
 		return;
-	if (k->stubs <= 0 || mce_sym_peek(k->f, (size_t)k->stubs, &st) < 0) {
+	if (k->have_stubs <= 0) {
 		problem(k, e->shndx, e->off, true, "a parked site in an image without direct "
 			"stubs (mcloc_direct_stubs): the runtime refuses it");
 		return;
@@ -127,10 +127,10 @@ static void check_parked(struct checker *k, const struct op_entry *e)
 	uint64_t to = sec->sh.sh_addr + e->off + 5 + (uint64_t)(int64_t)(int32_t)
 		      mc_load32(&t, e->off + 1);
 
-	if (to != st.value)
+	if (to != k->stubs)
 		problem(k, e->shndx, e->off, true, "parked on 0x%llx, not on the image's first "
 			"direct stub (0x%llx): the runtime refuses it", (unsigned long long)to,
-			(unsigned long long)st.value);
+			(unsigned long long)k->stubs);
 }
 
 /*
@@ -380,11 +380,7 @@ static int check_one(const char *file, const char *path, const struct op_common 
 	}
 	k.ntables = s.ntables;
 	k.runtime = s.image_sym > 0;
-	{
-		static const char *const stubs[] = { "mcloc_direct_stubs" };
-
-		mce_sym_lookup_many(&f, stubs, 1, &k.stubs, 0);
-	}
+	k.have_stubs = op_direct_stubs(&f, &k.stubs);
 	if (kernel)
 		k.kversion = kversion ? kversion : km_detect(&f);
 	size_t zeros = 0;

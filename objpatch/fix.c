@@ -735,15 +735,11 @@ static int prep_mcount_site(struct mce_file *f, const struct mc_arch *a, const s
 static int park_sites(struct mce_file *f, const struct mc_arch *a, const struct op_sites *s,
 		      struct fix_stats *st)
 {
-	static const char *const names[] = { "mcloc_direct_stubs" };
-	long found;
-	struct mce_sym stubs;
+	uint64_t stubs;
+	int have = op_direct_stubs(f, &stubs);
 
-	mce_sym_lookup_many(f, names, 1, &found, 0);
-	if (found <= 0)
-		return 0;
-	if (mce_sym_peek(f, (size_t)found, &stubs) < 0)
-		return -1;
+	if (have <= 0)
+		return have;
 	for (size_t i = 0; i < s->n; i++) {
 		const struct op_entry *e = &s->v[i];
 
@@ -754,7 +750,7 @@ static int park_sites(struct mce_file *f, const struct mc_arch *a, const struct 
 		uint8_t out[8];
 		unsigned len;
 
-		if (a->park_site(&t, e->off, tx->sh.sh_addr + e->off, stubs.value, out, &len))
+		if (a->park_site(&t, e->off, tx->sh.sh_addr + e->off, stubs, out, &len))
 			continue;
 		if (mce_patch(f, tx, e->off, out, len) < 0)
 			return -1;

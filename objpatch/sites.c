@@ -274,6 +274,21 @@ const char *op_entry_misplaced(struct mce_file *f, const struct mc_arch *a,
 	return NULL;
 }
 
+int op_direct_stubs(struct mce_file *f, uint64_t *at)
+{
+	static const char *const names[] = { "mcloc_direct_stubs" };
+	long found;
+	struct mce_sym st;
+
+	mce_sym_lookup_many(f, names, 1, &found, 0);
+	if (found <= 0)
+		return 0;
+	if (mce_sym_peek(f, (size_t)found, &st) < 0)
+		return -1;
+	*at = st.value;
+	return 1;
+}
+
 /*
  * Whether an 0xa9 at a site of F may be one link --runtime parked: only
  * in a linked image with direct stubs (mcloc_direct_stubs), where check
@@ -284,6 +299,7 @@ const char *op_entry_misplaced(struct mce_file *f, const struct mc_arch *a,
 static bool may_be_parked(struct mce_file *f, struct op_callee_memo *memo)
 {
 	struct op_callee_memo own = { 0 };
+	uint64_t at;
 
 	if (!mce_linked(f))
 		return false;
@@ -291,16 +307,11 @@ static bool may_be_parked(struct mce_file *f, struct op_callee_memo *memo)
 		return true;
 	memo = memo ? memo : &own;
 	if (!memo->stubs_known) {
-		static const char *const names[] = { "mcloc_direct_stubs" };
-		long found;
-
-		mce_sym_lookup_many(f, names, 1, &found, 0);
-		memo->has_stubs = found > 0;
+		memo->has_stubs = op_direct_stubs(f, &at) > 0;
 		memo->stubs_known = true;
 	}
 	return memo->has_stubs;
 }
-
 void op_classify(struct mce_file *f, const struct mc_arch *a, uint32_t shndx,
 		 uint64_t off, struct op_entry *e, struct op_callee_memo *memo)
 {

@@ -78,6 +78,11 @@ static inline bool op_same_place(const struct op_entry *x, const struct op_entry
  * variables and keyed by the file's address once answered for the wrong
  * image when two files in turn had the same (stack) address.
  */
+/* The address of F's page of direct stubs (mcloc_direct_stubs, which
+ * objpatch tramp writes for x86_64) into *AT: 1; 0 when F has none; -1
+ * when its symbol cannot be read (F's error says why). */
+int op_direct_stubs(struct mce_file *f, uint64_t *at);
+
 struct op_callee_memo {
 	uint64_t target;
 	bool via_slot;

@@ -821,3 +821,20 @@ work_ab_source() {
 		done
 	done
 }
+
+@test "an image linked for a newer libmcloc runs untraced, and the library says so in one line" {
+	cat > "$T/newer.c" <<-'C'
+	#include <mcloc/abi.h>
+	#include <errno.h>
+	#include <stdio.h>
+	static struct mcloc_image d = { .magic = MCLOC_IMAGE_MAGIC, .version = MCLOC_IMAGE_VERSION + 1 };
+	int main(void) { printf("%d\n", mcloc_register_image(&d) == -EINVAL); return 0; }
+	C
+	# (abi.h's reference is weak: --as-needed would drop the library.)
+	cc "${SAN[@]}" -I"$SRC/include" "$T/newer.c" -o "$T/newer" -L"$LIBDIR" \
+		-Wl,--no-as-needed -lmcloc
+	run env LD_LIBRARY_PATH="$LIBDIR" "$T/newer"
+	assert_success
+	assert_line 1
+	assert_line --regexp "^libmcloc: .*newer: image ABI version [0-9]+, not 2 to [0-9]+: not traced \(linked for a newer libmcloc\)\$"
+}
