@@ -222,6 +222,9 @@ struct mcr_hooks {
 	/* After every image registration (tracer.c: a tracer started from
 	 * the environment extends to the new image). */
 	void (*image_added)(void);
+	/* Whether the names of an image that leaves are kept for a
+	 * controller (trace.c: while a session traces); NULL: no. */
+	bool (*keep_departed)(void);
 };
 extern struct mcr_hooks mcr_hooks;
 

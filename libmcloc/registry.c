@@ -13,7 +13,6 @@
 #include "dispatch.h"
 #include "ops.h"
 #include "registry.h"
-#include "trace.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -189,7 +188,7 @@ void mcloc_unregister_image(struct mcloc_image *desc)
 		}
 	if (gone) {
 		__atomic_store_n(&desc->lib, NULL, __ATOMIC_RELEASE);
-		mcr_image_departs(gone, mcr_trace_active());
+		mcr_image_departs(gone, mcr_hooks.keep_departed && mcr_hooks.keep_departed());
 	}
 	pthread_mutex_unlock(&mcr_lock);
 	/* (Without memory to queue it, the image's memory is leaked: safe,

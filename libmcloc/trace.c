@@ -936,6 +936,7 @@ __attribute__((constructor(103))) static void trace_hook(void)
 {
 	prev_image_added = mcr_hooks.image_added;
 	mcr_hooks.image_added = image_added;
+	mcr_hooks.keep_departed = mcr_trace_active;
 }
 
 /*
