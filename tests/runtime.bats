@@ -820,8 +820,10 @@ work_ab_source() {
 	static struct mcloc_image d = { .magic = MCLOC_IMAGE_MAGIC, .version = MCLOC_IMAGE_VERSION + 1 };
 	int main(void) { printf("%d\n", mcloc_register_image(&d) == -EINVAL); return 0; }
 	C
+	local san=()
+	[ -z "${MCLOC_SANITIZED:-}" ] || san=(-fsanitize=address,undefined)
 	# (abi.h's reference is weak: --as-needed would drop the library.)
-	cc "${SAN[@]}" -I"$SRC/include" "$T/newer.c" -o "$T/newer" -L"$LIBDIR" \
+	cc "${san[@]}" -I"$SRC/include" "$T/newer.c" -o "$T/newer" -L"$LIBDIR" \
 		-Wl,--no-as-needed -lmcloc
 	run env LD_LIBRARY_PATH="$LIBDIR" "$T/newer"
 	assert_success
