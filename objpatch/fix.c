@@ -715,16 +715,6 @@ static int prep_mcount_site(struct mce_file *f, const struct mc_arch *a, const s
 }
 
 /*
- * link --runtime on aarch64 and riscv64: each patchable entry's fixed
- * first instruction (mov x9, x30; auipc t0), so that the runtime changes
- * a site with one store (the kernel writes it at boot, in
- * ftrace_init_nop(); an image has no boot).  The entry's NOPs are either
- * all at the function's entry (=2; riscv64 with compressed NOPs =4), or
- * as many again before it (=4,2; =8,4), where they become the site's ops
- * slot; any other layout is refused, since the runtime would not find
- * the site.
- */
-/*
  * link --runtime on x86_64: each site's NOP parked on the image's direct
  * stub 0 (include/mcloc/abi.h), so that the first ops to take direct slot
  * 0 enables a site as every later toggle does, by its first byte, with no
@@ -760,6 +750,16 @@ static int park_sites(struct mce_file *f, const struct mc_arch *a, const struct 
 	return 0;
 }
 
+/*
+ * link --runtime's sites (x86_64: park_sites()).  On aarch64 and riscv64,
+ * each patchable entry's fixed first instruction (mov x9, x30; auipc t0),
+ * so that the runtime changes a site with one store (the kernel writes
+ * it at boot, in ftrace_init_nop(); an image has no boot).  The entry's
+ * NOPs are either all at the function's entry (=2; riscv64 with
+ * compressed NOPs =4), or as many again before it (=4,2; =8,4), where
+ * they become the site's ops slot; any other layout is refused, since the
+ * runtime would not find the site.
+ */
 static int prep_runtime_sites(struct mce_file *f, const struct mc_arch *a,
 			      const struct op_sites *s, struct fix_stats *st)
 {

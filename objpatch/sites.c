@@ -312,6 +312,7 @@ static bool may_be_parked(struct mce_file *f, struct op_callee_memo *memo)
 	}
 	return memo->has_stubs;
 }
+
 void op_classify(struct mce_file *f, const struct mc_arch *a, uint32_t shndx,
 		 uint64_t off, struct op_entry *e, struct op_callee_memo *memo)
 {

@@ -72,23 +72,25 @@ static inline bool op_same_place(const struct op_entry *x, const struct op_entry
 	return x->shndx == y->shndx && x->off == y->off;
 }
 
-/*
- * The last answer of op_callee() for one file.  The caller owns it, one
- * per open file and zeroed at the start: a memo kept in function-static
- * variables and keyed by the file's address once answered for the wrong
- * image when two files in turn had the same (stack) address.
- */
 /* The address of F's page of direct stubs (mcloc_direct_stubs, which
  * objpatch tramp writes for x86_64) into *AT: 1; 0 when F has none; -1
  * when its symbol cannot be read (F's error says why). */
 int op_direct_stubs(struct mce_file *f, uint64_t *at);
 
+/*
+ * What op_callee() and op_classify() remember of one file: the last
+ * callee answered, and whether the image has direct stubs.  The caller
+ * owns it, one per open file and zeroed at the start: a memo kept in
+ * function-static variables and keyed by the file's address once
+ * answered for the wrong image when two files in turn had the same
+ * (stack) address.
+ */
 struct op_callee_memo {
 	uint64_t target;
 	bool via_slot;
 	const char *name;	/* NULL: nothing remembered yet */
-	/* op_classify()'s: whether the image has direct stubs (x86_64),
-	 * once looked up, since a linked image has 100,000 sites to check */
+	/* op_classify()'s, looked up once: a linked image has 100,000
+	 * sites to classify */
 	bool stubs_known;
 	bool has_stubs;
 };
