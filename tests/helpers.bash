@@ -12,6 +12,10 @@ MCLOC=${MCLOC_CMD:-$LIBDIR/../mcloc/mcloc}
 MCTABLE="$PY $SRC/tests/lib/mctable.py"
 KERNEL_RECORDMCOUNT=$(ls /usr/lib/linux-kbuild-*/scripts/recordmcount 2>/dev/null | sort -V | tail -1)
 DEMO=$SRC/examples/demo
+# The sanitizer flags of the sanitized build, which a program linked with
+# libmcloc must share with it (empty in the plain build).
+SAN=()
+[ -z "${MCLOC_SANITIZED:-}" ] || SAN=(-fsanitize=address,undefined)
 
 setup() {
 	T=$(mktemp -d "$BATS_RUN_TMPDIR/t.XXXXXX")
@@ -102,17 +106,13 @@ installed_ccs() {
 
 # runtime_setup: what a test of the live runtime and the mcloc command
 # starts from: $T, its own control directory ($XDG_RUNTIME_DIR, so that
-# sockets of other runs never mix in), SAN (the sanitizer flags of the
-# sanitized build, which the programs share with libmcloc), and
-# libmcloc on the library path.  Skips where the live patcher does not
-# run.
+# sockets of other runs never mix in), and libmcloc on the library
+# path.  Skips where the live patcher does not run.
 runtime_setup() {
 	T=$(mktemp -d "$BATS_RUN_TMPDIR/t.XXXXXX")
 	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
 	export XDG_RUNTIME_DIR=$T/run
 	mkdir -m 700 "$XDG_RUNTIME_DIR"
-	SAN=()
-	[ -z "${MCLOC_SANITIZED:-}" ] || SAN=(-fsanitize=address,undefined)
 	export LD_LIBRARY_PATH=$LIBDIR ASAN_OPTIONS=detect_leaks=0
 }
 

@@ -10,8 +10,6 @@ RT=$SRC/tests/fixtures/runtime
 setup() {
 	T=$(mktemp -d "$BATS_RUN_TMPDIR/t.XXXXXX")
 	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
-	SAN=()
-	[ -z "${MCLOC_SANITIZED:-}" ] || SAN=(-fsanitize=address,undefined)
 	export ASAN_OPTIONS=detect_leaks=0
 }
 

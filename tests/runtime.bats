@@ -25,13 +25,11 @@ build_shlib() {
 # link --nop --runtime --check (sanitized in the sanitized build).
 build_traced() {
 	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
-	local san=()
-	[ -z "${MCLOC_SANITIZED:-}" ] || san=(-fsanitize=address,undefined)
 	$PY "$RT/gen.py" "$T/gen.c" "$2"
 	cc -O1 -pg -mfentry -c "$T/gen.c" -o "$T/gen.o"
 	"$RECORDMCOUNT" "$T/gen.o"
-	cc -O1 "${san[@]}" -I"$SRC/include" -c "$RT/$1.c" -o "$T/$1.o"
-	"$OBJPATCH" link --nop --runtime --check -- cc "${san[@]}" "$T/$1.o" "$T/gen.o" \
+	cc -O1 "${SAN[@]}" -I"$SRC/include" -c "$RT/$1.c" -o "$T/$1.o"
+	"$OBJPATCH" link --nop --runtime --check -- cc "${SAN[@]}" "$T/$1.o" "$T/gen.o" \
 		-o "$T/$1" -L"$LIBDIR" -lmcloc -lpthread
 }
 
@@ -103,9 +101,6 @@ build_rt() {
 	assert_line "PASSED: 0 failures"
 }
 
-# -pg without -mfentry: the sites follow the prologue (push %rbp; mov
-# %rsp, %rbp), so a callback may not move the function and
-# mcloc_redirect refuses it; everything else is as at the entry.
 @test "link --runtime parks every x86_64 site on its image's first stub; a site parked anywhere else is refused alone" {
 	build_rt 200
 	run "$OBJPATCH" inspect "$T/rt"
@@ -154,15 +149,16 @@ build_rt() {
 	assert_line --partial "1 site skipped: parked (0xa9) but not on the image's first direct stub"
 }
 
+# -pg without -mfentry: the sites follow the prologue (push %rbp; mov
+# %rsp, %rbp), so a callback may not move the function and
+# mcloc_redirect refuses it; everything else is as at the entry.
 @test "-pg without -mfentry: sites after the prologue, live; never moved, no redirect" {
 	[ "$(uname -m)" = x86_64 ] || skip "the x86_64 build"
-	local san=()
-	[ -z "${MCLOC_SANITIZED:-}" ] || san=(-fsanitize=address,undefined)
 	$PY "$RT/gen.py" "$T/gen.c" 2000
 	cc -O1 -pg -c "$T/gen.c" -o "$T/gen.o"
 	"$RECORDMCOUNT" "$T/gen.o"
-	cc -O1 "${san[@]}" -I"$SRC/include" -c "$RT/rt_test.c" -o "$T/rt.o"
-	"$OBJPATCH" link --nop --runtime --check -- cc "${san[@]}" "$T/rt.o" "$T/gen.o" \
+	cc -O1 "${SAN[@]}" -I"$SRC/include" -c "$RT/rt_test.c" -o "$T/rt.o"
+	"$OBJPATCH" link --nop --runtime --check -- cc "${SAN[@]}" "$T/rt.o" "$T/gen.o" \
 		-o "$T/rt" -L"$LIBDIR" -lmcloc -lpthread
 	run env LD_LIBRARY_PATH="$LIBDIR" timeout 120 "$T/rt" late
 	echo "$output"
@@ -478,15 +474,13 @@ in_parent $ppid"
 # mapped near its text.
 @test "a main program linked normally (GCC's -mrecord-mcount): the same checks, PIE and non-PIE" {
 	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
-	local san=()
-	[ -z "${MCLOC_SANITIZED:-}" ] || san=(-fsanitize=address,undefined)
 	$PY "$RT/gen.py" "$T/gen.c" 2000
 	for pie in -fpie -fno-pie; do
 		local ld=-pie
 		[ $pie = -fpie ] || ld=-no-pie
 		cc -O1 $pie -pg -mfentry -mrecord-mcount -c "$T/gen.c" -o "$T/gen.o"
-		cc -O1 $pie "${san[@]}" -I"$SRC/include" -c "$RT/rt_test.c" -o "$T/rt_test.o"
-		cc $ld "${san[@]}" "$T/rt_test.o" "$T/gen.o" -o "$T/rt" -L"$LIBDIR" -lmcloc -lpthread \
+		cc -O1 $pie "${SAN[@]}" -I"$SRC/include" -c "$RT/rt_test.c" -o "$T/rt_test.o"
+		cc $ld "${SAN[@]}" "$T/rt_test.o" "$T/gen.o" -o "$T/rt" -L"$LIBDIR" -lmcloc -lpthread \
 			2>/dev/null	# (ld warns of DT_TEXTREL: GCC's table is read-only)
 		run env LD_LIBRARY_PATH="$LIBDIR" timeout 120 "$T/rt"
 		echo "$output"
@@ -501,15 +495,13 @@ in_parent $ppid"
 # program's pokes after them).
 @test "the first batch's prefault is the dense image's alone: a sparse program's text in the same batch is not copied" {
 	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
-	local san=()
-	[ -z "${MCLOC_SANITIZED:-}" ] || san=(-fsanitize=address,undefined)
 	$PY "$RT/gen.py" "$T/gen.c" 4000
 	cc -O1 -fPIC -pg -mfentry -c "$T/gen.c" -o "$T/gen.o"
 	"$RECORDMCOUNT" "$T/gen.o"
 	"$OBJPATCH" link --nop --runtime --check -- cc -shared "$T/gen.o" -o "$T/libdense.so"
-	cc -O1 -fno-pie "${san[@]}" -pg -mfentry -mrecord-mcount -I"$SRC/include" \
+	cc -O1 -fno-pie "${SAN[@]}" -pg -mfentry -mrecord-mcount -I"$SRC/include" \
 		-c "$RT/sparse.c" -o "$T/sparse.o"
-	cc -no-pie "${san[@]}" "$T/sparse.o" -o "$T/sparse" -L"$T" -ldense -L"$LIBDIR" -lmcloc
+	cc -no-pie "${SAN[@]}" "$T/sparse.o" -o "$T/sparse" -L"$T" -ldense -L"$LIBDIR" -lmcloc
 	run env LD_LIBRARY_PATH="$T:$LIBDIR" ASAN_OPTIONS=detect_leaks=0 "$T/sparse"
 	assert_success
 	# Its two sites' pages were the program's own since their calls
@@ -621,12 +613,10 @@ in_parent $ppid"
 
 @test "two images, a shared library loaded above the program: counts and filters across both" {
 	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
-	local san=()
-	[ -z "${MCLOC_SANITIZED:-}" ] || san=(-fsanitize=address,undefined)
 	build_shlib
-	cc -O2 "${san[@]}" -pg -mfentry -I"$SRC/include" -c "$RT/multi.c" -o "$T/multi.o"
+	cc -O2 "${SAN[@]}" -pg -mfentry -I"$SRC/include" -c "$RT/multi.c" -o "$T/multi.o"
 	"$RECORDMCOUNT" "$T/multi.o"
-	"$OBJPATCH" link --nop --runtime --check -- cc "${san[@]}" "$T/multi.o" -o "$T/multi" \
+	"$OBJPATCH" link --nop --runtime --check -- cc "${SAN[@]}" "$T/multi.o" -o "$T/multi" \
 		-L"$T" -ltraced -L"$LIBDIR" -lmcloc
 	run env LD_LIBRARY_PATH="$T:$LIBDIR" "$T/multi"
 	echo "$output"
@@ -637,11 +627,9 @@ in_parent $ppid"
 
 @test "dlopen/dlclose 300 times: each unload gives its slot and memory back, ops across an unload" {
 	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
-	local san=()
-	[ -z "${MCLOC_SANITIZED:-}" ] || san=(-fsanitize=address,undefined)
 	build_shlib
-	cc -O2 "${san[@]}" -I"$SRC/include" -c "$RT/dlloop.c" -o "$T/dlloop.o"
-	cc "${san[@]}" "$T/dlloop.o" -o "$T/dlloop" -Wl,--no-as-needed -L"$LIBDIR" -lmcloc -ldl
+	cc -O2 "${SAN[@]}" -I"$SRC/include" -c "$RT/dlloop.c" -o "$T/dlloop.o"
+	cc "${SAN[@]}" "$T/dlloop.o" -o "$T/dlloop" -Wl,--no-as-needed -L"$LIBDIR" -lmcloc -ldl
 	run env LD_LIBRARY_PATH="$LIBDIR" "$T/dlloop" "$T/libtraced.so"
 	echo "$output"
 	assert_success
@@ -656,10 +644,9 @@ in_parent $ppid"
 # loader's lock, when it writes its lines out.
 @test "threads run traced code while plugins load and unload 200 times, under every tracer" {
 	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
-	local san=() 	[ -z "${MCLOC_SANITIZED:-}" ] || san=(-fsanitize=address,undefined)
 	build_shlib
 	cp "$T/libtraced.so" "$T/libplugin.so"
-	cc -O2 "${san[@]}" "$RT/dlplugins.c" -o "$T/dlplugins" -L"$T" -ltraced \
+	cc -O2 "${SAN[@]}" "$RT/dlplugins.c" -o "$T/dlplugins" -L"$T" -ltraced \
 		-Wl,--no-as-needed -L"$LIBDIR" -lmcloc -lpthread -ldl
 	for t in function profile; do
 		run env LD_LIBRARY_PATH="$T:$LIBDIR" MCLOC_TRACER=$t MCLOC_OUTPUT="$T/$t" \
@@ -820,10 +807,8 @@ work_ab_source() {
 	static struct mcloc_image d = { .magic = MCLOC_IMAGE_MAGIC, .version = MCLOC_IMAGE_VERSION + 1 };
 	int main(void) { printf("%d\n", mcloc_register_image(&d) == -EINVAL); return 0; }
 	C
-	local san=()
-	[ -z "${MCLOC_SANITIZED:-}" ] || san=(-fsanitize=address,undefined)
 	# (abi.h's reference is weak: --as-needed would drop the library.)
-	cc "${san[@]}" -I"$SRC/include" "$T/newer.c" -o "$T/newer" -L"$LIBDIR" \
+	cc "${SAN[@]}" -I"$SRC/include" "$T/newer.c" -o "$T/newer" -L"$LIBDIR" \
 		-Wl,--no-as-needed -lmcloc
 	run env LD_LIBRARY_PATH="$LIBDIR" "$T/newer"
 	assert_success
