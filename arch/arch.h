@@ -227,6 +227,9 @@ struct mc_arch {
 	 */
 	int (*park_site)(const struct mc_text *t, uint64_t off, uint64_t pc, uint64_t stubs,
 			 uint8_t out[8], unsigned *len);
+	/* What the site at OFF of T (address PC) would call, were it
+	 * enabled, when it is parked; else 0. */
+	uint64_t (*parked_on)(const struct mc_text *t, uint64_t off, uint64_t pc);
 	/*
 	 * The same for a -pg site, the NOPed call to _mcount at OFF (address
 	 * PC), after the function's prologue, spelt so that the runtime can

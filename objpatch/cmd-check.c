@@ -117,15 +117,14 @@ static void check_parked(struct checker *k, const struct op_entry *e)
 	/* (Stripped, the symbols that would say which stub are gone; the
 	 * runtime reads the stubs from the image's descriptor, and takes
 	 * them: as op_classify, the site is left unjudged.) */
-	if (!e->parked || !mce_linked(k->f) || !k->f->symtab || e->off + 5 > t.size)
+	if (!e->parked || !k->a->parked_on || !mce_linked(k->f) || !k->f->symtab)
 		return;
 	if (k->have_stubs <= 0) {
 		problem(k, e->shndx, e->off, true, "a parked site in an image without direct "
 			"stubs (mcloc_direct_stubs): the runtime refuses it");
 		return;
 	}
-	uint64_t to = sec->sh.sh_addr + e->off + 5 + (uint64_t)(int64_t)(int32_t)
-		      mc_load32(&t, e->off + 1);
+	uint64_t to = k->a->parked_on(&t, e->off, sec->sh.sh_addr + e->off);
 
 	if (to != k->stubs)
 		problem(k, e->shndx, e->off, true, "parked on 0x%llx, not on the image's first "

@@ -201,6 +201,13 @@ static unsigned x86_runtime_site_len(const struct mc_text *t, uint64_t off)
 	return off + 5 <= t->size && t->buf[off] == MC_X86_PARK ? 5 : 0;
 }
 
+static uint64_t x86_parked_on(const struct mc_text *t, uint64_t off, uint64_t pc)
+{
+	if (!x86_runtime_site_len(t, off))
+		return 0;
+	return pc + 5 + (uint64_t)(int64_t)(int32_t)mc_load32(t, off + 1);
+}
+
 static int x86_park_site(const struct mc_text *t, uint64_t off, uint64_t pc, uint64_t stubs,
 			 uint8_t out[8], unsigned *len)
 {
@@ -217,7 +224,7 @@ static int x86_park_site(const struct mc_text *t, uint64_t off, uint64_t pc, uin
 			*len = n->len;
 	if (*len)
 		return 0;
-	return off + 5 <= t->size && !memcmp(t->buf + off, out, 5) ? 1 : -1;
+	return x86_parked_on(t, off, pc) == stubs ? 1 : -1;
 }
 
 static unsigned x86_any_nop(const struct mc_text *t, uint64_t off)
@@ -290,6 +297,7 @@ const struct mc_arch mc_arch_x86_64 = {
 	.tramp_asm = mc_tramp_x86_64,
 	.runtime_site_len = x86_runtime_site_len,
 	.park_site = x86_park_site,
+	.parked_on = x86_parked_on,
 	.cross_prefix = "x86_64-linux-gnu-",
 	.insn = x86_insn,
 	.plt_slot = x86_plt_slot,
