@@ -868,6 +868,14 @@ void mcr_image_departs(const struct image *im, bool traced)
 		departed.n = departed.cap = 0;
 		return;
 	}
+	/* (What an image that left from this place before kept, IM's names
+	 * replace: a plugin loaded and unloaded in a loop is kept once.) */
+	size_t k = 0;
+
+	for (size_t j = 0; j < departed.n; j++)
+		if (departed.v[j].site < im->lo || departed.v[j].site > im->hi)
+			departed.v[k++] = departed.v[j];
+	departed.n = k;
 	for (size_t r = 0; im->names && r < im->nrecs && departed.n < DEPARTED_MAX; r++) {
 		if (!im->names[r])
 			continue;
