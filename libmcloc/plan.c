@@ -323,12 +323,12 @@ static bool prefault(const struct image *im, const uint64_t *covers, size_t ncov
 }
 
 /* Images in address order: the patcher's flips and pokes must be. */
-static size_t images_by_address(const struct image **out)
+static size_t images_by_address(struct image **out)
 {
 	size_t k = 0;
 
 	for (size_t i = 0; i < mcr_nimages; i++) {
-		const struct image *im = mcr_images[i];
+		struct image *im = mcr_images[i];
 		size_t j = k++;
 
 		if (!im) {
@@ -417,7 +417,7 @@ int mcr_update_sites_with(const struct mcloc_ops *cops, int delta)
 	static struct mcr_slot_write *sv;
 	static uint64_t *fl;
 	static size_t vbytes, svbytes, flbytes, vready, svready, flready;
-	const struct image *order[MCR_MAX_IMAGES];
+	struct image *order[MCR_MAX_IMAGES];
 	struct owners own;
 	struct stub_offs so;
 	struct mcr_batch b;
@@ -450,7 +450,7 @@ int mcr_update_sites_with(const struct mcloc_ops *cops, int delta)
 
 		b.prefault = prefault(order[i], covers, ncovered);
 		if (b.prefault)
-			((struct image *)order[i])->prefaulted = true;
+			order[i]->prefaulted = true;
 #ifdef MCR_FLIP_LEN
 		uintptr_t hint = order[i]->hi + MCR_MAX_SITE;
 		struct flip_memo m = { .s = REC_REFUSED };	/* (never one's state) */
