@@ -995,3 +995,31 @@ status 1"
 	assert_line "fib(5)=5"
 	[ "$(echo "$output" | grep -cE ': fib <-(fib|main)$')" -eq 15 ]
 }
+
+# The names of an image that leaves while a trace runs stay for the
+# controller (its events name them still); one loaded and unloaded at the
+# same place over and over leaves them once, not once a cycle.
+@test "a plugin loaded and unloaded four times under a trace leaves its sites' names once" {
+	cc -O2 -fPIC -pg -mfentry "${SAN[@]}" -c "$RT/shlib.c" -o "$T/shlib.o"
+	"$RECORDMCOUNT" "$T/shlib.o"
+	"$OBJPATCH" link --nop --runtime -- cc -shared "${SAN[@]}" "$T/shlib.o" \
+		-o "$T/libplugin.so"
+	traced_c departed "$RT/departed.c" -ldl
+	start_program "$T/departed" PLUGIN="$T/libplugin.so"
+	trace_start function
+	trigger USR1 cycle
+	$CLIENT allsites "$XDG_RUNTIME_DIR/mcloc/$PID" | sort > "$T/one"
+	for _ in 1 2 3; do trigger USR1 cycle; done
+	$CLIENT allsites "$XDG_RUNTIME_DIR/mcloc/$PID" | sort > "$T/four"
+	trace_stop
+	stop_served_plain
+	# (At the same place each time: else each cycle's names would be
+	# others, and rightly kept apart.)
+	[ "$(awk '$1 == "cycle" { print $4 }' "$T/served.out" | sort -u | wc -l)" -eq 1 ]
+	# The plugin's 4 sites are among them, its first load's as the last's.
+	[ "$(wc -l < "$T/one")" -ge 4 ]
+	run uniq -d "$T/four"
+	assert_output ""
+	run diff "$T/one" "$T/four"
+	assert_success
+}

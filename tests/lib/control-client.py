@@ -11,6 +11,8 @@ apart from the mcloc command (its layout is restated here from
   control-client.py hello SOCKET       one well-formed HELLO: prints the pid
   control-client.py sites SOCKET       the address of every site enabled or
                                        parked (ever enabled), one a line
+  control-client.py allsites SOCKET    the address of every site the program
+                                       names, those of images gone included
   control-client.py silent SOCKET      8 connections that send nothing: each
                                        must be closed by the program (30 s at
                                        most); then a HELLO must be answered
@@ -230,7 +232,7 @@ def silent(path):
     return 0 if closed == 8 and hello(path) == 0 else 1
 
 
-def sites(path):
+def sites(path, every=False):
     s = connect(path)
     s.sendall(msg(REQ_SITES))
     while True:
@@ -240,7 +242,7 @@ def sites(path):
         at = 0
         while at + 16 <= len(body):
             addr, flags, _, namelen = struct.unpack_from("=QIHH", body, at)
-            if flags & (1 | 8):     # MCLOC_SITE_ENABLED, MCLOC_SITE_PARKED
+            if every or flags & (1 | 8):     # MCLOC_SITE_ENABLED, MCLOC_SITE_PARKED
                 print(addr)
             at += (16 + namelen + 1 + 7) & ~7
 
@@ -284,6 +286,7 @@ def hello(path):
 
 if __name__ == "__main__":
     modes = dict(malformed=malformed, hello=hello, sites=sites, silent=silent,
+                 allsites=lambda path: sites(path, True),
                  badtrace=badtrace, scribble=scribble)
     if len(sys.argv) != 3 or sys.argv[1] not in modes:
         sys.exit(__doc__)
