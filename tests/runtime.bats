@@ -569,6 +569,33 @@ in_parent $ppid"
 	[ "$(grep -c ': stripped_one <-' "$T/trace")" -eq 1 ]
 }
 
+# A program's table is the file's, read by a preloaded library before
+# any constructor of the program runs: an entry near the top of the
+# address space is not read (a bound that wrapped around read it).
+@test "libmcloc preloaded into a program whose table names an address at the top of memory: it runs, and the rest is traced" {
+	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
+	[ -z "${MCLOC_SANITIZED:-}" ] || skip "LD_PRELOAD of a sanitized library into a plain program"
+	cc -O1 -pg -mfentry -mrecord-mcount -fno-pie -no-pie -I"$SRC/include" "$RT/stripped.c" \
+		-o "$T/forged" -ldl
+	$PY - "$T/forged" <<-'PY'
+	import struct, sys
+	from elftools.elf.elffile import ELFFile
+	path = sys.argv[1]
+	t = ELFFile(open(path, "rb")).get_section_by_name("__mcount_loc")
+	b = bytearray(open(path, "rb").read())
+	# (main's, the last: its functions keep theirs)
+	struct.pack_into("<Q", b, t["sh_offset"] + t["sh_size"] - 8, 0xfffffffffffffffc)
+	open(path, "wb").write(b)
+	PY
+	# (In $T: a -pg program writes gmon.out where it runs.)
+	cd "$T"
+	run env LD_PRELOAD="$LIBDIR/libmcloc.so" MCLOC_TRACER=function MCLOC_OUTPUT="$T/trace" \
+		"$T/forged"
+	assert_success
+	assert_line --regexp '^[0-9]+ records, [0-9]+ refused; 4$'
+	[ "$(grep -c ': stripped_one <-' "$T/trace")" -eq 1 ]
+}
+
 @test "a stripped image keeps its function names: .mcloc_names from objpatch link --runtime" {
 	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
 	[ -z "${MCLOC_SANITIZED:-}" ] || skip "LD_PRELOAD of a sanitized library into a plain program"
