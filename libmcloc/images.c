@@ -868,13 +868,20 @@ void mcr_image_departs(const struct image *im, bool traced)
 		departed.n = departed.cap = 0;
 		return;
 	}
-	/* (What an image that left from this place before kept, IM's names
-	 * replace: a plugin loaded and unloaded in a loop is kept once.) */
+	/* (A name kept before for one of IM's sites, the same interned one,
+	 * is IM's again: a plugin loaded and unloaded in a loop is kept once.
+	 * Another image's names at IM's place stay: their events, earlier in
+	 * the trace, are theirs.) */
 	size_t k = 0;
 
-	for (size_t j = 0; j < departed.n; j++)
-		if (departed.v[j].site < im->lo || departed.v[j].site > im->hi)
-			departed.v[k++] = departed.v[j];
+	for (size_t j = 0; j < departed.n; j++) {
+		const struct departed *d = &departed.v[j];
+		long r = im->names && d->site >= im->lo && d->site <= im->hi ?
+				 mcr_rec_at(im, d->site) : -1;
+
+		if (r < 0 || im->names[r] != d->name)
+			departed.v[k++] = *d;
+	}
 	departed.n = k;
 	for (size_t r = 0; im->names && r < im->nrecs && departed.n < DEPARTED_MAX; r++) {
 		if (!im->names[r])

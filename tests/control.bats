@@ -997,15 +997,27 @@ status 1"
 }
 
 # The names of an image that leaves while a trace runs stay for the
-# controller (its events name them still); one loaded and unloaded at the
-# same place over and over leaves them once, not once a cycle.
-@test "a plugin loaded and unloaded four times under a trace leaves its sites' names once" {
-	cc -O2 -fPIC -pg -mfentry "${SAN[@]}" -c "$RT/shlib.c" -o "$T/shlib.o"
-	"$RECORDMCOUNT" "$T/shlib.o"
-	"$OBJPATCH" link --nop --runtime -- cc -shared "${SAN[@]}" "$T/shlib.o" \
-		-o "$T/libplugin.so"
+# controller (its events name them still).  One loaded and unloaded at the
+# same place over and over leaves them once, not once a cycle; another
+# loaded at that place after it, with other functions at other offsets,
+# leaves its own beside them.
+@test "plugins loaded and unloaded four times at one place under a trace leave each site's name once" {
+	cat > "$T/alpha.c" <<-'C'
+	__attribute__((noinline)) long alpha_one(long x) { return x + 1; }
+	long entry(long x) { return alpha_one(x) * 2; }
+	C
+	cat > "$T/beta.c" <<-'C'
+	__attribute__((noinline)) void beta_pad(void) { __asm__ volatile(".skip 64, 0x90"); }
+	__attribute__((noinline)) long beta_one(long x) { beta_pad(); return x + 2; }
+	long entry(long x) { return beta_one(x) * 3; }
+	C
+	for p in alpha beta; do
+		cc -O2 -fPIC -pg -mfentry "${SAN[@]}" -c "$T/$p.c" -o "$T/$p.o"
+		"$RECORDMCOUNT" "$T/$p.o"
+		"$OBJPATCH" link --nop --runtime -- cc -shared "${SAN[@]}" "$T/$p.o" -o "$T/lib$p.so"
+	done
 	traced_c departed "$RT/departed.c" -ldl
-	start_program "$T/departed" PLUGIN="$T/libplugin.so"
+	start_program "$T/departed" PLUGIN="$T/libalpha.so" PLUGIN2="$T/libbeta.so"
 	trace_start function
 	trigger USR1 cycle
 	$CLIENT allsites "$XDG_RUNTIME_DIR/mcloc/$PID" | sort > "$T/one"
@@ -1013,13 +1025,19 @@ status 1"
 	$CLIENT allsites "$XDG_RUNTIME_DIR/mcloc/$PID" | sort > "$T/four"
 	trace_stop
 	stop_served_plain
-	# (At the same place each time: else each cycle's names would be
-	# others, and rightly kept apart.)
-	[ "$(awk '$1 == "cycle" { print $4 }' "$T/served.out" | sort -u | wc -l)" -eq 1 ]
-	# The plugin's 4 sites are among them, its first load's as the last's.
-	[ "$(wc -l < "$T/one")" -ge 4 ]
-	run uniq -d "$T/four"
-	assert_output ""
+	# (Both at the same place each time: else each cycle's names would
+	# be others, and rightly kept apart.)
+	[ "$(awk '$1 == "cycle" { print $4, $5 }' "$T/served.out" | sort -u | wc -l)" -eq 1 ]
+	[ "$(awk '$1 == "cycle" && $4 == $5' "$T/served.out" | wc -l)" -eq 4 ]
+	# Every function of both, once, after one cycle as after four.
+	# (entry: one of each.)
+	local f want
+	for f in alpha_one entry beta_pad beta_one; do
+		want=1
+		[ $f != entry ] || want=2
+		[ "$(awk -v f=$f '$2 == f' "$T/four" | wc -l)" -eq $want ] ||
+			{ echo "$f:"; cat "$T/four"; false; }
+	done
 	run diff "$T/one" "$T/four"
 	assert_success
 }

@@ -11,8 +11,9 @@ apart from the mcloc command (its layout is restated here from
   control-client.py hello SOCKET       one well-formed HELLO: prints the pid
   control-client.py sites SOCKET       the address of every site enabled or
                                        parked (ever enabled), one a line
-  control-client.py allsites SOCKET    the address of every site the program
-                                       names, those of images gone included
+  control-client.py allsites SOCKET    every site the program names, those of
+                                       images gone included: its address and
+                                       name, one a line
   control-client.py silent SOCKET      8 connections that send nothing: each
                                        must be closed by the program (30 s at
                                        most); then a HELLO must be answered
@@ -242,7 +243,10 @@ def sites(path, every=False):
         at = 0
         while at + 16 <= len(body):
             addr, flags, _, namelen = struct.unpack_from("=QIHH", body, at)
-            if every or flags & (1 | 8):     # MCLOC_SITE_ENABLED, MCLOC_SITE_PARKED
+            if every:
+                name = body[at + 16:at + 16 + namelen].decode(errors="replace")
+                print(addr, name)
+            elif flags & (1 | 8):     # MCLOC_SITE_ENABLED, MCLOC_SITE_PARKED
                 print(addr)
             at += (16 + namelen + 1 + 7) & ~7
 
