@@ -228,7 +228,8 @@ struct mc_arch {
 	int (*park_site)(const struct mc_text *t, uint64_t off, uint64_t pc, uint64_t stubs,
 			 uint8_t out[8], unsigned *len);
 	/* What the site at OFF of T (address PC) would call, were it
-	 * enabled, when it is parked; else 0. */
+	 * enabled, when it is parked; else 0 (no parked site calls 0: its
+	 * target is a stub of the image). */
 	uint64_t (*parked_on)(const struct mc_text *t, uint64_t off, uint64_t pc);
 	/*
 	 * The same for a -pg site, the NOPed call to _mcount at OFF (address
