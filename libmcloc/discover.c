@@ -95,13 +95,10 @@ static bool parked_table(const struct main_info *m, const Elf64_Shdr *t)
 #ifdef MCR_PARK	/* (elsewhere no site is parked: nothing to look at) */
 	for (size_t i = 0; i < t->sh_size / 8; i++) {
 		uintptr_t site;
-		struct mcr_site st;
 
-		/* (The table is the file's: a site near the top of the address
-		 * space must not wrap past the bound.) */
+		/* (Its first byte says it: one byte read, inside the text.) */
 		memcpy(&site, (const void *)(m->bias + t->sh_addr + 8 * i), sizeof(site));
-		if (site >= m->text_lo && site < m->text_hi && m->text_hi - site >= MCR_MAX_SITE &&
-		    !mcr_site_find(site, 0, &st) && st.parked)
+		if (site >= m->text_lo && site < m->text_hi && *(const uint8_t *)site == MCR_PARK)
 			return true;
 	}
 #else
