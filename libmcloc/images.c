@@ -377,7 +377,7 @@ static void name_records(struct image *im, const char *path, uintptr_t bias)
 		return;
 	}
 	/* Records and functions are both sorted: one merge. */
-	size_t k = 0;
+	size_t k = 0, at = 0;
 	for (size_t r = 0; r < im->nrecs; r++) {
 		uintptr_t a = im->base + im->recs[r].off;
 
@@ -385,13 +385,17 @@ static void name_records(struct image *im, const char *path, uintptr_t bias)
 			k++;
 		if (nf && fs[k].lo <= a && a < fs[k].hi) {
 			im->names[r] = intern(str + fs[k].name);
-			if (mcr_site_at_entry(a, fs[k].lo))
+			if (mcr_site_at_entry(a, fs[k].lo)) {
 				im->at_entry[r / 64] |= 1ull << (r % 64);
+				at++;
+			}
 		} else if (nf && k + 1 < nf && fs[k + 1].lo > a && fs[k + 1].lo - a < 16) {
 			im->names[r] = intern(str + fs[k + 1].name);	/* patchable NOPs before the entry */
 			im->at_entry[r / 64] |= 1ull << (r % 64);
+			at++;
 		}
 	}
+	im->all_at_entry = im->nrecs && at == im->nrecs;
 	im->strtab = str;
 	im->funcs = fs;
 	im->nfuncs = nf;
@@ -446,8 +450,15 @@ bool mcr_at_entry_lookup(void)
 	uintptr_t after = mcr_entry_args.after;
 	unsigned long gen = __atomic_load_n(&mcr_images_gen, __ATOMIC_ACQUIRE);
 	const struct image *im = after ? mcr_image_of(after - 1) : NULL;
-	long r = im ? mcr_rec_before(im, after) : -1;
-	bool at = r >= 0 && im->at_entry && (im->at_entry[r / 64] >> (r % 64) & 1);
+	long r;
+	/* (The record's search was a tenth of a traced program's time
+	 * under the graph tracer, each call from a site other than the
+	 * last: an image whose sites are all at entries needs none.  The
+	 * call came from one of its sites: the direct path checked that it
+	 * calls the stub, and only records' sites are made to.) */
+	bool at = im && (im->all_at_entry ||
+			 ((r = mcr_rec_before(im, after)) >= 0 && im->at_entry &&
+			  (im->at_entry[r / 64] >> (r % 64) & 1)));
 
 	mcr_entry_memo = (struct mcr_entry_memo){ after, gen, at };
 	mcr_call_at_entry = at;

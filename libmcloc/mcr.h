@@ -70,6 +70,9 @@ struct image {
 	 * landing pad), by the symbols; NULL without symbols.  Only there
 	 * is the caller's return address where a return hook looks. */
 	uint64_t *at_entry;
+	/* Every bit of at_entry set (-mfentry, patchable entries): a call
+	 * from a site of the image is at its entry, with no search. */
+	bool all_at_entry;
 	/* Entries refused for a reason the architecture names (say, GCC's
 	 * raw patchable NOPs): how many, and that reason, said once. */
 	size_t nskipped;
