@@ -257,17 +257,28 @@ static int discover_main(char *err, size_t errlen)
 	uintptr_t fentry = (uintptr_t)dlsym(RTLD_DEFAULT, "__fentry__");
 #endif
 	for (size_t i = 0; i < n; i++) {
-		if (!tab[i] || tab[i] < m.text_lo || tab[i] >= m.text_hi)
+		if (!tab[i])
+			continue;	/* (a discarded function's) */
+		/* One outside the text stays in the table, untouched:
+		 * registration refuses it, and counts it in its one line. */
+		if (tab[i] < m.text_lo || tab[i] >= m.text_hi) {
+			tab[k++] = tab[i];
 			continue;
+		}
 #if MCR_ONE_STORE
 		/* Its NOPs become what objpatch link --runtime writes: the
 		 * fixed instruction, then the NOP that toggles, one poke per
 		 * word that changes. */
 		uint8_t out[8];
 
+		/* (One of no form this path prepares is left as it is, out
+		 * of the table, where registration might take a form of its
+		 * own that was never made ready: counted as refused here.) */
 		if (mcr_site_prepare(tab[i], (uintptr_t)stubs, (uintptr_t)stubs + MCR_STUB_SIZE,
-				     out))
-			continue;	/* refused below, by registration */
+				     out)) {
+			mcr_nrefused++;
+			continue;
+		}
 		for (size_t w = 0; w < 8; w += 4)
 			if (memcmp((const void *)(tab[i] + w), out + w, 4)) {
 				pk[np].addr = tab[i] + w;

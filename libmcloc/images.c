@@ -724,9 +724,15 @@ int mcr_image_records(struct image *im, const struct mcloc_image *desc)
 		struct mcr_site st;
 
 		/* A zero entry becomes the load address after relocation:
-		 * objpatch sort leaves those behind its __stop_ symbol. */
-		if (!tab[i] || tab[i] == im->base || tab[i] - im->base >= UINT32_MAX)
+		 * objpatch sort leaves those behind its __stop_ symbol.  One
+		 * no record can hold (4 GiB past the base, or below it) is
+		 * no site of the image: refused, and counted. */
+		if (!tab[i] || tab[i] == im->base)
 			continue;
+		if (tab[i] - im->base >= UINT32_MAX) {
+			mcr_nrefused++;
+			continue;
+		}
 		/* The site is the NOP objpatch link --nop wrote; the
 		 * architecture says which form, so how long, it is, and
 		 * where it begins (aarch64 and riscv64 record the first of
