@@ -93,6 +93,7 @@ struct my_ring {
 	uint32_t cpu;		/* of its last event (~0: none yet) */
 	unsigned inside;	/* graph: calls of set_graph_function entered */
 	bool dropped;		/* events lost since the last one written */
+	struct mcloc_ev_state st;	/* what the ring's reader knows */
 };
 static __thread struct my_ring mine[MCLOC_SESSIONS_MAX] __attribute__((tls_model("initial-exec")));
 static __thread uint32_t mytid __attribute__((tls_model("initial-exec")));
@@ -189,7 +190,7 @@ static __attribute__((noinline, cold)) bool wait_room(const struct session *s,
 	for (unsigned tries = 0;; tries++) {
 		if (__atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE))
 			return false;
-		uint64_t h = r->head & ~(uint64_t)(sizeof(struct mcloc_event) - 1);
+		uint64_t h = r->head & ~(uint64_t)(MCLOC_EV_UNIT - 1);
 
 		if (h - __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE) + need <= s->ring_size) {
 			*head = h;
@@ -216,33 +217,37 @@ static __attribute__((noinline, cold)) void count_lost(const struct session *s,
 	}
 }
 
+/* The slot {WORD, TIME} at HEAD of the ring DATA of SIZE bytes: where it
+ * ends.  (Each unit masked on its own: a slot may wrap.) */
+static inline uint64_t put_slot(uint8_t *data, uint32_t size, uint64_t head, uint64_t word,
+				uint64_t time)
+{
+	*(uint64_t *)(data + (head & (size - 1))) = word;
+	*(uint64_t *)(data + ((head + MCLOC_EV_UNIT) & (size - 1))) = time;
+	return head + sizeof(struct mcloc_event);
+}
+
 /* The DATA event of NDATA bytes at DATA, from HEAD on (<mcloc/control.h>
  * lays it out): where it ends. */
 static __attribute__((noinline)) uint64_t put_data(uint8_t *ring, uint32_t size, uint64_t head,
 						    uint64_t time, unsigned depth,
 						    const uint8_t *data, uint32_t ndata)
 {
-	*(struct mcloc_event *)(ring + (head & (size - 1))) =
-		(struct mcloc_event){ time, mcloc_ev_word(MCLOC_EV_DATA, depth, ndata) };
-	head += sizeof(struct mcloc_event);
+	head = put_slot(ring, size, head, mcloc_ev_word(MCLOC_EV_DATA, depth, ndata), time);
 	for (uint32_t at = 0; at < ndata; at += MCLOC_EV_DATA_SLOT) {
-		uint8_t chunk[16] = { 0 };
-		struct mcloc_event ev;
+		struct mcloc_event ev = mcloc_ev_data_pack(data + at, ndata - at);
 
-		memcpy(chunk, data + at,
-		       ndata - at < MCLOC_EV_DATA_SLOT ? ndata - at : MCLOC_EV_DATA_SLOT);
-		memcpy(&ev, chunk, sizeof(ev));
-		*(struct mcloc_event *)(ring + (head & (size - 1))) = ev;
-		head += sizeof(struct mcloc_event);
+		head = put_slot(ring, size, head, ev.word, ev.time);
 	}
 	return head;
 }
 
 /*
  * One event: TYPE at TIME, with PAYLOAD (a site, or EXIT's duration) and
- * DEPTH, and for CALL the caller's return address EXTRA, in slots of
- * <mcloc/control.h>; a CPU slot first when the thread has moved; and when
- * NITEMS, a DATA event of the NITEMS bytes at ITEMS after it, in the same
+ * DEPTH, and for CALL the caller's return address EXTRA, in units of
+ * <mcloc/control.h> (one, a short event, where the ring's reader can infer
+ * the rest); a CPU slot first when the thread has moved; and when NITEMS,
+ * a DATA event of the NITEMS bytes at ITEMS after it, in the same
  * publication.  (Inlined into the tracers: its slow paths are calls of
  * their own, so the common one saves no registers.)
  */
@@ -260,11 +265,20 @@ put_event(const struct session *s, unsigned type, uint64_t time, uint64_t payloa
 	/* (A CALL carries its CPU in its second slot.) */
 	struct my_ring *m = &mine[s->slot];
 	bool moved = cpu != m->cpu && type != MCLOC_EV_CALL;
-	uint32_t need = (mcloc_ev_slots(mcloc_ev_word(type, 0, 0)) + moved +
-			 (nitems ? 1 + mcloc_ev_data_slots(nitems) : 0)) * sizeof(struct mcloc_event);
+	/* The short form where it fits: never after a loss or a move (their
+	 * slots say so), nor in an overwriting ring (read from anywhere). */
+	uint64_t word = 0;
+
+	if ((type == MCLOC_EV_ENTRY || type == MCLOC_EV_EXIT) && !moved && !m->dropped &&
+	    !s->overwrite)
+		word = type == MCLOC_EV_ENTRY ? mcloc_ev_sentry(&m->st, time, payload, depth)
+					      : mcloc_ev_sexit(&m->st, time, payload, depth);
+	uint32_t need = (word ? 1 : mcloc_ev_units(mcloc_ev_word(type, 0, 0))) * MCLOC_EV_UNIT +
+			(moved + (nitems ? 1 + mcloc_ev_data_slots(nitems) : 0)) *
+				sizeof(struct mcloc_event);
 	/* (HEAD may be anything the controller wrote: masked by the
 	 * program's own size, the event still lands inside the ring.) */
-	uint64_t head = r->head & ~(uint64_t)(sizeof(struct mcloc_event) - 1);
+	uint64_t head = r->head & ~(uint64_t)(MCLOC_EV_UNIT - 1);
 	uint32_t size = s->ring_size;
 
 	if (s->overwrite) {
@@ -278,30 +292,31 @@ put_event(const struct session *s, unsigned type, uint64_t time, uint64_t payloa
 		return;
 	}
 	uint8_t *data = (uint8_t *)(r + 1);
-	unsigned lost = 0;
+	unsigned sdepth = depth > MCLOC_EV_DEPTH_MAX ? MCLOC_EV_DEPTH_MAX : depth;
 
-	if (__builtin_expect(m->dropped, 0)) {
-		lost = MCLOC_EV_LOST_BEFORE;
-		m->dropped = false;
-		__atomic_store_n(&r->lost_open, 0, __ATOMIC_RELAXED);
-	}
-	/* (Each slot masked on its own: an event of two may wrap.) */
-	if (moved) {
-		m->cpu = cpu;
-		*(struct mcloc_event *)(data + (head & (size - 1))) =
-			(struct mcloc_event){ time, mcloc_ev_word(MCLOC_EV_CPU | lost, 0, cpu) };
-		head += sizeof(struct mcloc_event);
-		lost = 0;
-	}
-	if (type == MCLOC_EV_EXIT && payload > MCLOC_EV_PAYLOAD_MAX)
-		payload = MCLOC_EV_PAYLOAD_MAX;
-	*(struct mcloc_event *)(data + (head & (size - 1))) =
-		(struct mcloc_event){ time, mcloc_ev_word(type | lost, depth, payload) };
-	head += sizeof(struct mcloc_event);
-	if (type == MCLOC_EV_CALL) {
-		*(struct mcloc_event *)(data + (head & (size - 1))) =
-			(struct mcloc_event){ extra, cpu };
-		head += sizeof(struct mcloc_event);
+	mcloc_ev_advance(&m->st, type, sdepth, time, payload);
+	if (word) {
+		*(uint64_t *)(data + (head & (size - 1))) = word;
+		head += MCLOC_EV_UNIT;
+	} else {
+		unsigned lost = 0;
+
+		if (__builtin_expect(m->dropped, 0)) {
+			lost = MCLOC_EV_LOST_BEFORE;
+			m->dropped = false;
+			__atomic_store_n(&r->lost_open, 0, __ATOMIC_RELAXED);
+		}
+		if (moved) {
+			m->cpu = cpu;
+			head = put_slot(data, size, head, mcloc_ev_word(MCLOC_EV_CPU | lost, 0, cpu),
+					time);
+			lost = 0;
+		}
+		if (type == MCLOC_EV_EXIT && payload > MCLOC_EV_PAYLOAD_MAX)
+			payload = MCLOC_EV_PAYLOAD_MAX;
+		head = put_slot(data, size, head, mcloc_ev_word(type | lost, depth, payload), time);
+		if (type == MCLOC_EV_CALL)
+			head = put_slot(data, size, head, cpu, extra);
 	}
 	if (nitems)
 		head = put_data(data, size, head, time, depth, items, nitems);

@@ -17,19 +17,29 @@
 
 /* ---- decoding --------------------------------------------------------------- */
 
-size_t decode_event(struct decoder *d, const struct mcloc_event *v, size_t n, struct event *e)
+size_t decode_event(struct decoder *d, const uint64_t *v, size_t n, struct event *e)
 {
 	if (!n)
 		return 0;
-	uint64_t w = v[0].word;
+	uint64_t w = v[0];
 	unsigned type = mcloc_ev_type(w), base = type & 0xf, depth = mcloc_ev_depth(w);
-	uint64_t pay = mcloc_ev_payload(w);
-	size_t slots = mcloc_ev_slots(w);
+	uint64_t pay = mcloc_ev_payload(w), time;
+	size_t units = mcloc_ev_units(w);
 
-	if (slots > n)
+	if (units > n)
 		return 0;
-	*e = (struct event){ .time = v[0].time, .ip = pay, .depth = (uint16_t)depth,
-			     .cpu = d->cpu };
+	if (base == MCLOC_EV_SENTRY || base == MCLOC_EV_SEXIT) {
+		if (!mcloc_ev_short(&d->st, w, &time, &depth, &pay)) {
+			e->type = 0;	/* (no state it could be read against) */
+			return 1;
+		}
+		base = type = base == MCLOC_EV_SENTRY ? MCLOC_EV_ENTRY : MCLOC_EV_EXIT;
+	} else {
+		time = v[1];
+	}
+	if (base >= MCLOC_EV_CALL && base <= MCLOC_EV_DATA)
+		mcloc_ev_advance(&d->st, base, depth, time, pay);
+	*e = (struct event){ .time = time, .ip = pay, .depth = (uint16_t)depth, .cpu = d->cpu };
 	if (d->lost)
 		type |= MCLOC_EV_LOST_BEFORE;
 	d->lost = false;
@@ -37,10 +47,10 @@ size_t decode_event(struct decoder *d, const struct mcloc_event *v, size_t n, st
 	case MCLOC_EV_CPU:
 		d->cpu = (uint32_t)pay;
 		d->lost = type & MCLOC_EV_LOST_BEFORE;
-		return 1;	/* (type 0: nothing to show) */
+		return units;	/* (type 0: nothing to show) */
 	case MCLOC_EV_CALL:
-		e->parent = v[1].time;
-		e->cpu = (uint32_t)v[1].word;
+		e->cpu = (uint32_t)v[2];
+		e->parent = v[3];
 		break;
 	case MCLOC_EV_ENTRY:
 		/* (Grown to the depth entries reach, not the most an event
@@ -80,42 +90,37 @@ size_t decode_event(struct decoder *d, const struct mcloc_event *v, size_t n, st
 	case MCLOC_EV_DATA:
 		/* (Alone: the reader started inside its event.) */
 		e->type = type & MCLOC_EV_LOST_BEFORE;
-		return slots;
+		return units;
 	default:
 		/* A CALL's second slot, or what no event of this version
 		 * starts with: skipped.  (Alone with LOST_BEFORE: lost at the
 		 * thread's end.) */
 		e->type = type & MCLOC_EV_LOST_BEFORE;
-		return 1;
+		return units;
 	}
 	e->type = (uint16_t)type;
 	/* The event's DATA, written with it: whole once the event is. */
-	if (slots < n && (mcloc_ev_type(v[slots].word) & 0xf) == MCLOC_EV_DATA &&
+	if (units < n && (mcloc_ev_type(v[units]) & 0xf) == MCLOC_EV_DATA &&
 	    (base == MCLOC_EV_CALL || base == MCLOC_EV_ENTRY || base == MCLOC_EV_EXIT ||
 	     base == MCLOC_EV_UNTIMED)) {
-		uint64_t bytes = mcloc_ev_payload(v[slots].word);
-		size_t ds = mcloc_ev_slots(v[slots].word);
+		uint64_t bytes = mcloc_ev_payload(v[units]);
+		size_t du = mcloc_ev_units(v[units]);
 
-		if (slots + ds > n)
+		if (units + du > n)
 			return 0;
 		if (!d->data)
 			d->data = malloc(2 * MCLOC_EV_DATA_MAX);
 		if (bytes <= MCLOC_EV_DATA_MAX && d->data) {
 			uint8_t *out = d->data + (d->turn ^= 1) * MCLOC_EV_DATA_MAX;
 
-			for (size_t k = 1, at = 0; k < ds; k++, at += MCLOC_EV_DATA_SLOT) {
-				uint8_t chunk[16];
-
-				memcpy(chunk, &v[slots + k], sizeof(chunk));
-				memcpy(out + at, chunk,
-				       bytes - at < MCLOC_EV_DATA_SLOT ? bytes - at : MCLOC_EV_DATA_SLOT);
-			}
+			for (size_t k = 2, at = 0; k < du; k += 2, at += MCLOC_EV_DATA_SLOT)
+				mcloc_ev_data_unpack(v + units + k, out + at, bytes - at);
 			e->data = out;
 			e->ndata = (uint32_t)bytes;
 		}
-		slots += ds;
+		units += du;
 	}
-	return slots;
+	return units;
 }
 
 void decoder_free(struct decoder *d)
@@ -152,10 +157,10 @@ bool ring_unread(struct tracing *t, uint32_t i, bool copy, struct unread *u)
 	struct mcloc_ring *r = ring_at(t, i);
 	uint32_t size = t->g.ring_size;
 	bool overwrite = t->g.flags & MCLOC_RING_OVERWRITE;
-	/* (Whole slots only: the tail stays a multiple of one, so every copy
+	/* (Whole units only: the tail stays a multiple of one, so every copy
 	 * lies inside the ring.) */
 	uint64_t head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE) &
-			~(uint64_t)(sizeof(struct mcloc_event) - 1);
+			~(uint64_t)(MCLOC_EV_UNIT - 1);
 	uint64_t tail = t->tails[i];
 
 	*u = (struct unread){ .tid = __atomic_load_n(&r->tid, __ATOMIC_ACQUIRE), .head = head };
@@ -168,7 +173,7 @@ bool ring_unread(struct tracing *t, uint32_t i, bool copy, struct unread *u)
 		u->gap = head - size - tail;
 		tail = head - size;
 		if (!overwrite) {
-			t->skipped += u->gap / sizeof(struct mcloc_event);
+			t->skipped += u->gap / MCLOC_EV_UNIT;	/* (at most) */
 			u->gap = 0;
 		}
 	}
@@ -206,7 +211,8 @@ bool ring_unread(struct tracing *t, uint32_t i, bool copy, struct unread *u)
 		torn = torn < n ? torn : n;
 		u->gap += torn;
 		/* (In events: the function tracer's take two slots each, the
-		 * graph's one, but for a CPU slot.) */
+		 * graph's one, but for a CPU slot; an overwriting ring has no
+		 * short events.) */
 		if (u->gap)
 			t->overwritten += u->gap / (sizeof(struct mcloc_event) *
 						    (t->mode == FUNCTION ? 2 : 1));
@@ -1214,10 +1220,11 @@ static void names_free(struct names *ns)
 
 void tracing_free(struct tracing *t)
 {
-	for (size_t i = 0; i < t->nthreads; i++) {
-		decoder_free(&t->threads[i].dec);
+	for (size_t i = 0; i < t->nthreads; i++)
 		free(t->threads[i].entry_data);
-	}
+	for (size_t i = 0; t->decs && i < t->g.rings; i++)
+		decoder_free(&t->decs[i]);
+	free(t->decs);
 	names_free(&t->sites);
 	names_free(&t->callers);
 	free(t->threads);

@@ -35,10 +35,12 @@ struct event {
 	uint32_t ndata;
 };
 
-/* A thread's decoding state: its CPU, and the site of the call open at
- * each depth (an EXIT names no site of its own). */
+/* A thread's decoding state: its CPU, what its short events are read
+ * against, and the site of the call open at each depth (an EXIT names no
+ * site of its own). */
 struct decoder {
 	uint32_t cpu;
+	struct mcloc_ev_state st;
 	bool lost;		/* a CPU slot said events were lost */
 	uint64_t *site_at;	/* the site entered at each depth, or NULL */
 	uint32_t nsite;		/* ... up to this one (grown as entries go deeper) */
@@ -49,13 +51,14 @@ struct decoder {
 };
 
 /*
- * The event whose first slot is V[0] (N slots there at most) into *E: the
- * slots it takes, or 0 when it is not whole.  *E's type is 0 for what is
+ * The event whose first unit is V[0] (N units there at most) into *E: the
+ * units it takes, or 0 when it is not whole.  *E's type is 0 for what is
  * no event to show (a CPU slot, or a slot no event starts with: a reader
  * that starts mid-event skips it), and MCLOC_EV_LOST_BEFORE alone for
- * events lost at a thread's end.
+ * events lost at a thread's end.  A thread's events are decoded in order,
+ * by one decoder: short events are read against the ones before.
  */
-size_t decode_event(struct decoder *d, const struct mcloc_event *v, size_t n, struct event *e);
+size_t decode_event(struct decoder *d, const uint64_t *v, size_t n, struct event *e);
 void decoder_free(struct decoder *d);
 
 struct name {
@@ -77,7 +80,6 @@ struct names {
 #define STACK 256
 struct thread {
 	uint32_t tid;
-	struct decoder dec;		/* the live trace's, of its ring */
 	char comm[16];
 	bool pending;			/* graph: an entry not printed yet */
 	struct event entry;	/* ... which */
@@ -120,6 +122,10 @@ struct tracing {
 	size_t size;
 	struct mcloc_ring_hdr g;
 	uint64_t *tails;		/* each ring's read position: ours */
+	/* The live trace's decoder of each ring: by ring, not by thread,
+	 * as a ring's short events are read against its own events (a
+	 * thread that reuses an exited one's tid takes a ring of its own). */
+	struct decoder *decs;
 	uint64_t skipped;		/* events a head too far ahead skipped */
 	struct names sites, callers;
 	struct thread *threads;
@@ -136,7 +142,7 @@ struct tracing {
 	struct item *items;		/* drain()'s, kept: a new array per pass
 					 * faulted its pages in every time */
 	size_t cap_items;
-	struct mcloc_event *raw;	/* drain()'s copy of a ring's slots */
+	uint64_t *raw;			/* drain()'s copy of a ring's units */
 	size_t cap_raw;
 	uint8_t *arena;			/* drain()'s events' data, for a pass */
 	size_t narena, cap_arena;

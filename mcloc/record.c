@@ -39,7 +39,7 @@
 struct rec_thread {
 	uint32_t tid;
 	int fd;			/* -1: not opened (or failed) */
-	uint64_t slots;
+	uint64_t units;
 };
 
 struct recorder {
@@ -304,7 +304,7 @@ static struct rec_thread *thread_file(struct tracing *t, uint32_t i, uint32_t ti
 		return th->fd >= 0 ? th : NULL;
 	char name[64];
 	struct mcloc_rec_thread h = { .magic = MCLOC_REC_THREAD_MAGIC, .version = MCLOC_REC_VERSION,
-				      .event_size = sizeof(struct mcloc_event), .pid = t->pid,
+				      .event_size = MCLOC_EV_UNIT, .pid = t->pid,
 				      .tid = tid };
 
 	memcpy(h.comm, comm, sizeof(h.comm) - 1);
@@ -327,7 +327,7 @@ static struct rec_thread *thread_file(struct tracing *t, uint32_t i, uint32_t ti
  * not wait for a reader that cannot keep them.
  */
 size_t rec_drain(struct tracing *t,
-		 void (*seen)(struct tracing *t, const struct mcloc_event *ev, size_t n))
+		 void (*seen)(struct tracing *t, const uint64_t *ev, size_t n))
 {
 	struct recorder *r = t->rec;
 	uint32_t nr = rings_taken(t);
@@ -348,7 +348,7 @@ size_t rec_drain(struct tracing *t,
 		uint64_t n = u.na + u.nb;
 
 		if (seen)
-			seen(t, (const struct mcloc_event *)u.a, u.na / sizeof(struct mcloc_event));
+			seen(t, (const uint64_t *)u.a, u.na / MCLOC_EV_UNIT);
 		if (th && (!write_all(th->fd, u.a, u.na) || !write_all(th->fd, u.b, u.nb))) {
 			write_failed(r, "a thread's events");
 			close(th->fd);
@@ -356,9 +356,9 @@ size_t rec_drain(struct tracing *t,
 			th = NULL;
 		}
 		if (th)
-			th->slots += n / sizeof(struct mcloc_event);
+			th->units += n / MCLOC_EV_UNIT;
 		else
-			t->skipped += n / sizeof(struct mcloc_event);
+			t->skipped += n / MCLOC_EV_UNIT;	/* (at most: a unit each) */
 		done += n;
 		ring_consume(t, i, u.head);
 	}
@@ -479,12 +479,12 @@ int rec_close(struct tracing *t, uint64_t lost)
 		uint64_t l = __atomic_load_n(&ring->lost, __ATOMIC_RELAXED);
 		uint64_t w = __atomic_load_n(&ring->waits, __ATOMIC_RELAXED);
 
-		r->info.slots += th->slots;
+		r->info.units += th->units;
 		r->info.waits += w;
 		if (th->fd < 0)
 			continue;
 		if (__atomic_load_n(&ring->lost_open, __ATOMIC_ACQUIRE)) {
-			struct mcloc_event e = { 0, mcloc_ev_word(MCLOC_EV_LOST_BEFORE, 0, 0) };
+			struct mcloc_event e = { .word = mcloc_ev_word(MCLOC_EV_LOST_BEFORE, 0, 0) };
 
 			if (!write_all(th->fd, &e, sizeof(e)))
 				write_failed(r, "a thread's events");
@@ -525,7 +525,7 @@ int rec_close(struct tracing *t, uint64_t lost)
 	if (!ret)
 		fprintf(stderr, "mcloc: %s: %s (%s): %u thread%s, %llu MiB of events, %llu lost\n",
 			r->dir, key_of(r, t), r->info.comm, r->info.threads, r->info.threads == 1 ? "" : "s",
-			(unsigned long long)(r->info.slots * sizeof(struct mcloc_event) >> 20),
+			(unsigned long long)(r->info.units * MCLOC_EV_UNIT >> 20),
 			(unsigned long long)lost);
 	rec_abort(r);
 	t->rec = NULL;

@@ -22,7 +22,7 @@ void rec_abort(struct recorder *r);
 /* Copy what the rings hold to the thread files, and show SEEN (if not
  * NULL) the slots copied, whole events; the bytes copied. */
 size_t rec_drain(struct tracing *t,
-		 void (*seen)(struct tracing *t, const struct mcloc_event *ev, size_t n));
+		 void (*seen)(struct tracing *t, const uint64_t *ev, size_t n));
 /* The program's file mappings, added to those seen (read again while it
  * runs, as it may load more): what names callers and source lines
  * later. */

@@ -42,8 +42,8 @@
 struct rthread {
 	uint32_t tid;
 	char comm[16];
-	const struct mcloc_event *ev;	/* mapped slots, read as data */
-	size_t n, at;			/* slots, and the next one's index */
+	const uint64_t *ev;		/* mapped units, read as data */
+	size_t n, at;			/* units, and the next one's index */
 	struct decoder dec;
 	struct event next;		/* the event at hand (type 0: none left) */
 	void *map;
@@ -218,7 +218,7 @@ static bool load_thread(int dfd, struct rproc *p, const char *file, uint32_t tid
 	}
 	if ((uint64_t)st.st_size < sizeof(h) || pread(fd, &h, sizeof(h), 0) != sizeof(h) ||
 	    h.magic != MCLOC_REC_THREAD_MAGIC || h.version != MCLOC_REC_VERSION ||
-	    h.event_size != sizeof(struct mcloc_event) || h.pid != p->info.pid || h.tid != tid) {
+	    h.event_size != MCLOC_EV_UNIT || h.pid != p->info.pid || h.tid != tid) {
 		fail(dir, "%s: not a thread file of this recording (or of another version)", file);
 		close(fd);
 		return false;
@@ -235,7 +235,7 @@ static bool load_thread(int dfd, struct rproc *p, const char *file, uint32_t tid
 	p->th = v;
 	struct rthread *th = &v[p->nth++];
 	/* (A file cut short mid-event keeps its whole events.) */
-	size_t n = ((size_t)st.st_size - sizeof(h)) / sizeof(struct mcloc_event);
+	size_t n = ((size_t)st.st_size - sizeof(h)) / MCLOC_EV_UNIT;
 
 	*th = (struct rthread){ .tid = tid, .n = n, .lost = h.lost, .waits = h.waits,
 				.f_depth = -1, .n_depth = -1 };
@@ -249,7 +249,7 @@ static bool load_thread(int dfd, struct rproc *p, const char *file, uint32_t tid
 			th->map = NULL;
 			th->n = 0;
 		} else {
-			th->ev = (const struct mcloc_event *)((const uint8_t *)th->map + sizeof(h));
+			th->ev = (const uint64_t *)((const uint8_t *)th->map + sizeof(h));
 		}
 	}
 	close(fd);
@@ -1336,12 +1336,12 @@ static int cmd_info(struct recording *r)
 		printf("%-14s %s\n", "clock:", in->ticks ? "CPU ticks, converted to ns" :
 							  "CLOCK_MONOTONIC ns");
 		(void)secs;
-		printf("%-14s %llu (of 16 bytes: an event takes one or two)\n%-14s %llu\n"
-		       "%-14s %llu\n", "slots:", (unsigned long long)in->slots, "lost:", (unsigned long long)in->lost,
+		printf("%-14s %llu (of 8 bytes: an event takes one, two or more)\n%-14s %llu\n"
+		       "%-14s %llu\n", "units:", (unsigned long long)in->units, "lost:", (unsigned long long)in->lost,
 		       "waits:", (unsigned long long)in->waits);
 		printf("%-14s %zu\n", "threads:", p->nth);
 		for (size_t k = 0; k < p->nth; k++)
-			printf("  %-8u %-16s %12zu slots  %llu lost  %llu waits\n", p->th[k].tid,
+			printf("  %-8u %-16s %12zu units  %llu lost  %llu waits\n", p->th[k].tid,
 			       p->th[k].comm, p->th[k].n, (unsigned long long)p->th[k].lost,
 			       (unsigned long long)p->th[k].waits);
 	}

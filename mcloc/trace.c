@@ -137,9 +137,10 @@ static void resolve_callers(struct tracing *t, const struct event *ev, size_t n)
 	}
 }
 
-/* The callers of the calls in the slots V[0..N), named (mcloc record of
- * the function tracer, whose replay prints them). */
-static void record_callers(struct tracing *t, const struct mcloc_event *v, size_t n)
+/* The callers of the calls in the units V[0..N), named (mcloc record of
+ * the function tracer, whose replay prints them: its events are all
+ * whole, so a decoder of its own reads them). */
+static void record_callers(struct tracing *t, const uint64_t *v, size_t n)
 {
 	struct decoder d = { 0 };
 	struct event *ev = malloc(n * sizeof(*ev));
@@ -224,8 +225,7 @@ static size_t drain(struct tracing *t)
 	for (uint32_t i = 0; i < nr; i++) {
 		struct unread u;
 		uint64_t bytes = __atomic_load_n(&ring_at(t, i)->head, __ATOMIC_ACQUIRE) - t->tails[i];
-		size_t slots = (bytes < t->g.ring_size ? bytes : t->g.ring_size) /
-			       sizeof(struct mcloc_event);
+		size_t slots = (bytes < t->g.ring_size ? bytes : t->g.ring_size) / MCLOC_EV_UNIT;
 
 		/* (Room for every event first: else the ring waits for the
 		 * next pass, unread.) */
@@ -249,12 +249,12 @@ static size_t drain(struct tracing *t)
 		if (!th)
 			continue;
 		bool mark = u.gap != 0;	/* the next event says what was lost */
-		const struct mcloc_event *sl = (const struct mcloc_event *)u.a;
+		const uint64_t *sl = (const uint64_t *)u.a;
 		size_t ns = u.na / sizeof(*sl);
 
 		for (size_t k = 0, seq = 0; k < ns && n < cap;) {
 			struct event e;
-			size_t used = decode_event(&th->dec, sl + k, ns - k, &e);
+			size_t used = decode_event(&t->decs[i], sl + k, ns - k, &e);
 
 			if (!used)
 				break;
@@ -373,7 +373,8 @@ static const char *map_rings(struct tracing *t, int fd, uint64_t size)
 	/* (Only what the rings span is mapped.) */
 	t->size = t->g.data_offset + (size_t)t->g.rings * t->g.ring_stride;
 	t->tails = calloc(t->g.rings, sizeof(*t->tails));
-	if (!t->tails)
+	t->decs = calloc(t->g.rings, sizeof(*t->decs));
+	if (!t->tails || !t->decs)
 		return "out of memory";
 	void *h = mmap(NULL, t->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 

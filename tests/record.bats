@@ -134,6 +134,32 @@ EOF
 	assert_output "mcloc: replay: --time-range: START~END in seconds, as replay prints them (END may be left out)"
 }
 
+@test "short events (one 8-byte unit) read as the whole slots they stand for: every time, site and depth" {
+	"$MCLOC" record -- ./recorded 20000 2
+	"$MCLOC" replay > short.txt
+	"$MCLOC" replay --function > short-fn.txt
+	"$MCLOC" report > short-report.txt
+	cp -r mcloc.data wide.data
+	# A reading of the format apart from mcloc's own writes each short
+	# event out as its slot: most are short, and some are not.
+	run $PY "$SRC/tests/lib/widen-events.py" wide.data/*.events
+	echo "$output"
+	read -r shorts _ slots _ <<<"$output"
+	[ "$shorts" -gt 100000 ] && [ "$slots" -gt 0 ] && [ "$shorts" -gt $((10 * slots)) ]
+	"$MCLOC" replay -d wide.data > wide.txt
+	"$MCLOC" replay -d wide.data --function > wide-fn.txt
+	"$MCLOC" report -d wide.data > wide-report.txt
+	[ "$(wc -l < short.txt)" -gt 60000 ]
+	diff -q short.txt wide.txt
+	diff -q short-fn.txt wide-fn.txt
+	diff -q short-report.txt wide-report.txt
+	# And the bytes: an entry and an exit in one unit each, where a
+	# whole slot takes two.
+	s=$(du -bc mcloc.data/*.events | tail -1 | cut -f1)
+	w=$(du -bc wide.data/*.events | tail -1 | cut -f1)
+	[ $((2 * s)) -lt $((w + w / 10)) ]
+}
+
 @test "lossless: with rings too small to keep up, threads wait and every event is kept" {
 	# 4 threads and main, 200000 calls of leaf each, into 4 KiB rings.
 	run "$MCLOC" record --buffer 4 -- ./recorded 200000 4
@@ -413,13 +439,13 @@ EOF
 }
 
 @test "record --overwrite: a flight recorder, saved at the end, on a snapshot trigger, on mcloc snapshot PID and on SIGUSR1" {
-	# 4 KiB rings: at the end, the last 256 slots of each thread.
+	# 4 KiB rings: at the end, the last 256 slots (512 units) of each thread.
 	run "$MCLOC" record --overwrite --buffer 4 -- ./recorded 200000 2
 	assert_success
 	assert_line --regexp '^mcloc: [0-9]+: [0-9]+ events overwritten before they were read \(--overwrite\)$'
 	run "$MCLOC" info
 	assert_line --regexp '^kept: +flight recorder, 1 snapshot$'
-	[ "$(echo "$output" | grep -cE '^  [0-9]+ +recorded +256 slots ')" -eq 3 ]
+	[ "$(echo "$output" | grep -cE '^  [0-9]+ +recorded +512 units ')" -eq 3 ]
 	run "$MCLOC" replay
 	assert_line --partial "[LOST EVENTS]"
 	# A call entered before the window closes unnamed, as "?", never as a
@@ -556,12 +582,12 @@ EOF
 	$PY - "$ev" <<'EOF'
 import struct, sys
 b = open(sys.argv[1], "rb").read()
-ip = struct.unpack_from("<QQ", b, 56)[1] & ((1 << 48) - 1)
+ip = struct.unpack_from("<Q", b, 56)[0] & ((1 << 48) - 1)
 n, out = 3000, []
 for i in range(n):
-    out.append(struct.pack("<QQ", 1000 + i, 2 << 59 | min(i, 0x7ff) << 48 | ip))
+    out.append(struct.pack("<QQ", 2 << 59 | min(i, 0x7ff) << 48 | ip, 1000 + i))
 for i in reversed(range(n)):
-    out.append(struct.pack("<QQ", 10000 + n - i, 3 << 59 | min(i, 0x7ff) << 48 | (n - i) * 10**6))
+    out.append(struct.pack("<QQ", 3 << 59 | min(i, 0x7ff) << 48 | (n - i) * 10**6, 10000 + n - i))
 open(sys.argv[1], "wb").write(b[:56] + b"".join(out))
 EOF
 	"$MCLOC" dump --flame-graph flame.txt
@@ -584,7 +610,7 @@ os.unlink(ev)
 for tid in range(1, 20001):
     h = bytearray(b)
     struct.pack_into("<I", h, 20, tid)
-    open(f"{d}/{pid}.{tid}.events", "wb").write(bytes(h) + struct.pack("<QQ", 1000 + tid, 2 << 59 | 0x1234))
+    open(f"{d}/{pid}.{tid}.events", "wb").write(bytes(h) + struct.pack("<QQ", 2 << 59 | 0x1234, 1000 + tid))
 EOF
 	run bash -c 'ulimit -v 320000 && "$0" report' "$MCLOC"
 	assert_success

@@ -18,8 +18,11 @@
 #ifndef MCLOC_CONTROL_H
 #define MCLOC_CONTROL_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #define MCLOC_WIRE_VERSION 1
 #define MCLOC_REQ_MAX 4096		/* bytes of a whole request */
@@ -265,8 +268,9 @@ struct mcloc_rep_trace {
  * (after an acquire fence) reads claim: what lies before claim - size may
  * have been overwritten while it copied, and is discarded as lost.
  */
-/* The rings' layout and events (2: events in 16-byte slots). */
-#define MCLOC_RING_VERSION 2
+/* The rings' layout and events (3: events in 8-byte units, the common
+ * graph events in one). */
+#define MCLOC_RING_VERSION 3
 #define MCLOC_RING_MAGIC 0x676e6972636c636dull	/* "mclcring" */
 
 struct mcloc_ring_hdr {
@@ -325,13 +329,14 @@ struct mcloc_ring {
 };
 
 /*
- * An event: one 16-byte slot, or two.  WORD packs a 48-bit payload, the
- * depth and the type; a user-space address fits 48 bits on every
- * architecture mcloc runs on (an event whose address does not is
- * counted lost).  What the payload is, by type:
+ * An event: a 16-byte slot (two 8-byte units: WORD, then TIME), two slots,
+ * or, for the graph's common events, one unit alone (a short event).
+ * WORD packs a 48-bit payload, the depth and the type; a user-space
+ * address fits 48 bits on every architecture mcloc runs on (an event
+ * whose address does not is counted lost).  What the payload is, by type:
  *
- *   CALL     the site; a second slot follows: { parent, cpu }, the return
- *            address in the caller and the CPU it ran on (so that the
+ *   CALL     the site; a second slot follows: { cpu, parent }, the CPU it
+ *            ran on and the return address in the caller (so that the
  *            function tracer's events are all of two slots)
  *   ENTRY    the site
  *   EXIT     the call's duration, in time units (saturated at 2^48 - 1):
@@ -346,10 +351,10 @@ struct mcloc_ring {
  *   DATA     the captured arguments of the CALL or ENTRY just before it,
  *            or the return value of the EXIT just before it, written with
  *            that event: payload bytes of items, in mcloc_ev_data_slots()
- *            slots after this one.  Each slot carries 14 of the bytes:
- *            8 in TIME, then 6 in WORD's low 48 bits (its high 16 bits are
- *            0, so that a reader that starts inside an event skips the
- *            slot as no event).  An item is a byte of MCLOC_ARG_* format
+ *            slots after this one, each packed by mcloc_ev_data_pack()
+ *            (the high 16 bits of a slot's first unit are 0, so that a
+ *            reader that starts inside an event skips the slot as no
+ *            event).  An item is a byte of MCLOC_ARG_* format
  *            (MCLOC_DATA_RET or'ed in for a return value), a byte of
  *            length, then that many bytes: the value's SIZE low bytes
  *            (little-endian, as on every architecture mcloc runs on), or a
@@ -358,14 +363,32 @@ struct mcloc_ring {
  *            MCLOC_DATA_BAD (not readable: the pointer's 8 bytes) or
  *            MCLOC_DATA_CUT (longer than what was kept).
  *
- * Half the bytes of a naive layout: a recording's cost is mostly the
- * bytes it writes.
+ * Short events say what a reader can infer from the events before them in
+ * the same ring, as state that writer and reader both keep from every
+ * event (struct mcloc_ev_state): the last event's time, the last ENTRY's
+ * site, and the depth the next ENTRY takes.  Their bit 63 is 0 (they are
+ * never the first event after a loss):
+ *
+ *   SENTRY   an ENTRY at depth open: bits 58..27 the time's advance on
+ *            the last event's, bits 26..0 the site's distance from the
+ *            last ENTRY's (signed)
+ *   SEXIT    an EXIT at depth open - 1: bits 58..29 the time's advance,
+ *            bits 28..0 the duration
+ *
+ * A writer uses them only where each field fits, the depth is below
+ * MCLOC_EV_DEPTH_MAX, and never in an overwriting ring (whose reader
+ * starts anywhere: there every event stays a whole number of slots, and
+ * the ring's data a sequence of slots).
+ *
+ * The bytes written are a recording's cost: a graph event takes 8 of
+ * them where a naive layout takes 32.
  */
 struct mcloc_event {
-	uint64_t time;
 	uint64_t word;
+	uint64_t time;
 };
 
+#define MCLOC_EV_UNIT 8		/* bytes: events are whole units */
 #define MCLOC_EV_PAYLOAD_BITS 48
 #define MCLOC_EV_PAYLOAD_MAX ((1ull << MCLOC_EV_PAYLOAD_BITS) - 1)
 #define MCLOC_EV_DEPTH_MAX 0x7ffu
@@ -379,6 +402,8 @@ enum {
 	MCLOC_EV_CPU = 6,	/* the thread's CPU from here on */
 	MCLOC_EV_MARK = 7,	/* a trigger's mark: payload MCLOC_MARK_* */
 	MCLOC_EV_DATA = 8,	/* arguments or a return value: payload bytes */
+	MCLOC_EV_SENTRY = 9,	/* a short ENTRY: one unit */
+	MCLOC_EV_SEXIT = 10,	/* a short EXIT: one unit */
 	/* Or'ed into type: events of this thread were lost just before. */
 	MCLOC_EV_LOST_BEFORE = 0x8000,
 };
@@ -409,6 +434,81 @@ static inline uint64_t mcloc_ev_payload(uint64_t word)
 	return word & MCLOC_EV_PAYLOAD_MAX;
 }
 
+/* ---- short events ---- */
+#define MCLOC_SENTRY_TIME_BITS 32
+#define MCLOC_SENTRY_SITE_BITS 27
+#define MCLOC_SEXIT_TIME_BITS 30
+#define MCLOC_SEXIT_DUR_BITS 29
+
+/* What both sides of a ring know from its events so far (all 0 at its
+ * start): the state a short event is read against. */
+struct mcloc_ev_state {
+	uint64_t time;		/* the last event's */
+	uint64_t site;		/* the last ENTRY's */
+	unsigned open;		/* the depth of the next ENTRY */
+};
+
+/* STATE after an event of TYPE (a base type, short or not) at DEPTH (as
+ * its word says it: saturated), at TIME, of SITE (ENTRY). */
+static inline void mcloc_ev_advance(struct mcloc_ev_state *st, unsigned type, unsigned depth,
+				    uint64_t time, uint64_t site)
+{
+	st->time = time;
+	if (type == MCLOC_EV_ENTRY || type == MCLOC_EV_SENTRY) {
+		st->site = site;
+		st->open = depth + 1;
+	} else if (type == MCLOC_EV_EXIT || type == MCLOC_EV_SEXIT || type == MCLOC_EV_LEFT) {
+		st->open = depth;
+	}
+}
+
+/* The short ENTRY at TIME of SITE at DEPTH, or 0 when it cannot be one. */
+static inline uint64_t mcloc_ev_sentry(const struct mcloc_ev_state *st, uint64_t time,
+				       uint64_t site, unsigned depth)
+{
+	uint64_t dt = time - st->time, ds = site - st->site + (1ull << (MCLOC_SENTRY_SITE_BITS - 1));
+
+	if (depth != st->open || depth >= MCLOC_EV_DEPTH_MAX || time < st->time ||
+	    dt >> MCLOC_SENTRY_TIME_BITS || ds >> MCLOC_SENTRY_SITE_BITS)
+		return 0;
+	return (uint64_t)MCLOC_EV_SENTRY << 59 | dt << MCLOC_SENTRY_SITE_BITS |
+	       ((site - st->site) & ((1ull << MCLOC_SENTRY_SITE_BITS) - 1));
+}
+
+/* The short EXIT at TIME after DUR at DEPTH, or 0 when it cannot be one. */
+static inline uint64_t mcloc_ev_sexit(const struct mcloc_ev_state *st, uint64_t time,
+				      uint64_t dur, unsigned depth)
+{
+	uint64_t dt = time - st->time;
+
+	if (depth + 1 != st->open || depth >= MCLOC_EV_DEPTH_MAX || time < st->time ||
+	    dt >> MCLOC_SEXIT_TIME_BITS || dur >> MCLOC_SEXIT_DUR_BITS)
+		return 0;
+	return (uint64_t)MCLOC_EV_SEXIT << 59 | dt << MCLOC_SEXIT_DUR_BITS | dur;
+}
+
+/* A short event WORD read against STATE: its time, depth and site (ENTRY)
+ * or duration (EXIT).  False when the state cannot have a short event of
+ * WORD's type (a ring read from its middle, or hostile data). */
+static inline bool mcloc_ev_short(const struct mcloc_ev_state *st, uint64_t word,
+				  uint64_t *time, unsigned *depth, uint64_t *pay)
+{
+	if ((word >> 59 & 0xf) == MCLOC_EV_SENTRY) {
+		uint64_t d = word & ((1ull << MCLOC_SENTRY_SITE_BITS) - 1);
+
+		*time = st->time + (word >> MCLOC_SENTRY_SITE_BITS &
+				    ((1ull << MCLOC_SENTRY_TIME_BITS) - 1));
+		*pay = (st->site + d - (d >> (MCLOC_SENTRY_SITE_BITS - 1) << MCLOC_SENTRY_SITE_BITS)) &
+		       MCLOC_EV_PAYLOAD_MAX;
+		*depth = st->open;
+		return st->open < MCLOC_EV_DEPTH_MAX;
+	}
+	*time = st->time + (word >> MCLOC_SEXIT_DUR_BITS & ((1ull << MCLOC_SEXIT_TIME_BITS) - 1));
+	*pay = word & ((1ull << MCLOC_SEXIT_DUR_BITS) - 1);
+	*depth = st->open - 1;
+	return st->open > 0 && st->open <= MCLOC_EV_DEPTH_MAX;
+}
+
 enum {
 	MCLOC_DATA_RET = 0x80,	/* the return value */
 	MCLOC_DATA_NULL = 0x40,	/* STR: a null pointer */
@@ -425,16 +525,44 @@ static inline unsigned mcloc_ev_data_slots(uint64_t bytes)
 	return (unsigned)((bytes + MCLOC_EV_DATA_SLOT - 1) / MCLOC_EV_DATA_SLOT);
 }
 
-/* The slots of the event whose first slot's word is WORD. */
-static inline unsigned mcloc_ev_slots(uint64_t word)
+/* A DATA slot of the N (up to 14) bytes at P: 6 in the first unit's low
+ * 48 bits, 8 in the second. */
+static inline struct mcloc_event mcloc_ev_data_pack(const uint8_t *p, size_t n)
+{
+	uint8_t b[16] = { 0 };
+	struct mcloc_event ev;
+
+	memcpy(b, p, n < 6 ? n : 6);
+	if (n > 6)
+		memcpy(b + 8, p + 6, n - 6 < 8 ? n - 6 : 8);
+	memcpy(&ev, b, sizeof(ev));
+	return ev;
+}
+
+/* The N (up to 14) bytes of a DATA slot at V, into P. */
+static inline void mcloc_ev_data_unpack(const uint64_t *v, uint8_t *p, size_t n)
+{
+	uint8_t b[16];
+
+	memcpy(b, v, sizeof(b));
+	memcpy(p, b, n < 6 ? n : 6);
+	if (n > 6)
+		memcpy(p + 6, b + 8, n - 6 < 8 ? n - 6 : 8);
+}
+
+/* The units of the event whose first unit is WORD. */
+static inline unsigned mcloc_ev_units(uint64_t word)
 {
 	unsigned type = mcloc_ev_type(word) & 0xf;
 
 	/* (A DATA event longer than any writer makes is one slot, which a
-	 * reader skips: its count of slots cannot wrap.) */
-	return type == MCLOC_EV_CALL ? 2 :
+	 * reader skips: its count cannot wrap.  What no event starts with
+	 * is skipped a slot at a time, as the slots of a ring read from
+	 * its middle lie.) */
+	return type == MCLOC_EV_SENTRY || type == MCLOC_EV_SEXIT ? 1 :
+	       type == MCLOC_EV_CALL ? 4 :
 	       type == MCLOC_EV_DATA && mcloc_ev_payload(word) <= MCLOC_EV_DATA_MAX ?
-	       1 + mcloc_ev_data_slots(mcloc_ev_payload(word)) : 1;
+	       2 + 2 * mcloc_ev_data_slots(mcloc_ev_payload(word)) : 2;
 }
 
 /* One address of MCLOC_REQ_ADDRS's answer, followed by its function's name

@@ -20,8 +20,8 @@
  *                   and sites PID.names does not, and source lines, from
  *                   those files (as they are when read).
  *   KEY.TID.events  one per thread that was traced: struct mcloc_rec_thread,
- *                   then the slots of its events (struct mcloc_event,
- *                   <mcloc/control.h> says how an event takes one or two)
+ *                   then its events, in 8-byte units (<mcloc/control.h>
+ *                   says how an event takes one, two or more)
  *                   to its end, in the order the thread wrote them, which
  *                   is time order.
  *                   These are the rings' bytes, copied as they were written:
@@ -44,7 +44,7 @@
 
 #include <stdint.h>
 
-#define MCLOC_REC_VERSION 1
+#define MCLOC_REC_VERSION 2
 #define MCLOC_REC_MAGIC 0x636572636f6c636dull	/* "mclocrec" */
 #define MCLOC_REC_THREAD_MAGIC 0x646874636f6c636dull	/* "mclocthd" */
 #define MCLOC_REC_DEFAULT_DIR "mcloc.data"
@@ -62,7 +62,7 @@ struct mcloc_rec_info {
 	uint64_t start_ns, start_time;
 	uint64_t end_ns, end_time;
 	uint64_t realtime_ns;	/* CLOCK_REALTIME at the start: the date */
-	uint64_t slots;		/* event slots written to the thread files */
+	uint64_t units;		/* 8-byte units of events in the thread files */
 	uint64_t lost;		/* events lost (threads without a ring included) */
 	uint64_t waits;		/* times a thread waited for room (lossless) */
 	uint32_t threads;	/* thread files */
@@ -78,7 +78,7 @@ struct mcloc_rec_info {
 struct mcloc_rec_thread {
 	uint64_t magic;		/* MCLOC_REC_THREAD_MAGIC */
 	uint32_t version;	/* MCLOC_REC_VERSION */
-	uint32_t event_size;	/* sizeof(struct mcloc_event): a slot */
+	uint32_t event_size;	/* MCLOC_EV_UNIT: events are whole units */
 	uint32_t pid, tid;
 	char comm[16];		/* the thread's name, NUL-terminated */
 	uint64_t lost, waits;

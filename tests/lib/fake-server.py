@@ -36,7 +36,7 @@ RING = 192      # sizeof(struct mcloc_ring)
 HELLO = struct.Struct("=IIQQQ16s16s32s")
 SITE = struct.Struct("=QIHH")
 
-RING_VERSION = 2    # MCLOC_RING_VERSION
+RING_VERSION = 3    # MCLOC_RING_VERSION
 GOOD = dict(magic=MAGIC, version=RING_VERSION, rings=2, ring_size=4096, ring_stride=RING + 4096,
             data_offset=128, ticks=0, flags=0)
 
