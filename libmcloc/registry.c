@@ -111,9 +111,27 @@ int mcloc_register_image(struct mcloc_image *desc)
 		ret = slot ? -ENOSPC : -ENOMEM;
 		goto out;
 	}
+	size_t refused = mcr_nrefused;
+
 	ret = mcr_image_records(&im, desc);
 	if (ret) {
 		free(slot);
+		goto out;
+	}
+	/* A descriptor registered already, or another naming the same
+	 * sites (a copy of one): its sites would have two records each,
+	 * counted, filtered and patched twice. */
+	for (size_t i = 0; i < mcr_nimages && !ret; i++) {
+		const struct image *o = mcr_images[i];
+
+		if (o && (o->desc == desc ||
+			  (im.nrecs && o->nrecs && im.lo <= o->hi && o->lo <= im.hi)))
+			ret = -EEXIST;
+	}
+	if (ret) {
+		mcr_nrefused = refused;	/* (counted with the first) */
+		*slot = im;
+		mcr_image_free(slot);
 		goto out;
 	}
 	im.first = mcr_nrecords;

@@ -843,3 +843,12 @@ work_ab_source() {
 	assert_line 1
 	assert_line --regexp "^libmcloc: .*newer: image ABI version [0-9]+, not 2 to [0-9]+: not traced \(linked for a newer libmcloc\)\$"
 }
+
+@test "an image's descriptor registered again, or a copy of it, is refused: each site keeps one record" {
+	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
+	T=$(mktemp -d "$BATS_RUN_TMPDIR/t.XXXXXX")
+	traced_fixture twice -I"$SRC/include"
+	LD_LIBRARY_PATH=$LIBDIR run ./twice
+	assert_success
+	assert_output --regexp '^again -17, copy -17, records ([1-9][0-9]*) then \1; 2$'
+}
