@@ -48,6 +48,7 @@ struct checker {
 	enum km_version kversion;	/* with kernel: whose (KM_DETECT: the image's) */
 	size_t in_no_function;	/* entries --kernel accepted there */
 	size_t misplaced;	/* patchable entries not at their function's entry */
+	size_t unplaced;	/* entries not placed: the image has no symbols */
 };
 
 static void problem(struct checker *k, uint32_t shndx, uint64_t off, bool placed,
@@ -432,7 +433,12 @@ static int check_one(const char *file, const char *path, const struct op_common 
 				e->bytes[0] ? e->bytes : "past the end of the section");
 			continue;
 		}
-		check_placement(&k, e);
+		/* (Stripped: no function to place a site in, said once.) */
+		if (f.symtab)
+			check_placement(&k, e);
+		else if (!k.unplaced++)
+			mc_warn(path, "no symbol table (stripped?): where each site lies in its "
+				"function is not checked");
 		check_parked(&k, e);
 		if (k.a->site_align && e->off % k.a->site_align)
 			problem(&k, e->shndx, e->off, true, "not aligned to %u bytes, which "
