@@ -658,6 +658,34 @@ void put_arg_items(FILE *f, const uint8_t *d, size_t n, bool json, bool ret)
 	}
 }
 
+/* JSON: after the arguments (RET: the return value) of the N bytes at
+ * D, which of them were strings cut to what was kept: ,"cut":[indices]
+ * (,"retval_cut":true), or nothing when none was.  (Apart from the
+ * values, which stay the bytes read: a value's own "..." is no mark.) */
+static void put_cut(FILE *f, const uint8_t *d, size_t n, bool ret)
+{
+	struct arg_item it;
+	unsigned i = 0, cut = 0;
+
+	for (size_t used; (used = next_arg_item(d, n, &it)); d += used, n -= used) {
+		if (!(it.flags & MCLOC_DATA_RET) != !ret)
+			continue;
+		if (it.fmt == MCLOC_ARG_STR && (it.flags & MCLOC_DATA_CUT) &&
+		    !(it.flags & (MCLOC_DATA_NULL | MCLOC_DATA_BAD))) {
+			if (ret) {
+				out_str(f, ",\"retval_cut\":true");
+				return;
+			}
+			fprintf(f, cut++ ? ",%u" : ",\"cut\":[%u", i);
+		}
+		if (ret)
+			return;
+		i++;
+	}
+	if (cut)
+		putc_unlocked(']', f);
+}
+
 /* Whether the N bytes at D hold a return value. */
 static bool has_ret(const uint8_t *d, size_t n)
 {
@@ -717,12 +745,15 @@ static void json_event(struct tracing *t, const struct thread *th, const struct 
 		if (has_ret(e->data, e->ndata)) {
 			out_str(stdout, "\"retval\":");
 			put_arg_items(stdout, e->data, e->ndata, true, true);
+			put_cut(stdout, e->data, e->ndata, true);
 			putc_unlocked(',', stdout);
 		}
 	} else if (e->ndata) {
 		out_str(stdout, "\"args\":[");
 		put_arg_items(stdout, e->data, e->ndata, true, false);
-		out_str(stdout, "],");
+		putc_unlocked(']', stdout);
+		put_cut(stdout, e->data, e->ndata, false);
+		putc_unlocked(',', stdout);
 	}
 	printf("\"depth\":%u}\n", e->depth);
 }
@@ -758,7 +789,10 @@ void chrome_event(struct tracing *t, const struct thread *th, const char *ph,
 		if (!ret || has_ret(e->data, e->ndata)) {
 			out_str(f, ret ? ",\"args\":{\"retval\":" : ",\"args\":{\"args\":[");
 			put_arg_items(f, e->data, e->ndata, true, ret);
-			out_str(f, ret ? "}" : "]}");
+			if (!ret)
+				putc_unlocked(']', f);
+			put_cut(f, e->data, e->ndata, ret);
+			putc_unlocked('}', f);
 		}
 	}
 	putc_unlocked('}', f);

@@ -63,9 +63,11 @@ mapfile -t BYHAND < "$RT/argsfix.spec"
 	"$MCLOC" replay -j > out.json
 	$PY - out.json <<'EOF2'
 import json, sys
-got = {}
+got, cut = {}, {}
 for line in open(sys.argv[1]):
     e = json.loads(line)
+    if "cut" in e or "retval_cut" in e:
+        cut[e["function"]] = (e.get("cut"), e.get("retval_cut"))
     if e["type"] == "entry" and "args" in e:
         got[e["function"]] = e["args"]
     if e["type"] == "exit" and "retval" in e:
@@ -80,6 +82,8 @@ want = {
 }
 for k, v in want.items():
     assert got.get(k) == v, (k, got.get(k), v)
+# The string cut to 64 bytes is said to be, apart from its value.
+assert cut == {"strings": ([3], None)}, cut
 print("ok")
 EOF2
 	# The Chrome file: a call's arguments on its B event, its value on E.
@@ -90,7 +94,8 @@ d = json.load(open(sys.argv[1]))
 ev = d["traceEvents"] if isinstance(d, dict) else d
 b = {e["name"]: e["args"] for e in ev if e["ph"] == "B" and "args" in e}
 e = {e["name"]: e["args"] for e in ev if e["ph"] == "E" and "args" in e}
-assert b["strings"] == {"args": ["hello \"world\"\n", None, "0x10", "0123456789abcdef" * 4]}, b["strings"]
+assert b["strings"] == {"args": ["hello \"world\"\n", None, "0x10", "0123456789abcdef" * 4],
+                        "cut": [3]}, b["strings"]
 assert e["half"] == {"retval": 1.5} and e["main"] == {"retval": 0}, e
 print("ok")
 EOF2
