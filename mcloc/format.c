@@ -550,23 +550,22 @@ static void put_quoted(FILE *f, const struct arg_item *it, bool json)
 		out_str(f, json ? "" : "...");
 }
 
-/* The value of IT on F. */
-static void put_value(FILE *f, const struct arg_item *it, bool json)
+void arg_value_of(const struct arg_item *it, struct arg_value *v)
 {
 	uint64_t raw = 0;
 
-	if ((it->flags & MCLOC_DATA_BAD) && (it->fmt != MCLOC_ARG_STR || it->len != 8)) {
-		out_str(f, json ? "null" : "?");
+	*v = (struct arg_value){ .kind = VAL_NONE, .s = it->v, .len = it->len };
+	if ((it->flags & MCLOC_DATA_BAD) && (it->fmt != MCLOC_ARG_STR || it->len != 8))
 		return;
-	}
 	if (it->fmt == MCLOC_ARG_STR) {
 		if (it->flags & MCLOC_DATA_NULL) {
-			out_str(f, json ? "null" : "NULL");
+			v->kind = VAL_NULLPTR;
 		} else if (it->flags & MCLOC_DATA_BAD) {
-			memcpy(&raw, it->v, 8);
-			fprintf(f, json ? "\"%#llx\"" : "%#llx", (unsigned long long)raw);
+			memcpy(&v->u, it->v, 8);
+			v->kind = VAL_HEX;
 		} else {
-			put_quoted(f, it, json);
+			v->kind = VAL_STR;
+			v->cut = it->flags & MCLOC_DATA_CUT;
 		}
 		return;
 	}
@@ -575,66 +574,94 @@ static void put_value(FILE *f, const struct arg_item *it, bool json)
 	uint64_t mask = bits == 64 ? ~0ull : (1ull << bits) - 1;
 
 	raw &= mask;
+	v->u = raw;
 	switch (it->fmt) {
-	case MCLOC_ARG_INT: {
-		int64_t v = bits == 64 || !(raw >> (bits - 1) & 1) ? (int64_t)raw
-								     : (int64_t)(raw | ~mask);
-
-		fprintf(f, "%lld", (long long)v);
+	case MCLOC_ARG_INT:
+		v->kind = VAL_INT;
+		v->i = bits == 64 || !(raw >> (bits - 1) & 1) ? (int64_t)raw : (int64_t)(raw | ~mask);
 		break;
-	}
 	case MCLOC_ARG_UINT:
-		fprintf(f, "%llu", (unsigned long long)raw);
+		v->kind = VAL_UINT;
 		break;
 	case MCLOC_ARG_AUTO: {
 		/* A small number in decimal (an int's negative value in a
 		 * register whose upper half the callee zeroed too), anything
 		 * else, a pointer mostly, in hex. */
-		int64_t v = (int64_t)raw;
+		int64_t i = (int64_t)raw;
 		int32_t low = (int32_t)(uint32_t)raw;
 
-		if (bits == 64 && (v < -100000 || v > 100000) && !(raw >> 32) && low < 0 &&
+		if (bits == 64 && (i < -100000 || i > 100000) && !(raw >> 32) && low < 0 &&
 		    low >= -100000)
-			v = low;
-		if (v >= -100000 && v <= 100000)
-			fprintf(f, "%lld", (long long)v);
-		else
-			fprintf(f, json ? "\"%#llx\"" : "%#llx", (unsigned long long)raw);
+			i = low;
+		v->kind = i >= -100000 && i <= 100000 ? VAL_INT : VAL_HEX;
+		v->i = i;
 		break;
 	}
-	case MCLOC_ARG_CHAR: {
-		struct arg_item c = { .v = (const uint8_t *)&raw, .len = 1 };
-
-		if (json) {
-			put_quoted(f, &c, true);
-		} else if (raw >= 0x20 && raw < 0x7f && raw != '\'' && raw != '\\') {
-			fprintf(f, "'%c'", (int)raw);
-		} else {
-			fprintf(f, "'\\x%02x'", (unsigned)raw);
-		}
+	case MCLOC_ARG_CHAR:
+		v->kind = VAL_CHAR;
 		break;
-	}
-	case MCLOC_ARG_FLOAT: {
-		double v;
-
-		if (it->len == 4) {
+	case MCLOC_ARG_FLOAT:
+		v->kind = VAL_DOUBLE;
+		v->single = it->len == 4;
+		if (v->single) {
 			float x;
 			uint32_t w = (uint32_t)raw;
 
 			memcpy(&x, &w, 4);
-			v = x;
+			v->d = x;
 		} else {
-			memcpy(&v, &raw, 8);
+			memcpy(&v->d, &raw, 8);
 		}
-		/* (JSON has no NaN or infinity: those go as strings.) */
-		if (json && !isfinite(v))
-			fprintf(f, "\"%g\"", v);
-		else
-			fprintf(f, "%.*g", it->len == 4 ? 9 : 17, v);
+		break;
+	default:	/* HEX, and a format of a later version */
+		v->kind = VAL_HEX;
 		break;
 	}
-	default:	/* HEX, and a format of a later version */
-		fprintf(f, json ? "\"%#llx\"" : "%#llx", (unsigned long long)raw);
+}
+
+/* The value of IT on F. */
+static void put_value(FILE *f, const struct arg_item *it, bool json)
+{
+	struct arg_value v;
+
+	arg_value_of(it, &v);
+	switch (v.kind) {
+	case VAL_NONE:
+		out_str(f, json ? "null" : "?");
+		break;
+	case VAL_NULLPTR:
+		out_str(f, json ? "null" : "NULL");
+		break;
+	case VAL_STR:
+		put_quoted(f, it, json);
+		break;
+	case VAL_INT:
+		fprintf(f, "%lld", (long long)v.i);
+		break;
+	case VAL_UINT:
+		fprintf(f, "%llu", (unsigned long long)v.u);
+		break;
+	case VAL_HEX:
+		fprintf(f, json ? "\"%#llx\"" : "%#llx", (unsigned long long)v.u);
+		break;
+	case VAL_CHAR: {
+		uint8_t b = (uint8_t)v.u;
+		struct arg_item c = { .v = &b, .len = 1 };
+
+		if (json)
+			put_quoted(f, &c, true);
+		else if (b >= 0x20 && b < 0x7f && b != '\'' && b != '\\')
+			fprintf(f, "'%c'", (int)b);
+		else
+			fprintf(f, "'\\x%02x'", (unsigned)b);
+		break;
+	}
+	case VAL_DOUBLE:
+		/* (JSON has no NaN or infinity: those go as strings.) */
+		if (json && !isfinite(v.d))
+			fprintf(f, "\"%g\"", v.d);
+		else
+			fprintf(f, "%.*g", v.single ? 9 : 17, v.d);
 		break;
 	}
 }

@@ -174,6 +174,21 @@ struct arg_item {
 };
 /* The item at D (N bytes left) into *IT: its bytes, 0 when none is whole. */
 size_t next_arg_item(const uint8_t *d, size_t n, struct arg_item *it);
+/* An item's value, as every output shows it: unreadable (NONE), a null
+ * string pointer, a signed or unsigned number, one shown in hex (a
+ * pointer, mostly), a character, a floating-point number (SINGLE: a
+ * float) or a string (S, LEN; CUT: cut to what was kept). */
+struct arg_value {
+	enum { VAL_NONE, VAL_NULLPTR, VAL_INT, VAL_UINT, VAL_HEX, VAL_CHAR, VAL_DOUBLE,
+	       VAL_STR } kind;
+	int64_t i;
+	uint64_t u;		/* UINT, HEX, CHAR */
+	double d;
+	bool single, cut;
+	const uint8_t *s;
+	unsigned len;
+};
+void arg_value_of(const struct arg_item *it, struct arg_value *v);
 /* The arguments among the N bytes of items at D on F: text "1, \"abc\""
  * or (JSON) the values of an array; the return value alone with RET. */
 void put_arg_items(FILE *f, const uint8_t *d, size_t n, bool json, bool ret);

@@ -12,8 +12,11 @@
  * track_descriptor = 60 }, TrackDescriptor { uuid = 1; name = 2;
  * process = 3; thread = 4; parent_uuid = 5 }, ProcessDescriptor { pid = 1;
  * process_name = 6 }, ThreadDescriptor { pid = 1; tid = 2; thread_name =
- * 5 }, TrackEvent { type = 9; name_iid = 10; track_uuid = 11 },
- * InternedData { event_names = 2 }, EventName { iid = 1; name = 2 }.
+ * 5 }, TrackEvent { debug_annotations = 4; type = 9; name_iid = 10;
+ * track_uuid = 11 }, DebugAnnotation { bool_value = 2; uint_value = 3;
+ * int_value = 4; double_value = 5; string_value = 6; pointer_value = 7;
+ * name = 10 }, InternedData { event_names = 2 }, EventName { iid = 1;
+ * name = 2 }.
  * Function names are interned per process (a sequence of its own): each
  * is written once, in the packet of its first event.
  */
@@ -23,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { VARINT = 0, LEN = 2 };
+enum { VARINT = 0, FIXED64 = 1, LEN = 2 };
 
 struct buf {
 	uint8_t *p;
@@ -98,6 +101,7 @@ static void field_msg(struct buf *b, unsigned field, struct buf *inner)
 struct perfetto {
 	FILE *f;
 	struct buf pkt, m1, m2, m3;	/* a packet, and messages inside it */
+	struct buf ann;			/* the next event's annotations */
 	uint32_t seq;
 	bool cleared;			/* the sequence's first packet is out */
 	struct u64map iids;		/* a site's interned name, by site */
@@ -187,18 +191,67 @@ void pf_event(struct perfetto *p, uint64_t ns, uint64_t track, enum pf_type type
 	if (iid)
 		field_u(&p->m1, 10, iid);
 	field_u(&p->m1, 11, track);
+	p->m1.failed |= p->ann.failed;
+	put(&p->m1, p->ann.p, p->ann.n);
+	p->ann.n = 0;
 	field_msg(&p->pkt, 11, &p->m1);
 	emit(p);
 }
 
+/* A DebugAnnotation NAME whose value field FIELD was just put in m3. */
+static void annotation(struct perfetto *p, const char *name)
+{
+	field_str(&p->m3, 10, name);
+	field_msg(&p->ann, 4, &p->m3);
+}
+
+void pf_arg_int(struct perfetto *p, const char *name, int64_t v)
+{
+	field_u(&p->m3, 4, (uint64_t)v);	/* (int64: two's complement) */
+	annotation(p, name);
+}
+
+void pf_arg_uint(struct perfetto *p, const char *name, uint64_t v, bool pointer)
+{
+	field_u(&p->m3, pointer ? 7 : 3, v);
+	annotation(p, name);
+}
+
+void pf_arg_bool(struct perfetto *p, const char *name, bool v)
+{
+	field_u(&p->m3, 2, v);
+	annotation(p, name);
+}
+
+void pf_arg_double(struct perfetto *p, const char *name, double v)
+{
+	uint64_t w;
+	uint8_t le[8];
+
+	memcpy(&w, &v, 8);
+	for (int i = 0; i < 8; i++)
+		le[i] = (uint8_t)(w >> 8 * i);
+	key(&p->m3, 5, FIXED64);
+	put(&p->m3, le, 8);
+	annotation(p, name);
+}
+
+void pf_arg_str(struct perfetto *p, const char *name, const char *s, size_t n)
+{
+	field_bytes(&p->m3, 6, s, n);
+	annotation(p, name);
+}
+
 int pf_close(struct perfetto *p)
 {
-	int ret = p->pkt.failed || p->m1.failed || p->m2.failed ? -1 : 0;
+	int ret = p->pkt.failed || p->m1.failed || p->m2.failed || p->m3.failed || p->ann.failed
+		  ? -1 : 0;
 
 	free(p->pkt.p);
 	free(p->m1.p);
 	free(p->m2.p);
 	free(p->m3.p);
+	free(p->ann.p);
 	u64map_free(&p->iids);
 	free(p);
 	return ret;

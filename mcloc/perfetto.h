@@ -23,6 +23,14 @@ void pf_track(struct perfetto *p, uint64_t uuid, uint32_t pid, uint32_t tid, con
  * function at IP named NAME (its name is written once per sequence). */
 void pf_event(struct perfetto *p, uint64_t ns, uint64_t track, enum pf_type type, uint64_t ip,
 	      const char *name);
+/* A debug annotation NAME of the next event: a signed or unsigned number
+ * (POINTER: an address, which viewers show in hex), a flag, a
+ * floating-point number, or the N bytes at S (valid UTF-8). */
+void pf_arg_int(struct perfetto *p, const char *name, int64_t v);
+void pf_arg_uint(struct perfetto *p, const char *name, uint64_t v, bool pointer);
+void pf_arg_bool(struct perfetto *p, const char *name, bool v);
+void pf_arg_double(struct perfetto *p, const char *name, double v);
+void pf_arg_str(struct perfetto *p, const char *name, const char *s, size_t n);
 /* Freed; -1 when anything failed (out of memory, or a write). */
 int pf_close(struct perfetto *p);
 

@@ -1228,6 +1228,81 @@ struct pf_walk {
 	struct tstack *open;	/* per thread: calls begun, not ended */
 };
 
+/* The arguments (RET: the return value) of E as the next Perfetto event's
+ * annotations, named as JSON lines name them: args[0], args[1], ... and
+ * retval; cut strings listed in "cut" (retval_cut).  A string's bytes
+ * that are not UTF-8 go as \xXX (a protobuf string is UTF-8). */
+static void pf_args(struct perfetto *pf, const struct event *e, bool ret)
+{
+	struct arg_item it;
+	unsigned k = 0;
+	char cut[64] = "";
+	size_t ncut = 0;
+
+	for (size_t used, n = e->ndata; (used = next_arg_item(e->data + e->ndata - n, n, &it));
+	     n -= used) {
+		if (!(it.flags & MCLOC_DATA_RET) != !ret)
+			continue;
+		char name[24], str[4 * 255 + 1];
+		struct arg_value v;
+		size_t m = 0;
+
+		snprintf(name, sizeof(name), ret ? "retval" : "args[%u]", k);
+		arg_value_of(&it, &v);
+		switch (v.kind) {
+		case VAL_NONE:
+			pf_arg_str(pf, name, "?", 1);
+			break;
+		case VAL_NULLPTR:
+			pf_arg_uint(pf, name, 0, true);
+			break;
+		case VAL_INT:
+			pf_arg_int(pf, name, v.i);
+			break;
+		case VAL_UINT:
+			pf_arg_uint(pf, name, v.u, false);
+			break;
+		case VAL_HEX:
+			pf_arg_uint(pf, name, v.u, true);
+			break;
+		case VAL_DOUBLE:
+			pf_arg_double(pf, name, v.d);
+			break;
+		case VAL_CHAR:
+		case VAL_STR: {
+			uint8_t c = (uint8_t)v.u;
+			const uint8_t *b = v.kind == VAL_CHAR ? &c : v.s;
+			size_t len = v.kind == VAL_CHAR ? 1 : v.len;
+
+			for (size_t j = 0; j < len; j++) {
+				size_t u = b[j] >= 0x80 ? sym_utf8_len(b + j, len - j) : 0;
+
+				if (u) {
+					memcpy(str + m, b + j, u);
+					m += u;
+					j += u - 1;
+				} else if (b[j] >= 0x20 && b[j] < 0x7f) {
+					str[m++] = (char)b[j];
+				} else {
+					m += (size_t)sprintf(str + m, "\\x%02x", b[j]);
+				}
+			}
+			pf_arg_str(pf, name, str, m);
+			break;
+		}
+		}
+		if (v.cut && ret)
+			pf_arg_bool(pf, "retval_cut", true);
+		else if (v.cut && ncut < sizeof(cut) - 12)
+			ncut += (size_t)snprintf(cut + ncut, sizeof(cut) - ncut, ncut ? ",%u" : "%u", k);
+		if (ret)
+			break;
+		k++;
+	}
+	if (ncut)
+		pf_arg_str(pf, "cut", cut, ncut);
+}
+
 static void pf_walk_event(struct walker *w, struct tracing *t, struct item *it)
 {
 	struct pf_walk *pw = (struct pf_walk *)w;
@@ -1242,13 +1317,21 @@ static void pf_walk_event(struct walker *w, struct tracing *t, struct item *it)
 	if (it->e.type & MCLOC_EV_LOST_BEFORE)
 		for (; th->open; th->open--)
 			pf_event(pw->pf, ns, track, PF_END, 0, NULL);
+	/* (Arguments with a slice's begin, the return value with its end,
+	 * as dump --chrome has them.) */
 	if (type == MCLOC_EV_ENTRY) {
 		th->open++;
+		if (it->e.ndata)
+			pf_args(pw->pf, &it->e, false);
 		pf_event(pw->pf, ns, track, PF_BEGIN, it->e.ip, site_name(t, it->e.ip, b, sizeof(b)));
 	} else if ((type == MCLOC_EV_EXIT || type == MCLOC_EV_LEFT) && th->open) {
 		th->open--;
+		if (type == MCLOC_EV_EXIT && it->e.ndata)
+			pf_args(pw->pf, &it->e, true);
 		pf_event(pw->pf, ns, track, PF_END, 0, NULL);
 	} else if (type == MCLOC_EV_CALL || type == MCLOC_EV_UNTIMED) {
+		if (it->e.ndata)
+			pf_args(pw->pf, &it->e, false);
 		pf_event(pw->pf, ns, track, PF_INSTANT, it->e.ip,
 			 site_name(t, it->e.ip, b, sizeof(b)));
 	}

@@ -99,6 +99,34 @@ assert b["strings"] == {"args": ["hello \"world\"\n", None, "0x10", "0123456789a
 assert e["half"] == {"retval": 1.5} and e["main"] == {"retval": 0}, e
 print("ok")
 EOF2
+	# Perfetto: the same values as debug annotations, typed (read by a
+	# protobuf reader of the test's own).
+	"$MCLOC" dump --perfetto p.pb
+	$PY "$SRC/tests/lib/perfetto-events.py" p.pb > p.json
+	$PY - p.json <<'EOF2'
+import json, sys
+stack, b, e = [], {}, {}
+for line in open(sys.argv[1]):
+    x = json.loads(line)
+    if x["type"] == 1:
+        stack.append(x["name"])
+        if x["args"]:
+            b[x["name"]] = x["args"]
+    elif x["type"] == 2:
+        name = stack.pop()
+        if x["args"]:
+            e[name] = x["args"]
+P = lambda v: {"pointer": v}
+assert b["ints"] == {f"args[{i}]": v for i, v in enumerate(
+    [-5, 200, -1000, 60000, -100000, 4000000000, -5000000000, 10000000000])}, b["ints"]
+assert b["floats"] == {"args[0]": 1.5, "args[1]": -2.25, "args[2]": 7, "args[3]": 1e10}, b["floats"]
+assert b["strings"] == {"args[0]": "hello \"world\"\\x0a", "args[1]": P(0), "args[2]": P(0x10),
+                        "args[3]": "0123456789abcdef" * 4, "cut": "3"}, b["strings"]
+assert b["letter"] == {"args[0]": "A", "args[1]": P(0x1234)}, b["letter"]
+assert e["ints"] == {"retval": 5} and e["half"] == {"retval": 1.5}, e
+assert e["floats"] == {"retval": 9999999999.25} and e["many"] == {"retval": 55}, e
+print("ok")
+EOF2
 }
 
 @test "a forged DATA event of two return values: replay shows one, and its JSON lines stay JSON" {
