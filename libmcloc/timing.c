@@ -33,6 +33,7 @@
 #include "images.h"
 #include "timing.h"
 #include "../arch/runtime.h"
+#include <mcloc/control.h>
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -68,16 +69,26 @@ uint64_t mcr_stamp_slow(void)
 /* ---- the shadow stack -------------------------------------------------------- */
 
 #define SHADOW_DEPTH 128
+/* Callbacks that may time one call: each controller's session and the
+ * library's own tracer, as the kernel's fgraph has several users of one
+ * return hook. */
+#define FRAME_USERS (MCLOC_SESSIONS_MAX + 1)
+
+/* Who is told of a hooked call's return, and its start. */
+struct frame_user {
+	mcr_ret_fn done;
+	void *arg;
+	unsigned gen;
+	uint64_t t0;
+};
 
 struct frame {
 	uintptr_t key;		/* the stack pointer after its return */
 	uintptr_t *slot;	/* where its return address is */
 	uintptr_t ret;		/* its return address */
 	uintptr_t ip;		/* its site */
-	mcr_ret_fn done;
-	void *arg;
-	unsigned gen;
-	uint64_t t0;
+	unsigned nu;		/* users: the first hooked it, the others joined */
+	struct frame_user u[FRAME_USERS];
 };
 
 struct shadow {
@@ -122,9 +133,34 @@ static inline struct shadow *get_shadow(void)
 	return __builtin_expect(sh != NULL, 1) ? sh : new_shadow();
 }
 
-unsigned mcr_hook_depth(void)
+/*
+ * The thread's newest frame, if the user DONE of GEN may join it: the call
+ * at IP whose return address was PARENT when the callbacks began (read
+ * before any of them ran), which another user hooked already (hook_slot()
+ * checks its slot).  A tail call from a hooked function finds our
+ * trampoline's address there, as the call it replaced did if that was a
+ * tail call too: a frame this user is in already is that of another call
+ * (a function's tail call of itself), not joined.  NULL: a frame of its
+ * own.
+ */
+static inline struct frame *joinable(const struct shadow *sh, uintptr_t ip, uintptr_t parent,
+				     mcr_ret_fn done, unsigned gen)
 {
-	return myshadow ? myshadow->depth : 0;
+	struct frame *f = sh && sh->depth ? (struct frame *)&sh->f[sh->depth - 1] : NULL;
+
+	if (!f || f->ip != ip || f->ret != parent)
+		return NULL;
+	for (unsigned i = 0; i < f->nu && i < FRAME_USERS; i++)
+		if (f->u[i].done == done && f->u[i].gen == gen)
+			return NULL;
+	return f;
+}
+
+unsigned mcr_hook_depth(uintptr_t ip, uintptr_t parent, mcr_ret_fn done, unsigned gen)
+{
+	const struct shadow *sh = myshadow;
+
+	return !sh ? 0 : joinable(sh, ip, parent, done, gen) ? sh->depth - 1 : sh->depth;
 }
 
 /* Whether the call whose callbacks run came from a site at its function's
@@ -145,13 +181,35 @@ static inline bool at_entry(void)
 /* Hook the return whose address is at SLOT (KEY: the stack pointer
  * after it).  (Inlined: it is most of a timed call's entry.) */
 static inline __attribute__((always_inline)) int
-hook_slot(uintptr_t *slot, uintptr_t sp, uintptr_t ip, mcr_ret_fn done, void *arg, unsigned gen,
-	  uint64_t t0)
+hook_slot(uintptr_t *slot, uintptr_t sp, uintptr_t ip, uintptr_t parent, mcr_ret_fn done,
+	  void *arg, unsigned gen, uint64_t t0)
 {
 	struct shadow *sh = get_shadow();
 	unsigned d;
 
-	if (!sh || !slot || sh->depth == SHADOW_DEPTH)
+	if (!sh || !slot)
+		return -1;
+	/* Hooked already, by another user at the same call (its callbacks
+	 * run one after another): one more on the same frame, at the same
+	 * depth, where a second frame would nest the call in itself.  Else
+	 * a tail call from a hooked function, as its parent says, takes a
+	 * frame of its own, whose return goes through the trampoline again
+	 * to the frame of the call it replaced. */
+	if (*slot == (uintptr_t)mcr_return_tramp) {
+		struct frame *f = joinable(sh, ip, parent, done, gen);
+
+		if (f && f->slot == slot && f->key == sp) {
+			if (f->nu == FRAME_USERS)
+				return -1;
+			f->u[f->nu] = (struct frame_user){ done, arg, gen, t0 };
+			__atomic_signal_fence(__ATOMIC_SEQ_CST);
+			f->nu++;
+			return (int)(sh->depth - 1);
+		}
+		if (parent != (uintptr_t)mcr_return_tramp)
+			return -1;	/* (hooked, but by no frame of ours that fits) */
+	}
+	if (sh->depth == SHADOW_DEPTH)
 		return -1;
 #if !MCR_ONE_STORE
 	/* x86_64: a site after a prologue (-pg without -mfentry) has the
@@ -164,7 +222,14 @@ hook_slot(uintptr_t *slot, uintptr_t sp, uintptr_t ip, mcr_ret_fn done, void *ar
 		return -1;
 #endif
 	d = sh->depth;
-	sh->f[d] = (struct frame){ sp, slot, *slot, ip, done, arg, gen, t0 };
+	struct frame *f = &sh->f[d];
+
+	f->key = sp;
+	f->slot = slot;
+	f->ret = *slot;
+	f->ip = ip;
+	f->nu = 1;
+	f->u[0] = (struct frame_user){ done, arg, gen, t0 };
 	/* The entry first: a signal arriving between the two finds it. */
 	__atomic_store_n(&sh->depth, d + 1, __ATOMIC_RELAXED);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
@@ -175,10 +240,14 @@ hook_slot(uintptr_t *slot, uintptr_t sp, uintptr_t ip, mcr_ret_fn done, void *ar
 int mcr_hook_return(struct mcloc_regs *regs, uintptr_t ip, uintptr_t parent, mcr_ret_fn done,
 		    void *arg, unsigned gen, uint64_t t0)
 {
-	uintptr_t sp = 0;
-	uintptr_t *slot = regs ? mcr_return_slot(regs, ip, parent, &sp) : NULL;
+	uintptr_t sp = 0, *slot = NULL;
 
-	return hook_slot(slot, sp, ip, done, arg, gen, t0);
+	/* (Hooked by another user, the slot holds the trampoline.) */
+	if (regs && joinable(myshadow, ip, parent, done, gen))
+		slot = mcr_return_slot(regs, ip, (uintptr_t)mcr_return_tramp, &sp);
+	if (regs && !slot)
+		slot = mcr_return_slot(regs, ip, parent, &sp);
+	return hook_slot(slot, sp, ip, parent, done, arg, gen, t0);
 }
 
 int mcr_hook_return_args(uintptr_t ip, uintptr_t parent, mcr_ret_fn done, void *arg,
@@ -194,10 +263,14 @@ int mcr_hook_return_args(uintptr_t ip, uintptr_t parent, mcr_ret_fn done, void *
 	 * trampoline's frame has it at one of a few places.  (At an mcount
 	 * site after a prologue that word is no return address: hook_slot()
 	 * refuses the site, as the symbols do not put it at an entry.) */
-	slot = e->slot ? e->slot : mcr_args_return_slot(e->args, e->after, e->parent);
+	slot = e->slot;
+	if (!slot && joinable(myshadow, ip, parent, done, gen))
+		slot = mcr_args_return_slot(e->args, e->after, (uintptr_t)mcr_return_tramp);
+	if (!slot)
+		slot = mcr_args_return_slot(e->args, e->after, e->parent);
 	if (!slot)
 		return -1;
-	return hook_slot(slot, (uintptr_t)(slot + 1), ip, done, arg, gen, t0);
+	return hook_slot(slot, (uintptr_t)(slot + 1), ip, parent, done, arg, gen, t0);
 #else
 	(void)ip, (void)parent, (void)done, (void)arg, (void)gen, (void)t0;
 	return -1;
@@ -212,6 +285,14 @@ bool mcr_call_from_entry(uintptr_t ip)
 	(void)ip;
 	return at_entry();
 #endif
+}
+
+/* F's call at depth K ended at T (RR: its result registers, or NULL when
+ * it was left): each user told. */
+static void frame_done(const struct frame *f, uint64_t t, unsigned k, const struct mcr_retregs *rr)
+{
+	for (unsigned i = 0; i < f->nu && i < FRAME_USERS; i++)
+		f->u[i].done(f->ip, f->u[i].arg, f->u[i].gen, f->u[i].t0, t, k, rr);
 }
 
 __attribute__((used)) uintptr_t mcr_return_hook(uintptr_t sp, const struct mcr_retregs *rr)
@@ -236,9 +317,8 @@ __attribute__((used)) uintptr_t mcr_return_hook(uintptr_t sp, const struct mcr_r
 		mcr_in_tracer = 1;
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 		for (unsigned j = sh->depth; j-- > k + 1;)
-			sh->f[j].done(sh->f[j].ip, sh->f[j].arg, sh->f[j].gen, sh->f[j].t0, t, j,
-				      NULL);
-		f->done(f->ip, f->arg, f->gen, f->t0, t, k, rr);
+			frame_done(&sh->f[j], t, j, NULL);
+		frame_done(f, t, k, rr);
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 		mcr_in_tracer = in_tracer;
 		__atomic_store_n(&sh->depth, k, __ATOMIC_RELAXED);
@@ -277,7 +357,7 @@ static void unhook_thread(void)
 
 		if ((uintptr_t)f->slot > sp && *f->slot == (uintptr_t)mcr_return_tramp)
 			*f->slot = f->ret;
-		f->done(f->ip, f->arg, f->gen, f->t0, t, k, NULL);
+		frame_done(f, t, k, NULL);
 	}
 	mcr_in_tracer = in_tracer;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);

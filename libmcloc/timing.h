@@ -44,8 +44,10 @@ int mcr_hook_return_args(uintptr_t ip, uintptr_t parent, mcr_ret_fn done, void *
  * its function's entry, where its stack arguments are where the calling
  * convention says. */
 bool mcr_call_from_entry(uintptr_t ip);
-/* How many hooked calls the thread is inside. */
-unsigned mcr_hook_depth(void);
+/* The depth a hook by DONE of GEN of the call at IP returning to PARENT
+ * takes: how many hooked calls the thread is inside, less the call itself
+ * where another user hooked it already. */
+unsigned mcr_hook_depth(uintptr_t ip, uintptr_t parent, mcr_ret_fn done, unsigned gen);
 /* The ops flags a tracer that hooks returns needs: the register-saving
  * trampoline, except where the argument frame says where the return
  * address is (x86_64), which spares saving every register and lets the

@@ -523,7 +523,7 @@ static void graph_cb(uintptr_t ip, uintptr_t parent, struct mcloc_ops *ops,
 		if (!entering && !mine[s->slot].inside)
 			return;	/* not under set_graph_function */
 	}
-	unsigned depth = mcr_hook_depth();
+	unsigned depth = mcr_hook_depth(ip, parent, graph_done, s->gen);
 
 	if (s->max_depth && depth >= s->max_depth)
 		return;

@@ -495,6 +495,33 @@ EOF
 	stop_served
 }
 
+@test "two function_graph sessions on the same functions: each call timed in both, at the same depth" {
+	start_served
+	trace_start function_graph --filter 'burst_*'
+	"$MCLOC" trace "$PID" function_graph --filter 'burst_*' >"$T/t2.out" 2>"$T/t2.err" &
+	T2=$!
+	for _ in $(seq 200); do
+		[ "$("$MCLOC" -j list | grep -o '"controller":"[^"]*"' | grep -o 'pid' | wc -l)" -eq 2 ] && break
+		sleep 0.05
+	done
+	trigger USR1 burst
+	trace_stop
+	kill -INT "$T2"
+	wait "$T2"
+	[ ! -s "$T/trace.err" ] && [ ! -s "$T/t2.err" ] || { cat "$T/trace.err" "$T/t2.err"; false; }
+	# Both: the 4000 calls of burst_outer, each with its two of
+	# burst_inner inside, timed (the second session's returns were
+	# untimed when one user alone could hook a call).
+	for f in "$T/trace.out" "$T/t2.out"; do
+		[ "$(grep -c 'cannot be hooked' "$f")" -eq 0 ]
+		[ "$(grep -cE '^ +[0-9]+\) +\|  burst_outer\(\) \{$' "$f")" -eq 4000 ]
+		[ "$(grep -cE '[0-9] us \|    burst_inner\(\);$' "$f")" -eq 8000 ]
+		[ "$(grep -cE '[0-9] us \|  \}$' "$f")" -eq 4000 ]
+	done
+	all_sites_off
+	stop_served
+}
+
 # A child forked while its parent is traced (tests/fixtures/runtime/forked.c)
 # is a process of its own: no session, so no site the session enabled
 # calls anything there and nothing it runs reaches the parent's rings; its
