@@ -157,7 +157,7 @@ dressed() {
 	"$OBJPATCH" link --no-sort -- cc "$T/m.o" "$T/big.o" -o "$T/pristine/big"
 	cp -a "$T/pristine" "$T/want"
 	"$OBJPATCH" sort "$T/want/big"
-	! cmp -s "$T/pristine/big" "$T/want/big"
+	if cmp -s "$T/pristine/big" "$T/want/big"; then false; fi
 	ms=$(cp "$T/pristine/big" "$T/probe" && ms_of "$OBJPATCH" sort "$T/probe")
 	cp -a "$T/pristine" "$T/w"
 	kill_runs 100 "$T/w" "$T/pristine" "$T/want" "$ms" "$OBJPATCH" sort big

@@ -211,7 +211,7 @@ ASM
 		while read -r fn; do grep -qw "$fn" "$T/funcs" && echo "$fn"; done | wc -l)
 	got=$(wc -l < "$T/entries")
 	[ "$got" -eq "$want" ] || { echo "entries $got, surviving functions $want"; false; }
-	! grep -qx 0x0 "$T/entries"
+	if grep -qx 0x0 "$T/entries"; then false; fi
 	[ "$(sort -u "$T/entries" | wc -l)" -eq "$got" ]
 }
 

@@ -690,7 +690,7 @@ in_parent $ppid"
 	# symbols (main and the static caller are not exported).
 	[ "$(grep -c ': lib_c <-main$' "$T/function")" -eq 200 ]
 	grep -q ': lib_d <-caller$' "$T/function"
-	! grep -q ': lib_d <-0x' "$T/function"
+	if grep -q ': lib_d <-0x' "$T/function"; then false; fi
 	grep -Eq '^lib_c +200 ' "$T/profile"
 	export XDG_RUNTIME_DIR=$T/run
 	mkdir -m 700 "$XDG_RUNTIME_DIR"
