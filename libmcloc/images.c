@@ -771,8 +771,15 @@ int mcr_image_records(struct image *im, const struct mcloc_image *desc)
 const char *mcr_image_name(struct image *im, const struct mcloc_image *desc)
 {
 	/* The object the sites are in (the descriptor may be on the heap,
-	 * for a program linked without objpatch). */
-	struct find_ctx fc = { .addr = desc->mcount_stop > desc->mcount_start ?
+	 * for a program linked without objpatch): by a site registration
+	 * took, not the table's first entry, which may be one it refused
+	 * (outside every object, and then the image had no names). */
+	size_t r = 0;
+
+	while (r < im->nrecs && im->recs[r].state == REC_REFUSED)
+		r++;
+	struct find_ctx fc = { .addr = r < im->nrecs ? im->base + im->recs[r].off :
+				       desc->mcount_stop > desc->mcount_start ?
 				       *(const uintptr_t *)desc->mcount_start :
 				       desc->patchable_stop > desc->patchable_start ?
 				       *(const uintptr_t *)desc->patchable_start : (uintptr_t)desc };

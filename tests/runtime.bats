@@ -595,6 +595,23 @@ in_parent $ppid"
 	assert_success
 	assert_line --regexp "^[0-9]+ records, 1 refused; 4\$"
 	[ "$(grep -c ': stripped_one <-' "$T/trace")" -eq 1 ]
+	# The first entry (stripped_one's) forged too: the image is still
+	# found, by a site it has, and named (it was found by the table's
+	# first entry, and then nothing was named).
+	$PY - "$T/forged" <<-'PY'
+	import struct, sys
+	from elftools.elf.elffile import ELFFile
+	path = sys.argv[1]
+	t = ELFFile(open(path, "rb")).get_section_by_name("__mcount_loc")
+	b = bytearray(open(path, "rb").read())
+	struct.pack_into("<Q", b, t["sh_offset"], 0xfffffffffffffffc)
+	open(path, "wb").write(b)
+	PY
+	run env LD_PRELOAD="$LIBDIR/libmcloc.so" MCLOC_TRACER=function MCLOC_OUTPUT="$T/trace2" \
+		"$T/forged"
+	assert_success
+	assert_line --regexp "^[0-9]+ records, 2 refused; 4\$"
+	[ "$(grep -c ': stripped_two <-' "$T/trace2")" -eq 1 ]
 }
 
 @test "a stripped image keeps its function names: .mcloc_names from objpatch link --runtime" {
