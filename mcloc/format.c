@@ -37,6 +37,17 @@ size_t decode_event(struct decoder *d, const uint64_t *v, size_t n, struct event
 	} else {
 		time = v[1];
 	}
+	/* The event's DATA, written with it: whole once the event is.  (Told
+	 * before any state changes: a caller given 0 decodes it again.) */
+	size_t du = 0;
+
+	if ((base == MCLOC_EV_CALL || base == MCLOC_EV_ENTRY || base == MCLOC_EV_EXIT ||
+	     base == MCLOC_EV_UNTIMED) &&
+	    units < n && (mcloc_ev_type(v[units]) & 0xf) == MCLOC_EV_DATA) {
+		du = mcloc_ev_units(v[units]);
+		if (units + du > n)
+			return 0;
+	}
 	if (base >= MCLOC_EV_CALL && base <= MCLOC_EV_DATA)
 		mcloc_ev_advance(&d->st, base, depth, time, pay);
 	*e = (struct event){ .time = time, .ip = pay, .depth = (uint16_t)depth, .cpu = d->cpu };
@@ -99,15 +110,9 @@ size_t decode_event(struct decoder *d, const uint64_t *v, size_t n, struct event
 		return units;
 	}
 	e->type = (uint16_t)type;
-	/* The event's DATA, written with it: whole once the event is. */
-	if (units < n && (mcloc_ev_type(v[units]) & 0xf) == MCLOC_EV_DATA &&
-	    (base == MCLOC_EV_CALL || base == MCLOC_EV_ENTRY || base == MCLOC_EV_EXIT ||
-	     base == MCLOC_EV_UNTIMED)) {
+	if (du) {
 		uint64_t bytes = mcloc_ev_payload(v[units]);
-		size_t du = mcloc_ev_units(v[units]);
 
-		if (units + du > n)
-			return 0;
 		if (!d->data)
 			d->data = malloc(2 * MCLOC_EV_DATA_MAX);
 		if (bytes <= MCLOC_EV_DATA_MAX && d->data) {
@@ -164,7 +169,9 @@ bool ring_unread(struct tracing *t, uint32_t i, bool copy, struct unread *u)
 	uint64_t tail = t->tails[i];
 
 	*u = (struct unread){ .tid = __atomic_load_n(&r->tid, __ATOMIC_ACQUIRE), .head = head };
-	if (!u->tid || head == tail)
+	/* (A head behind what was read is no program's: nothing to read
+	 * until it passes it, rather than a wrapped count of events lost.) */
+	if (!u->tid || head <= tail)
 		return false;
 	/* Overwrite: from the oldest slot still there.  (Without it, a head
 	 * that far ahead is no program's: skipped all the same, so that a
@@ -569,6 +576,8 @@ void arg_value_of(const struct arg_item *it, struct arg_value *v)
 		}
 		return;
 	}
+	if (!it->len)
+		return;		/* (no bytes: a forged item, shown unreadable) */
 	memcpy(&raw, it->v, it->len < 8 ? it->len : 8);
 	unsigned bits = 8 * (it->len < 8 ? it->len : 8);
 	uint64_t mask = bits == 64 ? ~0ull : (1ull << bits) - 1;

@@ -224,15 +224,20 @@ static size_t drain(struct tracing *t)
 		return 0;	/* (wait for the program's clock pair) */
 	for (uint32_t i = 0; i < nr; i++) {
 		struct unread u;
-		uint64_t bytes = __atomic_load_n(&ring_at(t, i)->head, __ATOMIC_ACQUIRE) - t->tails[i];
-		size_t slots = (bytes < t->g.ring_size ? bytes : t->g.ring_size) / MCLOC_EV_UNIT;
 
-		/* (Room for every event first: else the ring waits for the
-		 * next pass, unread.) */
-		if (n + slots > cap) {
+		if (!ring_unread(t, i, true, &u))
+			continue;
+		const uint64_t *sl = (const uint64_t *)u.a;
+		size_t ns = u.na / sizeof(*sl);
+
+		/* Room for every event of what was copied (a unit each at
+		 * most), else the ring waits for the next pass, unread: every
+		 * event released is decoded, as the short ones after it are
+		 * read against it. */
+		if (n + ns > cap) {
 			size_t ncap = cap ? 2 * cap : 4096;
 
-			while (ncap < n + slots)
+			while (ncap < n + ns)
 				ncap *= 2;
 			struct item *nv = realloc(v, ncap * sizeof(*v));
 
@@ -241,25 +246,19 @@ static size_t drain(struct tracing *t)
 			v = t->items = nv;
 			cap = t->cap_items = ncap;
 		}
-		if (!ring_unread(t, i, true, &u))
-			continue;
 		struct thread *th = thread_of(t, u.tid, ring_at(t, i)->comm);
 
 		ring_consume(t, i, u.head);
-		if (!th)
-			continue;
 		bool mark = u.gap != 0;	/* the next event says what was lost */
-		const uint64_t *sl = (const uint64_t *)u.a;
-		size_t ns = u.na / sizeof(*sl);
 
-		for (size_t k = 0, seq = 0; k < ns && n < cap;) {
+		for (size_t k = 0, seq = 0; k < ns;) {
 			struct event e;
 			size_t used = decode_event(&t->decs[i], sl + k, ns - k, &e);
 
 			if (!used)
 				break;
 			k += used;
-			if (!e.type)
+			if (!e.type || !th)
 				continue;
 			if (mark)
 				e.type |= MCLOC_EV_LOST_BEFORE;

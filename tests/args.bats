@@ -141,6 +141,21 @@ EOF2
 	$PY -c 'import json, sys; [json.loads(l) for l in open(sys.argv[1])]' out.json
 }
 
+@test "a forged return value of no bytes is shown unreadable, not read past" {
+	mapfile -t spec < "$RT/argsfix.spec"
+	"$MCLOC" record "${spec[@]}" -- ./argsfix
+	ev=$(ls mcloc.data/*.events)
+	$PY "$SRC/tests/lib/forge-data.py" "$ev" int-len0
+	# (Under the sanitizers, the shift by its width less one was
+	# undefined.)
+	run "$MCLOC" replay
+	assert_success
+	assert_line --partial "ints(-5, 200, -1000, 60000, -100000, 4000000000, -5000000000, 10000000000); /* = ? */"
+	"$MCLOC" replay -j > out.json
+	$PY -c 'import json, sys; [json.loads(l) for l in open(sys.argv[1])]' out.json
+	grep -q '"retval":null' out.json
+}
+
 @test "a forged DATA event of 2^32 slots and more is one slot skipped: the thread's later events are still read" {
 	mapfile -t spec < "$RT/argsfix.spec"
 	"$MCLOC" record "${spec[@]}" -- ./argsfix

@@ -8,6 +8,7 @@ recordings in tests/args.bats.
   two-retvals   its items become two return values: 5, then "ab"
   huge          its payload becomes 14 * 0xffffffff bytes (its slot count
                 would wrap 32 bits); its own slots stay
+  int-len0      its item becomes a signed return value of no bytes
 """
 import struct
 import sys
@@ -34,6 +35,8 @@ def main(path, how):
         struct.pack_into("<Q", b, at, w >> 48 << 48 | 14 * 0xFFFFFFFF)
     else:
         items = bytes([0x81, 8]) + struct.pack("<q", 5) + bytes([0x86, 2]) + b"ab"
+        if how == "int-len0":
+            items = bytes([0x81, 0])
         items += bytes(-len(items) % 14)
         data = struct.pack("<QQ", w >> 48 << 48 | len(items), 0)
         data += b"".join(items[i:i + 6] + bytes(2) + items[i + 6:i + 14]
