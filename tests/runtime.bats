@@ -779,6 +779,20 @@ work_ab_source() {
 	C
 }
 
+@test "-pg -mfentry linked with --runtime but not --nop: its calls said in one line, with the remedy" {
+	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
+	work_ab_source "$T/pg.c"
+	cc -O2 -pg -mfentry -c "$T/pg.c" -o "$T/pg.o"
+	"$RECORDMCOUNT" "$T/pg.o"
+	"$OBJPATCH" link --runtime -- cc "$T/pg.o" -o "$T/calls" -L"$LIBDIR" -lmcloc
+	run env LD_LIBRARY_PATH="$LIBDIR" LD_PRELOAD="$(san_preload)" ASAN_OPTIONS=detect_leaks=0 MCLOC_TRACER=function MCLOC_OUTPUT="$T/calls.txt" "$T/calls"
+	assert_success
+	assert_output - <<-'OUT'
+	libmcloc: /proc/self/exe: 3 sites skipped: calls, not NOPs: link with objpatch link --nop (or run recordmcount --nop)
+	4
+	OUT
+}
+
 @test "-fpatchable-function-entry=5 on x86_64: skipped sites said in one line; traced once linked with --nop" {
 	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
 	work_ab_source "$T/pf.c"

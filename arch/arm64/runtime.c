@@ -65,10 +65,12 @@ int mcr_encode_tramp(uintptr_t site, unsigned len, uintptr_t tramp, uint8_t *out
 	return mcr_encode(site, len, tramp, out);
 }
 
-/* Its compilers' patchable NOPs are the sites' own NOPs already. */
+/* Its compilers' patchable NOPs are the sites' own NOPs already; a -pg
+ * site's call the link left is named. */
 const char *mcr_site_refusal(uintptr_t entry)
 {
-	(void)entry;
+	if (!(entry & 3) && (word(entry) & 0xfc000000u) == 0x94000000u)	/* bl */
+		return "calls, not NOPs: link with objpatch link --nop (or run recordmcount --nop)";
 	return NULL;
 }
 

@@ -207,6 +207,10 @@ const char *mcr_site_refusal(uintptr_t entry)
 	if (b[0] == 0x0f && b[1] == 0x1f)
 		return "long NOPs not of the site's form (clang's -fpatchable-function-entry): "
 		       "link with objpatch link --nop";
+	/* (A call to __fentry__ or mcount the link left: --runtime alone
+	 * does not NOP the sites.) */
+	if (b[0] == 0xe8 || (b[0] == 0x67 && b[1] == 0xe8) || (b[0] == 0xff && b[1] == 0x15))
+		return "calls, not NOPs: link with objpatch link --nop (or run recordmcount --nop)";
 	/* (What it would call, the library cannot know.) */
 	if (b[0] == MCR_PARK)
 		return "parked (0xa9) but not on the image's first direct stub: a damaged site";
