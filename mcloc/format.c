@@ -932,8 +932,16 @@ static void profile_event(struct tracing *t, struct thread *th, const struct eve
 			return;
 		}
 		uint64_t dur = scaled(t, e->parent);
+		bool inner = false;
 
-		h->total_ns += dur;
+		/* A recursive function's total is that of its outermost calls
+		 * (as graph FUNC and uftrace report count it), else each
+		 * level's time would be added again: its calls inside itself
+		 * add their count and self time only. */
+		for (unsigned k = 0; k < th->depth && !inner; k++)
+			inner = th->stack[k].ip == e->ip;
+		if (!inner)
+			h->total_ns += dur;
 		h->self_ns += dur > th->stack[th->depth].child_ns ? dur - th->stack[th->depth].child_ns
 								  : 0;
 		if (th->depth && th->depth - 1 < STACK)

@@ -309,7 +309,16 @@ static struct rec_thread *thread_file(struct tracing *t, uint32_t i, uint32_t ti
 
 	memcpy(h.comm, comm, sizeof(h.comm) - 1);
 	th->tid = tid;
-	snprintf(name, sizeof(name), "%s.%u.events", key_of(r, t), tid);
+	/* A thread that took an exited one's tid has a ring, and a file, of
+	 * its own: TID-N for the Nth after the first. */
+	unsigned again = 0;
+
+	for (uint32_t k = 0; k < r->nth; k++)
+		again += k != i && r->th[k].tid == tid;
+	if (again)
+		snprintf(name, sizeof(name), "%s.%u-%u.events", key_of(r, t), tid, again);
+	else
+		snprintf(name, sizeof(name), "%s.%u.events", key_of(r, t), tid);
 	th->fd = new_file(r, name);
 	if (th->fd >= 0 && !write_all(th->fd, &h, sizeof(h))) {
 		write_failed(r, name);

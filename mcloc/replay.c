@@ -397,13 +397,16 @@ static int recording_open(struct recording *r, const char *dir)
 	 * recording cut short. */
 	rewinddir(d);
 	for (struct dirent *e; ok && (e = readdir(d));) {
-		unsigned tid;
+		unsigned tid, again;
 		char key[32], tail[8];
 		const char *rest;
 		size_t i = 0;
 
+		/* (TID-N: the Nth thread after the first that had the tid.) */
 		if (!key_of_file(e->d_name, key, sizeof(key), &rest) ||
-		    sscanf(rest, "%u.%7s", &tid, tail) != 2 || strcmp(tail, "events"))
+		    (sscanf(rest, "%u.%7s", &tid, tail) != 2 &&
+		     sscanf(rest, "%u-%u.%7s", &tid, &again, tail) != 3) ||
+		    strcmp(tail, "events"))
 			continue;
 		while (i < r->nprocs && strcmp(r->procs[i].key, key))
 			i++;
@@ -1379,6 +1382,13 @@ static int cmd_dump(struct recording *r, const struct ropts *o)
 		usage_offline("dump");
 		return 2;
 	}
+	/* (Said before the file is made, as report and graph say it.) */
+	for (size_t i = 0; o->flame && i < r->nprocs; i++)
+		if (r->procs[i].info.tracer != MCLOC_TRACE_GRAPH) {
+			fail(r->dir, "process %u was recorded with the function tracer: no times "
+				     "to fold (record function_graph)", r->procs[i].info.pid);
+			return 1;
+		}
 	FILE *f = out_file(file);
 
 	if (!f)

@@ -1304,10 +1304,20 @@ static int run_program(const struct targs *a, char **argv, bool json, struct rec
 		rec_abort(rec);
 		return 1;
 	}
+	/* (The child's exec failure comes back through this pipe, which
+	 * its exec closes: said once, here, not twice.) */
+	int ex[2];
+
+	if (pipe2(ex, O_CLOEXEC) < 0)
+		ex[0] = ex[1] = -1;
 	pid_t child = fork();
 
 	if (child < 0) {
 		fail(cmd_name(rec ? RECORD : RUN), "fork: %s", strerror(errno));
+		if (ex[0] >= 0) {
+			close(ex[0]);
+			close(ex[1]);
+		}
 		close(cd.fd);
 		if (out >= 0)
 			close(out);
@@ -1324,8 +1334,29 @@ static int run_program(const struct targs *a, char **argv, bool json, struct rec
 		if (a->preload)
 			add_preload(a->preload);
 		execvp(argv[0], argv);
-		fail(argv[0], "%s", strerror(errno));
-		_exit(127);
+		int err = errno;
+
+		if (ex[1] < 0 || write(ex[1], &err, sizeof(err)) != sizeof(err))
+			fail(argv[0], "%s", strerror(err));
+		_exit(err == ENOENT ? 127 : 126);
+	}
+	if (ex[1] >= 0) {
+		int err;
+		ssize_t got;
+
+		close(ex[1]);
+		while ((got = read(ex[0], &err, sizeof(err))) < 0 && errno == EINTR)
+			;
+		close(ex[0]);
+		if (got == sizeof(err)) {
+			fail(argv[0], "%s", strerror(err));
+			waitpid(child, NULL, 0);
+			close(cd.fd);
+			if (out >= 0)
+				close(out);
+			rec_abort(rec);
+			return err == ENOENT ? 127 : 126;
+		}
 	}
 	output_to(out);	/* (the program keeps the terminal) */
 	snprintf(pid, sizeof(pid), "%d", (int)child);

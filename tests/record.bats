@@ -194,6 +194,34 @@ EOF2
 	sort want.txt | diff -u - got.txt
 	awk 'NR > 4 && NF >= 4 { print $1, $2 }' prof.txt | sort > got.txt
 	sort want.txt | diff -u - got.txt
+	# t_ping runs inside t_ping (through t_pong): report's total is its
+	# outermost calls', as graph's (each level was added again).
+	for f in t_ping t_pong; do
+		r=$("$MCLOC" report | awk -v f="$f" '$1 == f { print $3 }')
+		g=$("$MCLOC" graph "$f" | sed -nE "1s/^$f: [0-9]+ calls, ([0-9.]+) us, .*/\1/p")
+		echo "$f: report $r, graph $g"
+		[ -n "$r" ] && [ "$r" = "$g" ]
+	done
+}
+
+@test "a thread given an exited thread's tid is recorded in a file of its own, and both are read" {
+	[ "$(id -u)" = 0 ] && [ -w /proc/sys/kernel/ns_last_pid ] ||
+		skip "giving a tid again needs root (ns_last_pid)"
+	traced_fixture tidreuse
+	run "$MCLOC" record -- ./tidreuse
+	assert_success
+	assert_line 1999
+	echo "$output" | grep -qx reused || skip "another process took the tid first: nothing tested"
+	# (It failed whole before: the second file's name was taken.)  The
+	# main thread's, the first's, and the second's.
+	[ "$(ls mcloc.data/*.events | wc -l)" -eq 3 ]
+	ls mcloc.data/*-1.events
+	run "$MCLOC" report
+	assert_success
+	assert_line --regexp '^first_leaf +1000 '
+	assert_line --regexp '^second_leaf +2000 '
+	run "$MCLOC" info
+	assert_line --regexp '^threads: +3$'
 }
 
 @test "lossless: with rings too small to keep up, threads wait and every event is kept" {
@@ -400,6 +428,11 @@ EOF
 	assert_line --regexp ': mid <-top$'
 	[ "$(echo "$output" | grep -c ': leaf <-mid$')" -eq 6 ]
 	refute_output --regexp '<-0x'
+	# No times to fold: said, and no file made.
+	run "$MCLOC" dump --flame-graph flame.txt
+	assert_failure 1
+	assert_output --regexp "^mcloc: mcloc.data: process [0-9]+ was recorded with the function tracer: no times to fold \(record function_graph\)\$"
+	[ ! -e flame.txt ]
 	# The line each function's body starts at, from the source.
 	line() { awk -v f="$1" '/^N / && index($0, " " f "(") { print NR + 1; exit }' "$RT/recorded.c"; }
 	run "$MCLOC" replay --srcline

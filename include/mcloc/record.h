@@ -19,7 +19,9 @@
  *                   one seen while the program ran; what names the callers
  *                   and sites PID.names does not, and source lines, from
  *                   those files (as they are when read).
- *   KEY.TID.events  one per thread that was traced: struct mcloc_rec_thread,
+ *   KEY.TID.events  one per thread that was traced (KEY.TID-N.events for
+ *                   the Nth thread after the first that had that tid, an
+ *                   exited one's): struct mcloc_rec_thread,
  *                   then its events, in 8-byte units (<mcloc/control.h>
  *                   says how an event takes one, two or more)
  *                   to its end, in the order the thread wrote them, which
