@@ -641,6 +641,15 @@ EOF
 	ASAN_OPTIONS=detect_leaks=1 run "$MCLOC" record -- /bin/true
 	assert_failure 1
 	assert_output "mcloc: /bin/true: exited before it offered control (is it linked with libmcloc, or given --preload?)"
+	# A program that cannot be started: one line, its reason, as a
+	# shell's exit status.
+	run -127 "$MCLOC" record -- ./no-such-program
+	assert_failure 127
+	assert_output "mcloc: ./no-such-program: No such file or directory"
+	printf 'x\n' > notexec
+	run -126 "$MCLOC" record -- ./notexec
+	assert_failure 126
+	assert_output "mcloc: ./notexec: Permission denied"
 }
 
 @test "a forged thread file of calls nested without end: the call tree stays as deep as an event can say" {
