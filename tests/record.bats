@@ -7,6 +7,7 @@
 # line and exit 1.
 
 load helpers
+bats_require_minimum_version 1.5.0
 
 RT=$SRC/tests/fixtures/runtime
 
