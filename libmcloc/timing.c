@@ -82,18 +82,28 @@ struct frame_user {
 	uint64_t t0;
 };
 
+/* A hooked call: one cache line with its first user, who hooked it (the
+ * others, who joined, are rare: kept apart, in the shadow's ALSO, so that
+ * a call's hook writes no more than it did with one user). */
 struct frame {
 	uintptr_t key;		/* the stack pointer after its return */
 	uintptr_t *slot;	/* where its return address is */
 	uintptr_t ret;		/* its return address */
 	uintptr_t ip;		/* its site */
-	unsigned nu;		/* users: the first hooked it, the others joined */
-	struct frame_user u[FRAME_USERS];
+	mcr_ret_fn done;
+	void *arg;
+	unsigned gen;
+	unsigned more;		/* users who joined, in also[] */
+	uint64_t t0;
 };
+
+_Static_assert(sizeof(struct frame) == 64, "a frame is a cache line");
 
 struct shadow {
 	unsigned depth;
-	struct frame f[SHADOW_DEPTH];
+	/* (A frame a line: the shadow is mapped page-aligned.) */
+	struct frame f[SHADOW_DEPTH] __attribute__((aligned(64)));
+	struct frame_user also[SHADOW_DEPTH][FRAME_USERS - 1];
 };
 
 static pthread_key_t shadow_key;
@@ -148,10 +158,12 @@ static inline struct frame *joinable(const struct shadow *sh, uintptr_t ip, uint
 {
 	struct frame *f = sh && sh->depth ? (struct frame *)&sh->f[sh->depth - 1] : NULL;
 
-	if (!f || f->ip != ip || f->ret != parent)
+	if (!f || f->ip != ip || f->ret != parent || (f->done == done && f->gen == gen))
 		return NULL;
-	for (unsigned i = 0; i < f->nu && i < FRAME_USERS; i++)
-		if (f->u[i].done == done && f->u[i].gen == gen)
+	const struct frame_user *u = sh->also[sh->depth - 1];
+
+	for (unsigned i = 0; i < f->more && i < FRAME_USERS - 1; i++)
+		if (u[i].done == done && u[i].gen == gen)
 			return NULL;
 	return f;
 }
@@ -199,11 +211,11 @@ hook_slot(uintptr_t *slot, uintptr_t sp, uintptr_t ip, uintptr_t parent, mcr_ret
 		struct frame *f = joinable(sh, ip, parent, done, gen);
 
 		if (f && f->slot == slot && f->key == sp) {
-			if (f->nu == FRAME_USERS)
+			if (f->more == FRAME_USERS - 1)
 				return -1;
-			f->u[f->nu] = (struct frame_user){ done, arg, gen, t0 };
+			sh->also[sh->depth - 1][f->more] = (struct frame_user){ done, arg, gen, t0 };
 			__atomic_signal_fence(__ATOMIC_SEQ_CST);
-			f->nu++;
+			f->more++;
 			return (int)(sh->depth - 1);
 		}
 		if (parent != (uintptr_t)mcr_return_tramp)
@@ -224,12 +236,7 @@ hook_slot(uintptr_t *slot, uintptr_t sp, uintptr_t ip, uintptr_t parent, mcr_ret
 	d = sh->depth;
 	struct frame *f = &sh->f[d];
 
-	f->key = sp;
-	f->slot = slot;
-	f->ret = *slot;
-	f->ip = ip;
-	f->nu = 1;
-	f->u[0] = (struct frame_user){ done, arg, gen, t0 };
+	*f = (struct frame){ sp, slot, *slot, ip, done, arg, gen, 0, t0 };
 	/* The entry first: a signal arriving between the two finds it. */
 	__atomic_store_n(&sh->depth, d + 1, __ATOMIC_RELAXED);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
@@ -287,12 +294,20 @@ bool mcr_call_from_entry(uintptr_t ip)
 #endif
 }
 
-/* F's call at depth K ended at T (RR: its result registers, or NULL when
- * it was left): each user told. */
-static void frame_done(const struct frame *f, uint64_t t, unsigned k, const struct mcr_retregs *rr)
+/* The call of SH's frame K ended at T (RR: its result registers, or NULL
+ * when it was left): each user told. */
+static inline __attribute__((always_inline)) void
+frame_done(const struct shadow *sh, unsigned k, uint64_t t,
+		       const struct mcr_retregs *rr)
 {
-	for (unsigned i = 0; i < f->nu && i < FRAME_USERS; i++)
-		f->u[i].done(f->ip, f->u[i].arg, f->u[i].gen, f->u[i].t0, t, k, rr);
+	const struct frame *f = &sh->f[k];
+
+	f->done(f->ip, f->arg, f->gen, f->t0, t, k, rr);
+	for (unsigned i = 0; i < f->more && i < FRAME_USERS - 1; i++) {
+		const struct frame_user *u = &sh->also[k][i];
+
+		u->done(f->ip, u->arg, u->gen, u->t0, t, k, rr);
+	}
 }
 
 __attribute__((used)) uintptr_t mcr_return_hook(uintptr_t sp, const struct mcr_retregs *rr)
@@ -317,8 +332,8 @@ __attribute__((used)) uintptr_t mcr_return_hook(uintptr_t sp, const struct mcr_r
 		mcr_in_tracer = 1;
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 		for (unsigned j = sh->depth; j-- > k + 1;)
-			frame_done(&sh->f[j], t, j, NULL);
-		frame_done(f, t, k, rr);
+			frame_done(sh, j, t, NULL);
+		frame_done(sh, k, t, rr);
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 		mcr_in_tracer = in_tracer;
 		__atomic_store_n(&sh->depth, k, __ATOMIC_RELAXED);
@@ -357,7 +372,7 @@ static void unhook_thread(void)
 
 		if ((uintptr_t)f->slot > sp && *f->slot == (uintptr_t)mcr_return_tramp)
 			*f->slot = f->ret;
-		frame_done(f, t, k, NULL);
+		frame_done(sh, k, t, NULL);
 	}
 	mcr_in_tracer = in_tracer;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
