@@ -129,12 +129,17 @@ print("ok")
 EOF2
 }
 
-@test "a forged DATA event of two return values: replay shows one, and its JSON lines stay JSON" {
+# forged HOW: argsfix recorded with its spec, then its first return
+# value's DATA rewritten by tests/lib/forge-data.py HOW.
+forged() {
 	mapfile -t spec < "$RT/argsfix.spec"
 	"$MCLOC" record "${spec[@]}" -- ./argsfix
-	ev=$(ls mcloc.data/*.events)
+	$PY "$SRC/tests/lib/forge-data.py" "$(ls mcloc.data/*.events)" "$1"
+}
+
+@test "a forged DATA event of two return values: replay shows one, and its JSON lines stay JSON" {
 	# The first exit's DATA rewritten: 5, then "ab", both return values.
-	$PY "$SRC/tests/lib/forge-data.py" "$ev" two-retvals
+	forged two-retvals
 	run "$MCLOC" replay
 	assert_line --partial "ints(-5, 200, -1000, 60000, -100000, 4000000000, -5000000000, 10000000000); /* = 5 */"
 	"$MCLOC" replay -j > out.json
@@ -142,10 +147,7 @@ EOF2
 }
 
 @test "a forged return value of no bytes is shown unreadable, not read past" {
-	mapfile -t spec < "$RT/argsfix.spec"
-	"$MCLOC" record "${spec[@]}" -- ./argsfix
-	ev=$(ls mcloc.data/*.events)
-	$PY "$SRC/tests/lib/forge-data.py" "$ev" int-len0
+	forged int-len0
 	# (Under the sanitizers, the shift by its width less one was
 	# undefined.)
 	run "$MCLOC" replay
@@ -157,12 +159,9 @@ EOF2
 }
 
 @test "a forged DATA event of 2^32 slots and more is one slot skipped: the thread's later events are still read" {
-	mapfile -t spec < "$RT/argsfix.spec"
-	"$MCLOC" record "${spec[@]}" -- ./argsfix
-	ev=$(ls mcloc.data/*.events)
 	# The first exit's DATA header: a payload whose slot count wraps 32
 	# bits (its own slots stay, read as no event).
-	$PY "$SRC/tests/lib/forge-data.py" "$ev" huge
+	forged huge
 	run "$MCLOC" replay
 	assert_success
 	assert_line --regexp "ints\(-5, 200, -1000, 60000, -100000, 4000000000, -5000000000, 10000000000\);$"

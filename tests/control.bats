@@ -455,10 +455,18 @@ EOF
 
 # Several controllers at once, each its own session (ftrace's instances):
 # its own tracer, filter and rings, and no event of one in another's.
-@test "two sessions at once: each its own tracer and filter, every event of each exact; a fifth controller is told who traces" {
-	start_served
-	trace_start function --filter 'burst_outer'
-	"$MCLOC" trace "$PID" function_graph --filter 'burst_inner' >"$T/t2.out" 2>"$T/t2.err" &
+# burst_in_two FIRST -- SECOND: a burst (USR1) of the served program under
+# two sessions at once, started with mcloc trace's arguments FIRST (into
+# $T/trace.out) and SECOND (into $T/t2.out); both stopped, and neither
+# said anything on stderr.
+burst_in_two() {
+	local first=() second=()
+
+	while [ "$1" != -- ]; do first+=("$1"); shift; done
+	shift
+	second=("$@")
+	trace_start "${first[@]}"
+	"$MCLOC" trace "$PID" "${second[@]}" >"$T/t2.out" 2>"$T/t2.err" &
 	T2=$!
 	for _ in $(seq 200); do
 		[ "$("$MCLOC" -j list | grep -o '"controller":"[^"]*"' | grep -o 'pid' | wc -l)" -eq 2 ] && break
@@ -469,6 +477,11 @@ EOF
 	kill -INT "$T2"
 	wait "$T2"
 	[ ! -s "$T/trace.err" ] && [ ! -s "$T/t2.err" ] || { cat "$T/trace.err" "$T/t2.err"; false; }
+}
+
+@test "two sessions at once: each its own tracer and filter, every event of each exact; a fifth controller is told who traces" {
+	start_served
+	burst_in_two function --filter 'burst_outer' -- function_graph --filter 'burst_inner'
 	# The function session: each of the 4000 calls of burst_outer, and
 	# nothing else.
 	[ "$(grep -cE ': burst_outer <-worker$' "$T/trace.out")" -eq 4000 ]
@@ -497,18 +510,7 @@ EOF
 
 @test "two function_graph sessions on the same functions: each call timed in both, at the same depth" {
 	start_served
-	trace_start function_graph --filter 'burst_*'
-	"$MCLOC" trace "$PID" function_graph --filter 'burst_*' >"$T/t2.out" 2>"$T/t2.err" &
-	T2=$!
-	for _ in $(seq 200); do
-		[ "$("$MCLOC" -j list | grep -o '"controller":"[^"]*"' | grep -o 'pid' | wc -l)" -eq 2 ] && break
-		sleep 0.05
-	done
-	trigger USR1 burst
-	trace_stop
-	kill -INT "$T2"
-	wait "$T2"
-	[ ! -s "$T/trace.err" ] && [ ! -s "$T/t2.err" ] || { cat "$T/trace.err" "$T/t2.err"; false; }
+	burst_in_two function_graph --filter 'burst_*' -- function_graph --filter 'burst_*'
 	# Both: the 4000 calls of burst_outer, each with its two of
 	# burst_inner inside, timed (the second session's returns were
 	# untimed when one user alone could hook a call).

@@ -22,34 +22,33 @@ static uint64_t rnd(void)
 	return rnd_state;
 }
 
-/* The short ENTRY written against ST, read back against the same state:
- * whether it was short, and (then) whether it reads as what was written. */
-static int entry_round(struct mcloc_ev_state st, uint64_t time, uint64_t site, unsigned depth,
-		       int *same)
+/* The short event W that ST's writer made of TIME, PAY (a site, or a
+ * duration) and DEPTH, read back against the same state: whether it was
+ * short, and (then) in *SAME whether it reads as what was written. */
+static int read_back(struct mcloc_ev_state st, uint64_t w, uint64_t time, uint64_t pay,
+		     unsigned depth, int *same)
 {
-	uint64_t w = mcloc_ev_sentry(&st, time, site, depth), t, pay;
+	uint64_t t, p;
 	unsigned d;
 
 	*same = 0;
 	if (!w)
 		return 0;
-	*same = mcloc_ev_units(w) == 1 && !(w >> 63) && mcloc_ev_short(&st, w, &t, &d, &pay) &&
-		t == time && pay == site && d == depth;
+	*same = mcloc_ev_units(w) == 1 && !(w >> 63) && mcloc_ev_short(&st, w, &t, &d, &p) &&
+		t == time && p == pay && d == depth;
 	return 1;
+}
+
+static int entry_round(struct mcloc_ev_state st, uint64_t time, uint64_t site, unsigned depth,
+		       int *same)
+{
+	return read_back(st, mcloc_ev_sentry(&st, time, site, depth), time, site, depth, same);
 }
 
 static int exit_round(struct mcloc_ev_state st, uint64_t time, uint64_t dur, unsigned depth,
 		      int *same)
 {
-	uint64_t w = mcloc_ev_sexit(&st, time, dur, depth), t, pay;
-	unsigned d;
-
-	*same = 0;
-	if (!w)
-		return 0;
-	*same = mcloc_ev_units(w) == 1 && !(w >> 63) && mcloc_ev_short(&st, w, &t, &d, &pay) &&
-		t == time && pay == dur && d == depth;
-	return 1;
+	return read_back(st, mcloc_ev_sexit(&st, time, dur, depth), time, dur, depth, same);
 }
 
 static void limits(void)
