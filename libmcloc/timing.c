@@ -334,9 +334,12 @@ __attribute__((used)) uintptr_t mcr_return_hook(uintptr_t sp, const struct mcr_r
 		for (unsigned j = sh->depth; j-- > k + 1;)
 			frame_done(sh, j, t, NULL);
 		frame_done(sh, k, t, rr);
+		/* (The frames gone before tracing is back on: a signal
+		 * between the two would have its handler's calls drawn
+		 * inside the call that just ended.) */
+		__atomic_store_n(&sh->depth, k, __ATOMIC_RELAXED);
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 		mcr_in_tracer = in_tracer;
-		__atomic_store_n(&sh->depth, k, __ATOMIC_RELAXED);
 		return ret;
 	}
 	/* Nowhere to return to: the shadow stack no longer matches the
@@ -374,9 +377,9 @@ static void unhook_thread(void)
 			*f->slot = f->ret;
 		frame_done(sh, k, t, NULL);
 	}
-	mcr_in_tracer = in_tracer;
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	__atomic_store_n(&sh->depth, 0, __ATOMIC_RELAXED);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	mcr_in_tracer = in_tracer;
 }
 
 /* The real entry point NAME of the unwinder (libgcc_s), once. */
