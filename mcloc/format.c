@@ -706,8 +706,10 @@ static void put_cut(FILE *f, const uint8_t *d, size_t n, bool ret)
 	for (size_t used; (used = next_arg_item(d, n, &it)); d += used, n -= used) {
 		if (!(it.flags & MCLOC_DATA_RET) != !ret)
 			continue;
-		if (it.fmt == MCLOC_ARG_STR && (it.flags & MCLOC_DATA_CUT) &&
-		    !(it.flags & (MCLOC_DATA_NULL | MCLOC_DATA_BAD))) {
+		struct arg_value v;
+
+		arg_value_of(&it, &v);	/* (what a cut string is: one place) */
+		if (v.cut) {
 			if (ret) {
 				out_str(f, ",\"retval_cut\":true");
 				return;
