@@ -116,8 +116,9 @@ static struct {
 	pthread_mutex_t lock;
 	pthread_cond_t traced_cond;
 	bool waiting, traced;
+	int self;	/* mcr_main_registers_itself(), -1 until asked */
 	void (*prev_hook)(void);
-} first = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, false, NULL };
+} first = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, false, -1, NULL };
 
 static void first_image_added(void)
 {
@@ -125,8 +126,13 @@ static void first_image_added(void)
 		first.prev_hook();
 	pthread_mutex_lock(&first.lock);
 	/* (An image without sites, such as the library's own, is not the
-	 * program's: wait at the one that brings the first sites.) */
-	if (first.waiting && __atomic_load_n(&mcr_nrecords, __ATOMIC_RELAXED)) {
+	 * program's: wait at the one that brings the first sites.  A traced
+	 * library registers before a program linked with it: waiting for the
+	 * program too, so that a controller's filters and arguments can name
+	 * its functions.) */
+	if (first.waiting && __atomic_load_n(&mcr_nrecords, __ATOMIC_RELAXED) &&
+	    (mcr_main_registered() ||
+	     !(first.self >= 0 ? first.self : (first.self = mcr_main_registers_itself())))) {
 		struct timespec dl;
 
 		clock_gettime(CLOCK_REALTIME, &dl);

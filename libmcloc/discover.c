@@ -63,14 +63,16 @@ static int first_object(struct dl_phdr_info *info, size_t size, void *data)
 	return 1;		/* the first object is the main program */
 }
 
-/* Does the .symtab of the file FD name NAME? */
-static bool has_symbol(int fd, const Elf64_Ehdr *eh, const Elf64_Shdr *sh, const char *name)
+/* Does a section of TYPE (SHT_SYMTAB, SHT_DYNSYM) of the file FD name
+ * NAME? */
+static bool has_symbol(int fd, const Elf64_Ehdr *eh, const Elf64_Shdr *sh, unsigned type,
+		       const char *name)
 {
 	size_t len = strlen(name);
 	bool found = false;
 
 	for (unsigned i = 1; i < eh->e_shnum && !found; i++) {
-		if (sh[i].sh_type != SHT_SYMTAB || sh[i].sh_link >= eh->e_shnum)
+		if (sh[i].sh_type != type || sh[i].sh_link >= eh->e_shnum)
 			continue;
 		const Elf64_Shdr *ss = &sh[sh[i].sh_link];
 		Elf64_Sym *syms = mcr_read_at(fd, (off_t)sh[i].sh_offset, sh[i].sh_size);
@@ -184,41 +186,95 @@ static void note_born(void)
 
 /* Register the main program if it was linked without objpatch:
  * mcloc_init() (plan.c) calls it once, after the first successful init. */
+/* The main program's file, as far as its table goes: the table section
+ * T (NULL: none), and whether the program registers that table itself
+ * (SELF: linked with objpatch link --runtime, its constructor run or
+ * still to come). */
+struct main_file {
+	int fd;
+	Elf64_Ehdr eh;
+	Elf64_Shdr *sh;
+	char *names;
+	const Elf64_Shdr *t;
+	bool self;
+};
+
+static void main_file_close(struct main_file *f)
+{
+	if (f->fd >= 0)
+		close(f->fd);
+	free(f->sh);
+	free(f->names);
+}
+
+/* Read M's file into F (main_file_close() it even on failure): false
+ * when it cannot be read as a 64-bit ELF file with section headers. */
+static bool main_file_open(const struct main_info *m, struct main_file *f)
+{
+	Elf64_Ehdr *eh = &f->eh;
+
+	*f = (struct main_file){ .fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC) };
+	if (f->fd < 0 || pread(f->fd, eh, sizeof(*eh), 0) != sizeof(*eh) ||
+	    memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh->e_shentsize != sizeof(Elf64_Shdr) || eh->e_shstrndx >= eh->e_shnum)
+		return false;
+	f->sh = mcr_read_at(f->fd, (off_t)eh->e_shoff, (size_t)eh->e_shnum * sizeof(*f->sh));
+	if (!f->sh)
+		return false;
+	const Elf64_Shdr *sn = &f->sh[eh->e_shstrndx];
+	f->names = mcr_read_at(f->fd, (off_t)sn->sh_offset, sn->sh_size);
+	if (!f->names)
+		return false;
+	f->names[sn->sh_size] = 0;
+	for (unsigned i = 1; i < eh->e_shnum && !f->t; i++)
+		if (f->sh[i].sh_name < sn->sh_size && (f->sh[i].sh_flags & SHF_ALLOC) &&
+		    f->sh[i].sh_type == SHT_PROGBITS &&
+		    (!strcmp(f->names + f->sh[i].sh_name, "__mcount_loc") ||
+		     !strcmp(f->names + f->sh[i].sh_name, "__patchable_function_entries")))
+			f->t = &f->sh[i];
+	/* Its descriptor's name (gone with strip), the reference its
+	 * constructor makes to the library's registration (which strip
+	 * keeps: .dynsym), or a parked site say it registers itself. */
+	f->self = f->t && (has_symbol(f->fd, eh, f->sh, SHT_SYMTAB, "__mcloc_image") ||
+			   has_symbol(f->fd, eh, f->sh, SHT_DYNSYM, "mcloc_register_image") ||
+			   parked_table(m, f->t));
+	return true;
+}
+
+bool mcr_main_registered(void)
+{
+	struct main_info m = { 0 };
+
+	dl_iterate_phdr(first_object, &m);
+	return m.found && mcr_covers(m.text_lo, m.text_hi);
+}
+
+bool mcr_main_registers_itself(void)
+{
+	struct main_info m = { 0 };
+	struct main_file f;
+	bool self;
+
+	dl_iterate_phdr(first_object, &m);
+	self = m.found && main_file_open(&m, &f) && f.self;
+	if (m.found)
+		main_file_close(&f);
+	return self;
+}
+
 static int discover_main(char *err, size_t errlen)
 {
 	struct main_info m = { 0 };
-	Elf64_Ehdr eh;
-	Elf64_Shdr *sh = NULL;
-	char *names = NULL;
-	int fd = -1, ret = 0;
+	struct main_file f;
+	int ret = 0;
 	uintptr_t *tab = NULL;
 
 	dl_iterate_phdr(first_object, &m);
 	if (!m.found || mcr_covers(m.text_lo, m.text_hi))
 		return 0;	/* registered itself (objpatch link --runtime) */
-	fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || pread(fd, &eh, sizeof(eh), 0) != sizeof(eh) ||
-	    memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
-	    eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shstrndx >= eh.e_shnum)
-		goto out;
-	sh = mcr_read_at(fd, (off_t)eh.e_shoff, (size_t)eh.e_shnum * sizeof(*sh));
-	if (!sh)
-		goto out;
-	names = mcr_read_at(fd, (off_t)sh[eh.e_shstrndx].sh_offset, sh[eh.e_shstrndx].sh_size);
-	if (!names)
-		goto out;
-	names[sh[eh.e_shstrndx].sh_size] = 0;
-	const Elf64_Shdr *t = NULL;
-	for (unsigned i = 1; i < eh.e_shnum && !t; i++)
-		if (sh[i].sh_name < sh[eh.e_shstrndx].sh_size && (sh[i].sh_flags & SHF_ALLOC) &&
-		    sh[i].sh_type == SHT_PROGBITS &&
-		    (!strcmp(names + sh[i].sh_name, "__mcount_loc") ||
-		     !strcmp(names + sh[i].sh_name, "__patchable_function_entries")))
-			t = &sh[i];
 	/* A program linked with --runtime whose constructor has not run
-	 * yet also has a table: leave it to register itself. */
-	if (t && (has_symbol(fd, &eh, sh, "__mcloc_image") || parked_table(&m, t)))
-		t = NULL;
+	 * yet also has a table: it is left to register itself. */
+	const Elf64_Shdr *t = main_file_open(&m, &f) && !f.self ? f.t : NULL;
 	if (!t || t->sh_size < 8)
 		goto out;
 
@@ -325,10 +381,7 @@ static int discover_main(char *err, size_t errlen)
 	tab = NULL;	/* the image keeps it */
 	ret = mcloc_register_image(d);
 out:
-	if (fd >= 0)
-		close(fd);
-	free(sh);
-	free(names);
+	main_file_close(&f);
 	free(tab);
 	return ret;
 }

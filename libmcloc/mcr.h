@@ -231,6 +231,14 @@ struct mcr_hooks {
 };
 extern struct mcr_hooks mcr_hooks;
 
+/* ---- discover.c: the main program ---- */
+/* Has the main program registered (is its text a registered image's)? */
+bool mcr_main_registered(void);
+/* Does the main program register its table itself, linked with objpatch
+ * link --runtime?  Its constructor runs after every library's.  (Reads
+ * its file: asked once.) */
+bool mcr_main_registers_itself(void);
+
 /* ---- fork.c: the runtime's fork handlers ---- */
 /* Each module's part: PREPARE takes its locks, PARENT releases them, CHILD
  * makes its state the child's own (the modules below it are the child's

@@ -287,9 +287,9 @@ EOF
 
 # withlib: $T/withlib, a traced program calling into $T/libtraced.so, a
 # traced shared library (fixtures/runtime/withlib.c and shlib.c, -g).
-# The library's constructor registers it first, so \`mcloc record -- ...\`
-# holds the program there with its own sites not yet registered, and its
-# text is patched after the recorder first read the maps.
+# The library's constructor registers it first; \`mcloc record -- ...\`
+# holds the program where the program itself registers, after it, and
+# its text is patched after the recorder first read the maps.
 withlib() {
 	cc -g -O1 -fPIC -pg -mfentry "${SAN[@]}" -c "$RT/shlib.c" -o shlib.o
 	"$RECORDMCOUNT" shlib.o
@@ -301,7 +301,7 @@ withlib() {
 		-L. -ltraced -Wl,-rpath,"$T" -L"$LIBDIR" -lmcloc
 }
 
-@test "a program and its traced shared library: the recording names the program's functions too, though it registered after the hold" {
+@test "a program and its traced shared library: the recording names the program's functions too, though it registered after the library" {
 	# (At exit the images leave, by the fini arrays, before the recorder
 	# asks the names again.)
 	withlib
@@ -312,6 +312,25 @@ withlib() {
 	printf '%s\n' ' C)      |  main() {' ' C)      |    main_e() {' ' C)      |      lib_d() {' \
 		' C) D us |        lib_a();' ' C) D us |      }' ' C) D us |    }' ' C) D us |  }' > want.txt
 	diff -u want.txt replay.txt
+}
+
+# The hold waited for the program, not only its library: a filter, -A and
+# -R name its functions (before, "matches no traced function").  Stripped
+# too: its .dynsym still names mcloc_register_image.
+@test "a program linked with a traced library: filters, -A and -R name the program's own functions, stripped or not" {
+	withlib
+	strip withlib -o stripped
+	for prog in ./withlib ./stripped; do
+		run "$MCLOC" run function --filter main_e -- "$prog"
+		assert_success
+		assert_line "12"
+		assert_line --regexp ': main_e <-main$'
+		"$MCLOC" record -A 'main_e@arg1' -R 'main_e@retval' -- "$prog"
+		run "$MCLOC" replay
+		assert_success
+		assert_line --regexp '\|    main_e\(1\) \{$'
+		assert_line --regexp '\|    \} /\* main_e = 12 \*/$'
+	done
 }
 
 @test "--srcline of a program whose text was patched after the maps were first read: its own lines too, not the library's alone" {
