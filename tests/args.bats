@@ -171,7 +171,7 @@ forged() {
 @test "the function tracer shows arguments; the live trace (mcloc run) shows them too" {
 	"$MCLOC" record function -A 'ints@arg1/d8,arg7/d' -A 'strings@arg1/s' -- ./argsfix
 	run "$MCLOC" replay
-	assert_line --regexp '^ +argsfix-[0-9]+ +\[[0-9]{3}\] [0-9.]+: ints\(-5, -5000000000\) <-main$'
+	assert_line --regexp '^ +argsfix-[0-9]+ +\[[0-9]{3}\] +[0-9.]+: ints\(-5, -5000000000\) <-main$'
 	assert_line --regexp ': strings\("hello \\"world\\"\\n"\) <-main$'
 	run "$MCLOC" run function_graph -o trace.txt --auto-args -- ./argsfix
 	assert_success

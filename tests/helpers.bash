@@ -121,7 +121,7 @@ runtime_setup() {
 mask_times() {
 	sed -E 's/^ +[0-9]+\) [ +!#*@$] +[0-9]+\.[0-9]{3} us \|/ C) D us |/;
 		s/^ +[0-9]+\) +\|/ C)      |/;
-		s/\[[0-9]{3}\] [0-9]+\.[0-9]{6}/[CPU] S/'
+		s/\[[0-9]{3}\] +[0-9]+\.[0-9]{6}/[CPU] S/'
 }
 
 # traced_fixture NAME [CFLAGS...]: tests/fixtures/runtime/NAME.c built as
