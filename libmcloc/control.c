@@ -57,9 +57,12 @@ struct conn {
 	uint64_t since;		/* when its request's first byte came, or (none
 				 * pending) its last request was answered or it
 				 * connected, ms */
-	/* MCLOC_REQ_ARGS's entries, for its next trace request. */
+	/* MCLOC_REQ_ARGS's entries and MCLOC_REQ_ARGS_GLOB's globs, for its
+	 * next trace request. */
 	struct mcloc_args_ent *args;
 	size_t nargs, cap_args;
+	struct mcr_args_glob *aglobs;
+	size_t naglobs, cap_aglobs;
 	_Alignas(8) uint8_t buf[MCLOC_REQ_MAX];
 };
 
@@ -68,6 +71,11 @@ static void drop_args(struct conn *c)
 	free(c->args);
 	c->args = NULL;
 	c->nargs = c->cap_args = 0;
+	for (size_t k = 0; k < c->naglobs; k++)
+		free(c->aglobs[k].glob);
+	free(c->aglobs);
+	c->aglobs = NULL;
+	c->naglobs = c->cap_aglobs = 0;
 }
 
 /* The one server of the process (there is one socket per process). */
@@ -480,7 +488,8 @@ static bool do_trace(struct reply *r, int i, const uint8_t *p, size_t plen)
 		return true;
 	}
 	int ret = mcr_trace_start(&q, g[0], g[1], g[2], g[3], ctl.conn[i].args,
-				  ctl.conn[i].nargs, &fd, &size, err, sizeof(err));
+				  ctl.conn[i].nargs, ctl.conn[i].aglobs, ctl.conn[i].naglobs,
+				  &fd, &size, err, sizeof(err));
 
 	drop_args(&ctl.conn[i]);
 	if (ret < 0) {
@@ -527,6 +536,46 @@ static bool do_args(struct reply *r, struct conn *c, const uint8_t *p, size_t pl
 	}
 	memcpy(c->args + c->nargs, p, plen);
 	c->nargs += n;
+	reply_one(r, MCLOC_REP_END, NULL, 0);
+	return !r->failed;
+}
+
+/* An argument glob for C's next trace: false when malformed.  (The
+ * entry is checked with the trace request's, as MCLOC_REQ_ARGS's.) */
+static bool do_args_glob(struct reply *r, struct conn *c, const uint8_t *p, size_t plen)
+{
+	struct mcloc_args_ent e;
+	const size_t at = sizeof(e);
+
+	if (plen < at + 2 || p[plen - 1] || memchr(p + at, 0, plen - at) != p + plen - 1) {
+		reply_error(r, EINVAL, "an argument glob request needs an entry of %zu bytes "
+				       "and one NUL-terminated glob", sizeof(e));
+		return false;
+	}
+	memcpy(&e, p, sizeof(e));
+	if (c->session >= 0) {
+		reply_error(r, EBUSY, "this connection traces already");
+		return true;
+	}
+	if (e.site) {
+		reply_error(r, EINVAL, "an argument glob's entry names a site");
+		return true;
+	}
+	if (c->naglobs >= MCLOC_ARGS_GLOBS_MAX) {
+		reply_error(r, E2BIG, "more than %d argument globs", MCLOC_ARGS_GLOBS_MAX);
+		return true;
+	}
+	struct mcr_args_glob *v = mc_grown(c->aglobs, &c->cap_aglobs, c->naglobs, sizeof(*v), 8);
+	char *glob = strdup((const char *)p + at);
+
+	if (v)
+		c->aglobs = v;
+	if (!v || !glob) {
+		free(glob);
+		reply_error(r, ENOMEM, "out of memory");
+		return true;
+	}
+	c->aglobs[c->naglobs++] = (struct mcr_args_glob){ e, glob };
 	reply_one(r, MCLOC_REP_END, NULL, 0);
 	return !r->failed;
 }
@@ -636,6 +685,8 @@ static bool handle(struct conn *c, const struct mcloc_msg *m, struct reply *r)
 		return do_trace(r, i, p, plen);
 	case MCLOC_REQ_ARGS:
 		return do_args(r, &ctl.conn[i], p, plen);
+	case MCLOC_REQ_ARGS_GLOB:
+		return do_args_glob(r, &ctl.conn[i], p, plen);
 	case MCLOC_REQ_STOP:
 		if (plen) {
 			reply_error(r, EINVAL, "request type %u takes no payload", m->type);

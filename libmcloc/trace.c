@@ -42,6 +42,30 @@
 #include <time.h>
 #include <unistd.h>
 
+/*
+ * What a session's patterns chose among the functions registered: the
+ * sites of set_graph_function's functions (sorted; none: every call is
+ * traced), the triggers and the arguments to capture, by site (sorted).
+ * Made again, whole, when an image registers while the trace runs, and
+ * published as one, so that a callback sees each table with its count.
+ * The tables it replaced stay until the session ends (OLDER): a hooked
+ * call's return reads its arguments entry, however long the call runs.
+ */
+struct trig {
+	uintptr_t site;
+	unsigned actions;	/* MCLOC_TRIGGER_* bits */
+};
+
+struct named {
+	uintptr_t *graph;
+	size_t ngraph;
+	struct trig *trig;
+	size_t ntrig;
+	struct mcloc_args_ent *args;
+	size_t nargs;
+	struct named *older;
+};
+
 /* The rings' geometry lives here, never read back from the shared
  * memory: the controller may write anything there, and what it writes is
  * data (heads, tails, a clock pair), never where the program stores. */
@@ -58,23 +82,18 @@ struct session {
 	/* Set (before its ops goes) when the trace stops: a writer waiting
 	 * for room gives up, so that stopping never waits on the reader. */
 	bool stopping;
-	/* function_graph's set_graph_function: the sites of the functions
-	 * whose calls alone are traced (sorted), or none. */
-	uintptr_t *graph_sites;
-	size_t ngraph;
-	/* The filter's and notrace's patterns, applied again to each image
-	 * that registers while the trace runs. */
-	char *filter, *notrace;
-	unsigned slot;		/* in sessions[], and in each thread's mine[] */
-	/* Triggers, by site (sorted): MCLOC_TRIGGER_* bits. */
-	struct trig {
-		uintptr_t site;
-		unsigned actions;
-	} *trig;
-	size_t ntrig;
-	/* Arguments and return values to capture, by site (sorted). */
+	/* What its functions' names chose (struct named), published; and
+	 * the patterns, applied again to each image that registers while
+	 * the trace runs: the filter's and notrace's, set_graph_function's,
+	 * the triggers', and the controller's argument globs (beside its
+	 * entries by site, ARGS). */
+	struct named *named;
+	char *filter, *notrace, *graph, *triggers;
+	struct mcr_args_glob *aglobs;
+	size_t naglobs;
 	struct mcloc_args_ent *args;
 	size_t nargs;
+	unsigned slot;		/* in sessions[], and in each thread's mine[] */
 	int off;		/* a trigger turned tracing off (atomic) */
 	/* Its callbacks' ops: a callback finds its session from it. */
 	struct mcloc_ops ops;
@@ -357,10 +376,11 @@ static size_t site_index(const void *base, size_t n, size_t stride, uintptr_t ip
 
 /* The triggers of the site IP (MCLOC_TRIGGER_* bits), and trace_on's
  * effect, which comes before the call is traced. */
-static __attribute__((noinline)) unsigned triggers_at(const struct session *s, uintptr_t ip)
+static __attribute__((noinline)) unsigned triggers_at(const struct session *s,
+						     const struct named *nm, uintptr_t ip)
 {
-	size_t lo = site_index(s->trig, s->ntrig, sizeof(*s->trig), ip);
-	unsigned tr = lo < s->ntrig && s->trig[lo].site == ip ? s->trig[lo].actions : 0;
+	size_t lo = site_index(nm->trig, nm->ntrig, sizeof(*nm->trig), ip);
+	unsigned tr = lo < nm->ntrig && nm->trig[lo].site == ip ? nm->trig[lo].actions : 0;
 
 	if (tr & MCLOC_TRIGGER_ON)
 		__atomic_store_n((int *)&s->off, 0, __ATOMIC_RELAXED);
@@ -385,14 +405,14 @@ static void triggers_after(const struct session *s, unsigned tr, uint64_t t, uns
 		__atomic_store_n((int *)&s->off, 1, __ATOMIC_RELAXED);
 }
 
-/* The arguments and return value S captures at site IP, or NULL. */
-static inline const struct mcloc_args_ent *args_at(const struct session *s, uintptr_t ip)
+/* The arguments and return value NM says to capture at site IP, or NULL. */
+static inline const struct mcloc_args_ent *args_at(const struct named *nm, uintptr_t ip)
 {
-	if (__builtin_expect(!s->nargs, 1))
+	if (__builtin_expect(!nm->nargs, 1))
 		return NULL;
-	size_t i = site_index(s->args, s->nargs, sizeof(*s->args), ip);
+	size_t i = site_index(nm->args, nm->nargs, sizeof(*nm->args), ip);
 
-	return i < s->nargs && s->args[i].site == ip ? &s->args[i] : NULL;
+	return i < nm->nargs && nm->args[i].site == ip ? &nm->args[i] : NULL;
 }
 
 /* The items of A's arguments of the call at IP (from PARENT, REGS) into
@@ -430,11 +450,12 @@ static void function_cb(uintptr_t ip, uintptr_t parent, struct mcloc_ops *ops,
 
 	if (!wanted_thread(s))
 		return;
-	unsigned tr = s->ntrig ? triggers_at(s, ip) : 0;
+	const struct named *nm = __atomic_load_n(&s->named, __ATOMIC_ACQUIRE);
+	unsigned tr = nm->ntrig ? triggers_at(s, nm, ip) : 0;
 
 	if (!tracing_off(s)) {
 		uint64_t t = mcr_stamp();
-		const struct mcloc_args_ent *a = args_at(s, ip);
+		const struct mcloc_args_ent *a = args_at(nm, ip);
 
 		if (a)
 			put_with_args(s, MCLOC_EV_CALL, t, ip, parent, 0, regs, a);
@@ -445,11 +466,11 @@ static void function_cb(uintptr_t ip, uintptr_t parent, struct mcloc_ops *ops,
 	}
 }
 
-static bool in_graph_set(const struct session *s, uintptr_t ip)
+static bool in_graph_set(const struct named *nm, uintptr_t ip)
 {
-	size_t i = site_index(s->graph_sites, s->ngraph, sizeof(*s->graph_sites), ip);
+	size_t i = site_index(nm->graph, nm->ngraph, sizeof(*nm->graph), ip);
 
-	return i < s->ngraph && s->graph_sites[i] == ip;
+	return i < nm->ngraph && nm->graph[i] == ip;
 }
 
 /* What a hooked call of the graph carries to its return: its site's
@@ -515,11 +536,12 @@ static void graph_cb(uintptr_t ip, uintptr_t parent, struct mcloc_ops *ops,
 	if (!wanted_thread(s))
 		return;
 	bool entering = false;
+	const struct named *nm = __atomic_load_n(&s->named, __ATOMIC_ACQUIRE);
 
-	if (s->ngraph) {
+	if (nm->ngraph) {
 		if (mine[s->slot].gen != s->gen)
 			my_ring(s);
-		entering = in_graph_set(s, ip);
+		entering = in_graph_set(nm, ip);
 		if (!entering && !mine[s->slot].inside)
 			return;	/* not under set_graph_function */
 	}
@@ -527,14 +549,14 @@ static void graph_cb(uintptr_t ip, uintptr_t parent, struct mcloc_ops *ops,
 
 	if (s->max_depth && depth >= s->max_depth)
 		return;
-	unsigned tr = s->ntrig ? triggers_at(s, ip) : 0;
+	unsigned tr = nm->ntrig ? triggers_at(s, nm, ip) : 0;
 
 	/* (Off: no call is hooked, so that none ends unseen; the returns
 	 * of those hooked before still come.) */
 	if (tracing_off(s))
 		return;
 	uint64_t t = mcr_stamp();
-	const struct mcloc_args_ent *a = args_at(s, ip);
+	const struct mcloc_args_ent *a = args_at(nm, ip);
 	uintptr_t arg = (a && a->has_ret ? (uintptr_t)a : 0) | (entering ? GRAPH_ENTERING : 0);
 	bool with_args = a && a->nargs;
 	int d = with_args ? hook_with_args(s, t, ip, parent, depth, regs, a, arg)
@@ -582,8 +604,12 @@ static int cmp_uptr(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* SPEC's triggers (GLOB:ACTION,...) into S: 0, or -errno with ERR. */
-static int parse_triggers(struct session *s, const char *spec, char *err, size_t errlen)
+/* SPEC's triggers (GLOB:ACTION,...) into NM, by site, one entry each:
+ * 0, or -errno with ERR.  At the start (!LATE) each glob must match a
+ * function; remade for an image that registers later, they extend to
+ * its functions. */
+static int named_triggers(struct named *nm, const char *spec, bool late, int *off,
+			  char *err, size_t errlen)
 {
 	static const char *const names[] = MCLOC_TRIGGER_NAMES;
 	char *buf = strdup(spec), *save = NULL;
@@ -608,88 +634,199 @@ static int parse_triggers(struct session *s, const char *spec, char *err, size_t
 		struct collect c = { .glob = it };
 
 		mcr_each_site_name(collect_site, &c);
-		struct trig *v = c.n ? realloc(s->trig, (s->ntrig + c.n) * sizeof(*v)) : NULL;
+		struct trig *v = c.n ? realloc(nm->trig, (nm->ntrig + c.n) * sizeof(*v)) : NULL;
 
 		if (c.failed || (c.n && !v)) {
 			ret = -ENOMEM;
 			snprintf(err, errlen, "out of memory");
-		} else if (!c.n) {
+		} else if (!c.n && !late) {
 			ret = -ENOENT;
 			snprintf(err, errlen, "--trigger '%s': matches no traced function", it);
-		} else {
-			s->trig = v;
+		} else if (c.n) {
+			nm->trig = v;
 			for (size_t i = 0; i < c.n; i++)
-				s->trig[s->ntrig++] = (struct trig){ c.v[i], bit };
-			if (bit == MCLOC_TRIGGER_ON)
-				s->off = 1;	/* (on when one of them is hit) */
+				nm->trig[nm->ntrig++] = (struct trig){ c.v[i], bit };
+			if (bit == MCLOC_TRIGGER_ON && off)
+				*off = 1;	/* (on when one of them is hit) */
 		}
 		free(c.v);
 	}
 	free(buf);
-	if (ret || !s->ntrig)
+	if (ret || !nm->ntrig)
 		return ret;
-	/* By site, one entry each, its actions together. */
-	qsort(s->trig, s->ntrig, sizeof(*s->trig), cmp_uptr);
+	qsort(nm->trig, nm->ntrig, sizeof(*nm->trig), cmp_uptr);
 	size_t k = 0;
 
-	for (size_t i = 0; i < s->ntrig; i++) {
-		if (k && s->trig[k - 1].site == s->trig[i].site)
-			s->trig[k - 1].actions |= s->trig[i].actions;
+	for (size_t i = 0; i < nm->ntrig; i++) {
+		if (k && nm->trig[k - 1].site == nm->trig[i].site)
+			nm->trig[k - 1].actions |= nm->trig[i].actions;
 		else
-			s->trig[k++] = s->trig[i];
+			nm->trig[k++] = nm->trig[i];
 	}
-	s->ntrig = k;
+	nm->ntrig = k;
 	return 0;
 }
 
-/* The N entries at V into S, checked, by site: 0, or -errno with ERR
- * (-EINVAL: one is not valid, or two name one site). */
-static int take_args(struct session *s, const struct mcloc_args_ent *v, size_t n, char *err,
-		     size_t errlen)
+/* Is E an entry this library can capture? */
+static bool args_ent_valid(const struct mcloc_args_ent *e)
 {
+	bool ok = e->nargs <= MCLOC_ARGS_MAX && e->has_ret <= 1 &&
+		  !memcmp(e->reserved, (uint8_t[6]){ 0 }, 6) &&
+		  (!e->has_ret || mcr_arg_valid(&e->ret, true));
+
+	for (unsigned k = 0; ok && k < e->nargs; k++)
+		ok = mcr_arg_valid(&e->args[k], false);
+	return ok;
+}
+
+/* The N entries at V checked, and copied into *OUT by site: 0, or -errno
+ * with ERR (-EINVAL: one is not valid, or two name one site). */
+static int take_args(const struct mcloc_args_ent *v, size_t n, struct mcloc_args_ent **out,
+		     char *err, size_t errlen)
+{
+	*out = NULL;
 	if (!n)
 		return 0;
-	for (size_t i = 0; i < n; i++) {
-		bool ok = v[i].nargs <= MCLOC_ARGS_MAX && v[i].has_ret <= 1 &&
-			  !memcmp(v[i].reserved, (uint8_t[6]){ 0 }, 6) &&
-			  (!v[i].has_ret || mcr_arg_valid(&v[i].ret, true));
-
-		for (unsigned k = 0; ok && k < v[i].nargs; k++)
-			ok = mcr_arg_valid(&v[i].args[k], false);
-		if (!ok) {
+	for (size_t i = 0; i < n; i++)
+		if (!args_ent_valid(&v[i])) {
 			snprintf(err, errlen, "argument entry %zu (site %#llx) is not one this "
 					      "library knows", i, (unsigned long long)v[i].site);
 			return -EINVAL;
 		}
-	}
-	s->args = malloc(n * sizeof(*s->args));
-	if (!s->args) {
+	if (!(*out = malloc(n * sizeof(**out)))) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	memcpy(s->args, v, n * sizeof(*s->args));
-	qsort(s->args, n, sizeof(*s->args), cmp_uptr);
-	s->nargs = n;
+	memcpy(*out, v, n * sizeof(**out));
+	qsort(*out, n, sizeof(**out), cmp_uptr);
 	for (size_t i = 1; i < n; i++)
-		if (s->args[i].site == s->args[i - 1].site) {
+		if ((*out)[i].site == (*out)[i - 1].site) {
 			snprintf(err, errlen, "site %#llx has two argument entries",
-				 (unsigned long long)s->args[i].site);
+				 (unsigned long long)(*out)[i].site);
 			return -EINVAL;
 		}
 	return 0;
+}
+
+/* mcr_each_site_name()'s walk for argument globs: each site of a
+ * function some glob matches, unless the controller named it (ARGS), gets
+ * the entry the globs make, in their order. */
+struct glob_args {
+	const struct session *s;
+	struct mcloc_args_ent *v;
+	size_t n, cap;
+	bool failed;
+};
+
+static void collect_args(uintptr_t site, const char *name, uint32_t state, void *arg)
+{
+	struct glob_args *g = arg;
+	const struct session *s = g->s;
+	struct mcloc_args_ent e = { .site = site };
+	bool any = false, replaced = false;
+
+	(void)state;
+	size_t i = site_index(s->args, s->nargs, sizeof(*s->args), site);
+	if (i < s->nargs && s->args[i].site == site)
+		return;
+	for (size_t k = 0; k < s->naglobs; k++)
+		if (!fnmatch(s->aglobs[k].glob, name, 0)) {
+			mcloc_args_merge(&e, &s->aglobs[k].e, &replaced);
+			any = true;
+		}
+	struct mcloc_args_ent *v = any ? mc_grown(g->v, &g->cap, g->n, sizeof(*v), 64) : NULL;
+
+	if (any && !v)
+		g->failed = true;
+	else if (any) {
+		g->v = v;
+		g->v[g->n++] = e;
+	}
+}
+
+static void named_free(struct named *nm)
+{
+	while (nm) {
+		struct named *older = nm->older;
+
+		free(nm->graph);
+		free(nm->trig);
+		free(nm->args);
+		free(nm);
+		nm = older;
+	}
+}
+
+/*
+ * What S's patterns choose among the functions registered now (LATE: made
+ * again for an image that registered later, where a glob matching nothing
+ * is no error): NULL with ERR on failure (*RET: -errno).
+ */
+static struct named *named_make(struct session *s, bool late, int *ret, char *err, size_t errlen)
+{
+	struct named *nm = calloc(1, sizeof(*nm));
+
+	*ret = -ENOMEM;
+	snprintf(err, errlen, "out of memory");
+	if (!nm)
+		return NULL;
+	if (s->graph) {
+		struct collect c = { .glob = s->graph };
+
+		mcr_each_site_name(collect_site, &c);
+		if (c.failed || (!c.n && !late)) {
+			free(c.v);
+			*ret = c.failed ? -ENOMEM : -ENOENT;
+			snprintf(err, errlen, "--graph-function '%s': %s", s->graph,
+				 c.failed ? "out of memory" : "matches no traced function");
+			goto fail;
+		}
+		qsort(c.v, c.n, sizeof(*c.v), cmp_uptr);
+		nm->graph = c.v;
+		nm->ngraph = c.n;
+	}
+	if (s->triggers && (*ret = named_triggers(nm, s->triggers, late, late ? NULL : &s->off,
+						  err, errlen)) < 0)
+		goto fail;
+	/* The controller's entries, then those of the argument globs at
+	 * the sites it did not name (the functions of images registered
+	 * since it looked), by site. */
+	struct glob_args g = { .s = s };
+
+	if (s->naglobs)
+		mcr_each_site_name(collect_args, &g);
+	if (g.failed || !(nm->args = malloc((s->nargs + g.n + 1) * sizeof(*nm->args)))) {
+		*ret = -ENOMEM;
+		free(g.v);
+		goto fail;
+	}
+	memcpy(nm->args, s->args, s->nargs * sizeof(*nm->args));
+	memcpy(nm->args + s->nargs, g.v, g.n * sizeof(*nm->args));
+	free(g.v);
+	nm->nargs = s->nargs + g.n;
+	qsort(nm->args, nm->nargs, sizeof(*nm->args), cmp_uptr);
+	*ret = 0;
+	return nm;
+fail:
+	named_free(nm);
+	return NULL;
 }
 
 static void session_free(struct session *s)
 {
 	if (!s)
 		return;
+	named_free(s->named);
 	free(s->args);
-	free(s->trig);
+	for (size_t k = 0; k < s->naglobs; k++)
+		free(s->aglobs[k].glob);
+	free(s->aglobs);
 	if (s->hdr)
 		munmap(s->hdr, s->size);
-	free(s->graph_sites);
 	free(s->filter);
 	free(s->notrace);
+	free(s->graph);
+	free(s->triggers);
 	free(s);
 }
 
@@ -703,7 +840,8 @@ bool mcr_trace_active(void)
 
 int mcr_trace_start(const struct mcloc_req_trace *q, const char *filter, const char *notrace,
 		    const char *graph, const char *triggers, const struct mcloc_args_ent *args,
-		    size_t nargs, int *fd_out, uint64_t *size_out, char *err, size_t errlen)
+		    size_t nargs, const struct mcr_args_glob *aglobs, size_t naglobs,
+		    int *fd_out, uint64_t *size_out, char *err, size_t errlen)
 {
 	struct session *s = NULL;
 	int fd = -1, ret;
@@ -754,24 +892,31 @@ int mcr_trace_start(const struct mcloc_req_trace *q, const char *filter, const c
 	s->follow = q->flags & MCLOC_TRACE_FOLLOW;
 	s->gen = ++sess_gen;
 	s->slot = slot;
-	if (graph[0]) {
-		struct collect c = { .glob = graph };
-
-		mcr_each_site_name(collect_site, &c);
-		if (c.failed || !c.n) {
-			free(c.v);
-			ret = c.failed ? -ENOMEM : -ENOENT;
-			snprintf(err, errlen, "--graph-function '%s': %s", graph,
-				 c.failed ? "out of memory" : "matches no traced function");
+	if ((graph[0] && !(s->graph = strdup(graph))) ||
+	    (triggers[0] && !(s->triggers = strdup(triggers))) ||
+	    (naglobs && !(s->aglobs = calloc(naglobs, sizeof(*s->aglobs))))) {
+		ret = -ENOMEM;
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
+	for (; s->naglobs < naglobs; s->naglobs++) {
+		if (!args_ent_valid(&aglobs[s->naglobs].e)) {
+			ret = -EINVAL;
+			snprintf(err, errlen, "the entry of argument glob '%s' is not one this "
+					      "library knows", aglobs[s->naglobs].glob);
 			goto out;
 		}
-		qsort(c.v, c.n, sizeof(*c.v), cmp_uptr);
-		s->graph_sites = c.v;
-		s->ngraph = c.n;
+		s->aglobs[s->naglobs].e = aglobs[s->naglobs].e;
+		if (!(s->aglobs[s->naglobs].glob = strdup(aglobs[s->naglobs].glob))) {
+			ret = -ENOMEM;
+			snprintf(err, errlen, "out of memory");
+			goto out;
+		}
 	}
-	if (triggers[0] && (ret = parse_triggers(s, triggers, err, errlen)) < 0)
+	if ((ret = take_args(args, nargs, &s->args, err, errlen)) < 0)
 		goto out;
-	if ((ret = take_args(s, args, nargs, err, errlen)) < 0)
+	s->nargs = nargs;
+	if (!(s->named = named_make(s, false, &ret, err, errlen)))
 		goto out;
 	/* (Sealed at its size: the controller checks the seals, as a memfd
 	 * that may shrink under its mapping would fault it.) */
@@ -802,7 +947,8 @@ int mcr_trace_start(const struct mcloc_req_trace *q, const char *filter, const c
 	 * argument frame where it is read, else every register.) */
 	s->ops = (struct mcloc_ops){ .sz = sizeof(s->ops),
 					.func = q->tracer == MCLOC_TRACE_GRAPH ? graph_cb : function_cb,
-					.flags = q->tracer == MCLOC_TRACE_GRAPH || s->nargs ?
+					.flags = q->tracer == MCLOC_TRACE_GRAPH || s->nargs ||
+							 s->naglobs ?
 						 MCR_HOOK_OPS_FLAGS : 0 };
 	const char *failed = NULL;	/* the globs refused */
 
@@ -922,6 +1068,23 @@ void mcr_trace_stop_all(void)
 		mcr_trace_stop(k);
 }
 
+/* S's patterns over the functions registered now, published in place of
+ * what they chose before (kept: struct named).  Out of memory, the
+ * earlier choice stays, and a line says so. */
+static void renamed(struct session *s)
+{
+	char err[256];
+	int ret;
+	struct named *nm = named_make(s, true, &ret, err, sizeof(err));
+
+	if (!nm) {
+		mcr_warn("trace: the patterns of a session do not extend to a new image: %s", err);
+		return;
+	}
+	nm->older = s->named;
+	__atomic_store_n(&s->named, nm, __ATOMIC_RELEASE);
+}
+
 /*
  * A new image registered (registry.c, before its sites are covered): the
  * running trace's patterns extend to its functions.  Not when it
@@ -943,6 +1106,8 @@ static void image_added(void)
 			mcr_add_patterns(&s->ops, s->filter, false, NULL);
 		if (s && s->notrace)
 			mcr_add_patterns(&s->ops, s->notrace, true, NULL);
+		if (s && (s->graph || s->triggers || s->naglobs))
+			renamed(s);
 	}
 	pthread_mutex_unlock(&trace_lock);
 }

@@ -230,16 +230,13 @@ static bool auto_entry(struct symbols *sym, const char *name, uint64_t site, boo
 	return e->nargs || e->has_ret;
 }
 
-/* A to E's arguments, in place of one of the same class and index. */
-static void add_arg(struct mcloc_args_ent *e, const struct mcloc_arg *a)
+struct mcloc_args_ent argspec_ent(const struct argspec *sp)
 {
-	for (unsigned k = 0; k < e->nargs; k++)
-		if (e->args[k].in == a->in && e->args[k].index == a->index) {
-			e->args[k] = *a;
-			return;
-		}
-	if (e->nargs < MCLOC_ARGS_MAX)
-		e->args[e->nargs++] = *a;
+	struct mcloc_args_ent e = { .nargs = (uint8_t)sp->nargs, .has_ret = sp->has_ret,
+				    .ret = sp->ret };
+
+	memcpy(e.args, sp->args, sp->nargs * sizeof(*e.args));
+	return e;
 }
 
 static int cmp_ent(const void *a, const void *b)
@@ -280,7 +277,7 @@ int argspec_entries(const struct argspecs *s, const struct names *sites, struct 
 		 * arguments than its DWARF's declaration says.) */
 		if (s->autoargs && sym && !strchr(nm->name, '.'))
 			any = auto_entry(sym, nm->name, nm->addr, retvals, &e);
-		bool explicit = false;
+		bool replaced = false;
 
 		for (size_t k = 0; k < s->n; k++) {
 			const struct argspec *sp = &s->v[k];
@@ -289,18 +286,10 @@ int argspec_entries(const struct argspecs *s, const struct names *sites, struct 
 				continue;
 			used[k] = any = true;
 			/* The -A options naming a function add up, as
-			 * uftrace's do (an argument named again takes the
-			 * later format), and replace what DWARF said. */
-			if (sp->has_args && !explicit) {
-				e.nargs = 0;
-				explicit = true;
-			}
-			for (unsigned j = 0; j < sp->nargs; j++)
-				add_arg(&e, &sp->args[j]);
-			if (sp->has_ret) {
-				e.ret = sp->ret;
-				e.has_ret = 1;
-			}
+			 * uftrace's do, and replace what DWARF said. */
+			struct mcloc_args_ent spe = argspec_ent(sp);
+
+			mcloc_args_merge(&e, &spe, &replaced);
 		}
 		if (!any)
 			continue;
@@ -315,13 +304,23 @@ int argspec_entries(const struct argspecs *s, const struct names *sites, struct 
 		v = nv;
 		v[n++] = e;
 	}
+	/* As a --filter: a glob may name functions of images that register
+	 * later (the program has the globs too), refused only when none of
+	 * them matches a function now. */
+	size_t nused = 0;
+
 	for (size_t k = 0; k < s->n; k++)
-		if (!used[k]) {
-			fail(who, "'%s': matches no traced function", s->v[k].text);
-			free(v);
-			free(used);
-			return -1;
-		}
+		nused += used[k];
+	for (size_t k = 0; k < s->n && nused; k++)
+		if (!used[k])
+			fprintf(stderr, "mcloc: %s: '%s': matches no traced function yet: kept for "
+					"images that register later\n", who, s->v[k].text);
+	if (s->n && !nused) {
+		fail(who, "'%s': matches no traced function", s->v[0].text);
+		free(v);
+		free(used);
+		return -1;
+	}
 	free(used);
 	if (s->autoargs && !n)
 		fprintf(stderr, "mcloc: %s: --auto-args: no traced function has DWARF that describes "

@@ -46,5 +46,8 @@ int argspec_add(struct argspecs *s, const char *text, const char *who);
 int argspec_entries(const struct argspecs *s, const struct names *sites, struct symbols *sym,
 		    bool retvals, const char *who, struct mcloc_args_ent **out, size_t *n);
 void argspecs_free(struct argspecs *s);
+/* SP as an entry (its site 0), as MCLOC_REQ_ARGS_GLOB sends it, and as
+ * mcloc_args_merge() adds it to a function's. */
+struct mcloc_args_ent argspec_ent(const struct argspec *sp);
 
 #endif

@@ -676,6 +676,30 @@ static int send_args(struct tracing *t, const struct targs *a, const char *pid)
 		}
 	}
 	free(v);
+	/* The -A and -R globs, for the functions of images that register
+	 * while the trace runs (DWARF's arguments are the controller's: not
+	 * for those). */
+	for (size_t k = 0; k < as->n && ret == 0; k++) {
+		uint8_t buf[MCLOC_REQ_MAX - sizeof(struct mcloc_msg)];
+		struct mcloc_args_ent e = argspec_ent(&as->v[k]);
+		size_t lg = strlen(as->v[k].glob) + 1;
+		struct mcloc_msg m;
+
+		if (sizeof(e) + lg > sizeof(buf)) {
+			fail(who, "'%s': the glob is too long", as->v[k].text);
+			ret = -1;
+			break;
+		}
+		memcpy(buf, &e, sizeof(e));
+		memcpy(buf + sizeof(e), as->v[k].glob, lg);
+		if (peer_send(t->p, MCLOC_REQ_ARGS_GLOB, buf, sizeof(e) + lg) < 0 ||
+		    peer_recv(t->p, &m) < 0)
+			ret = -1;
+		else if (m.type != MCLOC_REP_END) {
+			fail(pid, "an unexpected reply to the argument glob request");
+			ret = -1;
+		}
+	}
 	return ret;
 }
 

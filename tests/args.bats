@@ -341,3 +341,51 @@ EOF2
 		assert_line --regexp "main\(\) \{ /\* .*argsconv\.c:[0-9]+ \*/\$"
 	done
 }
+
+# The -A and -R globs go to the program as well: a plugin loaded with
+# dlopen() while the trace runs gets its arguments and return values
+# captured (before, the globs were resolved once, by the controller, and
+# plugin_fn's were never captured).  A glob that matches nothing yet is
+# said in one line each, and kept; one that matches nothing with no other
+# matching is still refused.  The triggers' and set_graph_function's
+# globs extend to the plugin as well.
+@test "-A, -R, triggers and set_graph_function globs reach a plugin loaded while the trace runs" {
+	cc -O1 -pg -mfentry -fPIC "${SAN[@]}" -c "$RT/plugfn.c" -o plug.o
+	"$RECORDMCOUNT" plug.o
+	"$OBJPATCH" link --nop --runtime -- cc -shared "${SAN[@]}" plug.o -o libplug.so \
+		-L"$LIBDIR" -lmcloc
+	traced_fixture plughost
+	run "$MCLOC" record -A 'main_fn@arg1' -A 'plugin_fn@arg1' -R 'plugin_fn@retval' \
+		-- ./plughost ./libplug.so
+	assert_success
+	assert_line "9"
+	assert_line "mcloc: record: 'plugin_fn@arg1': matches no traced function yet: kept for images that register later"
+	"$MCLOC" replay | mask_times | grep -v '^#' > replay.txt
+	printf '%s\n' ' C)      |  main() {' \
+		' C) D us |    main_fn(0);' ' C) D us |    plugin_fn(0); /* = 1 */' \
+		' C) D us |    main_fn(1);' ' C) D us |    plugin_fn(2); /* = 3 */' \
+		' C) D us |    main_fn(2);' ' C) D us |    plugin_fn(4); /* = 5 */' \
+		' C) D us |  }' > want.txt
+	diff -u want.txt replay.txt
+	# The function tracer: arguments need the registers there too.
+	run "$MCLOC" record function -A '*_fn@arg1' -- ./plughost ./libplug.so
+	assert_success
+	run "$MCLOC" replay
+	assert_line --regexp ': plugin_fn\(4\) <-main$'
+	# A glob that only the plugin will match, alone: refused, as ever.
+	run "$MCLOC" record -A 'plugin_fn@arg1' -- ./plughost ./libplug.so
+	assert_failure
+	assert_line "mcloc: record: 'plugin_fn@arg1': matches no traced function"
+	# set_graph_function and a trigger by globs matching main_fn now and
+	# plugin_fn later: the graph keeps plugin_fn's calls, and its
+	# backtraces are marked.
+	run "$MCLOC" record --graph-function '*_fn' --trigger '*_fn:backtrace' \
+		-- ./plughost ./libplug.so
+	assert_success
+	run "$MCLOC" replay
+	assert_success
+	[ "$(echo "$output" | grep -cE '\|  plugin_fn\(\) \{$')" -eq 3 ]
+	[ "$(echo "$output" | grep -cE '\|    /\* backtrace: plugin_fn \*/$')" -eq 3 ]
+	[ "$(echo "$output" | grep -cE '\|  main_fn\(\) \{$')" -eq 3 ]
+	refute_line --regexp 'main\(\)'
+}

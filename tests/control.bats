@@ -572,12 +572,12 @@ burst_in_two() {
 	[ ! -s "$T/served.err" ] || { cat "$T/served.err"; false; }
 }
 
-@test "42 malformed requests each get an error and a closed connection; the program runs on" {
+@test "44 malformed requests each get an error and a closed connection; the program runs on" {
 	start_served
 	run $CLIENT malformed "$XDG_RUNTIME_DIR/mcloc/$PID"
 	echo "$output"
 	assert_success
-	assert_line "42 malformed requests, 42 answered with an error"
+	assert_line "44 malformed requests, 44 answered with an error"
 	# Still answering, and still counting.
 	run $CLIENT hello "$XDG_RUNTIME_DIR/mcloc/$PID"
 	assert_output "$PID"
@@ -823,7 +823,9 @@ EOF2
 	assert_line "a STOP from a connection not tracing: refused, and answered on"
 	assert_line --partial "ok a site twice: site 0x1000 has two argument entries"
 	assert_line --partial "ok 13 arguments: argument entry 0 (site 0x1000) is not one this library knows"
-	[ "${#lines[@]}" -eq 16 ]
+	assert_line "ok an argument glob of format 9: the entry of argument glob '*' is not one this library knows"
+	assert_line "ok an argument glob naming a site: an argument glob's entry names a site"
+	[ "${#lines[@]}" -eq 18 ]
 	run "$MCLOC" trace "$PID" function_graph --graph-function nosuch --duration 0.1
 	assert_failure 1
 	assert_output "mcloc: $PID: --graph-function 'nosuch': matches no traced function"
@@ -989,20 +991,11 @@ status 1"
 # not linked with libmcloc, given it by --preload, is held at its start
 # (its table found at once) and traced from main() on.
 @test "a filter may name functions of a library loaded later; a program given libmcloc by --preload is held and traced from main()" {
-	printf '%s\n' '__attribute__((noinline)) int plugin_fn(int x) { return x + 1; }' > "$T/plug.c"
-	printf '%s\n' '#include <dlfcn.h>' '#include <stdio.h>' \
-		'__attribute__((noinline)) int main_fn(int x) { return x * 2; }' \
-		'int main(int argc, char **argv) {' \
-		'	void *h = dlopen(argv[1], RTLD_NOW);' \
-		'	int (*f)(int) = h ? (int (*)(int))dlsym(h, "plugin_fn") : 0;' \
-		'	int s = 0;' \
-		'	for (int i = 0; f && i < 3; i++) s += f(main_fn(i));' \
-		'	printf("%d\n", s); return !f; }' > "$T/host.c"
-	cc -O1 -pg -mfentry -fPIC "${SAN[@]}" -c "$T/plug.c" -o "$T/plug.o"
+	cc -O1 -pg -mfentry -fPIC "${SAN[@]}" -c "$RT/plugfn.c" -o "$T/plug.o"
 	"$RECORDMCOUNT" "$T/plug.o"
 	"$OBJPATCH" link --nop --runtime -- cc -shared "${SAN[@]}" "$T/plug.o" -o "$T/libplug.so" \
 		-L"$LIBDIR" -lmcloc
-	traced_c host "$T/host.c" -ldl
+	traced_c host "$RT/plughost.c" -ldl
 	run "$MCLOC" run function --filter 'main_fn,plugin_fn' -- "$T/host" "$T/libplug.so"
 	assert_success
 	assert_line "9"

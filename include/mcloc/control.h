@@ -80,6 +80,14 @@ enum {
 	 * the trace request is refused (EINVAL) when an entry is not valid
 	 * or two name one site. */
 	MCLOC_REQ_ARGS = 11,
+	/* One struct mcloc_args_ent (site 0), then a glob, NUL-terminated:
+	 * the next MCLOC_REQ_TRACE of this connection also captures what
+	 * the entry says at every function the glob names where no
+	 * MCLOC_REQ_ARGS entry names its site, in the images registered
+	 * then and in those that register while it traces (the globs
+	 * naming one function add up in the order sent:
+	 * mcloc_args_merge()); MCLOC_REP_END.  MCLOC_ARGS_GLOBS_MAX in all. */
+	MCLOC_REQ_ARGS_GLOB = 12,
 };
 
 enum {
@@ -223,6 +231,41 @@ struct mcloc_args_ent {
 	struct mcloc_arg ret;	/* index 0 */
 };
 _Static_assert(sizeof(struct mcloc_args_ent) == 72, "struct mcloc_args_ent is 72 bytes on the wire");
+#define MCLOC_ARGS_GLOBS_MAX 256	/* MCLOC_REQ_ARGS_GLOB requests of one session */
+
+/*
+ * What one specification SP of arguments and a return value (an entry
+ * whose site is not read) adds to E, the entry of a function it names,
+ * as uftrace's -A and -R options add up: an argument named again takes
+ * the later format, and the first that lists arguments replaces E's
+ * (*REPLACED: one did already; false for a fresh E, or one that DWARF
+ * made).  One definition for the controller, which makes the entries of
+ * the functions it sees, and the library, which makes those of images
+ * that register later.
+ */
+static inline void mcloc_args_merge(struct mcloc_args_ent *e, const struct mcloc_args_ent *sp,
+				    bool *replaced)
+{
+	if (sp->nargs && !*replaced) {
+		e->nargs = 0;
+		*replaced = true;
+	}
+	for (unsigned j = 0; j < sp->nargs && j < MCLOC_ARGS_MAX; j++) {
+		unsigned k = 0;
+
+		while (k < e->nargs && (e->args[k].in != sp->args[j].in ||
+					e->args[k].index != sp->args[j].index))
+			k++;
+		if (k < e->nargs)
+			e->args[k] = sp->args[j];
+		else if (e->nargs < MCLOC_ARGS_MAX)
+			e->args[e->nargs++] = sp->args[j];
+	}
+	if (sp->has_ret) {
+		e->ret = sp->ret;
+		e->has_ret = 1;
+	}
+}
 
 /* What a trigger does when a call of its function is traced:
  *   trace_on   the session's tracing on, from this call on

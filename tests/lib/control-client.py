@@ -35,6 +35,7 @@ VERSION = 1
 REQ_HELLO, REQ_FUNCS, REQ_ENABLED, REQ_STATS, REQ_TRACE, REQ_STOP, REQ_ADDRS = 1, 2, 3, 4, 5, 6, 7
 REQ_SITES = 8
 REQ_ARGS = 11
+REQ_ARGS_GLOB = 12
 # struct mcloc_args_ent: site, nargs, has_ret, 6 reserved, 12 args of 4
 # bytes (fmt, size, in, index), ret; padded to 8.
 ARGS_ENT = struct.Struct("=QBB6x48s4s4x")
@@ -90,7 +91,10 @@ CASES = [
     ("SNAPSHOT with a payload", msg(10, b"\0")),
     ("ARGS without entries", msg(REQ_ARGS)),
     ("ARGS of an entry and a half", msg(REQ_ARGS, b"\0" * (ARGS_ENT_SIZE * 3 // 2))),
-] + [("unknown type %d" % t, msg(t)) for t in range(12, 16)] + [
+    ("ARGS_GLOB of an entry without a glob", msg(REQ_ARGS_GLOB, b"\0" * ARGS_ENT_SIZE)),
+    ("ARGS_GLOB whose glob is not NUL-terminated",
+     msg(REQ_ARGS_GLOB, b"\0" * ARGS_ENT_SIZE + b"main")),
+] + [("unknown type %d" % t, msg(t)) for t in range(13, 17)] + [
     ("a header cut short, then silence", HDR.pack(16, REQ_HELLO, VERSION, 1, 0)[:10]),
 ]
 
@@ -196,6 +200,29 @@ def badtrace(path):
         t0, _ = one_reply(s)
         s.sendall(trace_req(1, 4, 1) + msg(REQ_HELLO))
         t, body = one_reply(s)
+        t2, _ = one_reply(s)
+        why = body[4:].split(b"\0")[0].decode() if t == REP_ERROR else "type %#x" % t
+        ok = t0 == REP_END and t == REP_ERROR and want in why and t2 == REP_HELLO
+        print("%s %s: %s" % ("ok" if ok else "FAIL", name, why))
+        bad += not ok
+        s.close()
+    # The same of an argument glob's entry; one that names a site is
+    # refused as it comes.
+    for name, ent, want in [
+            ("an argument glob of format 9", ARGS_ENT.pack(0, 1, 0, bytes([9, 8, 1, 1]) + bytes(44), bytes(4)),
+             "is not one this library knows"),
+            ("an argument glob naming a site", ARGS_ENT.pack(0x1000, 1, 0, bytes([1, 8, 1, 1]) + bytes(44), bytes(4)),
+             "names a site")]:
+        s = connect(path)
+        s.sendall(msg(REQ_ARGS_GLOB, ent + b"*\0"))
+        t0, body0 = one_reply(s)
+        if t0 == REP_ERROR:	# (refused as it came: no trace to ask)
+            t, body = t0, body0
+            t0 = REP_END
+        else:
+            s.sendall(trace_req(1, 4, 1))
+            t, body = one_reply(s)
+        s.sendall(msg(REQ_HELLO))
         t2, _ = one_reply(s)
         why = body[4:].split(b"\0")[0].decode() if t == REP_ERROR else "type %#x" % t
         ok = t0 == REP_END and t == REP_ERROR and want in why and t2 == REP_HELLO
