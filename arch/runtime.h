@@ -282,6 +282,39 @@ bool mcr_site_at_entry(uintptr_t site, uintptr_t fn);
 void mcr_return_tramp(void);
 
 /*
+ * An x86_64 mcount site after a prologue (-pg without -mfentry) is called
+ * with the function's frame built: its caller's return address lies at
+ * 8(%rbp), where the word the trampolines read as the parent is any word
+ * of the new frame.  mcr_site_framed() says whether SITE, inside the
+ * function at FN, is such a site of a function that begins (after an
+ * endbr64) with the frame -pg forces, push %rbp; mov %rsp,%rbp: not one
+ * that realigns its stack first, whose 8(%rbp) is a copy.
+ * mcr_framed_slot() is that return slot, from the frame pointer the
+ * site's call left, in REGS (the regs trampoline's), else saved by the
+ * args or direct trampoline just below the two return addresses it read
+ * (TSLOT: where it read the parent, mcr_args_return_slot()): NULL unless
+ * it lies a frame's size above the stack pointer of the site's call.
+ * Elsewhere (aarch64, riscv64: mcr_return_slot() tells by the code) no
+ * site is framed.
+ */
+struct mcloc_regs;
+#if defined(__x86_64__)
+bool mcr_site_framed(uintptr_t site, uintptr_t fn);
+uintptr_t *mcr_framed_slot(const struct mcloc_regs *regs, const uintptr_t *tslot);
+#else
+static inline bool mcr_site_framed(uintptr_t site, uintptr_t fn)
+{
+	(void)site, (void)fn;
+	return false;
+}
+static inline uintptr_t *mcr_framed_slot(const struct mcloc_regs *regs, const uintptr_t *tslot)
+{
+	(void)regs, (void)tslot;
+	return NULL;
+}
+#endif
+
+/*
  * What mcr_return_tramp kept of a returning call, which it hands the hook
  * (it restores them after): the integer result registers, then the
  * floating-point ones, whose first holds a float or double result in its
@@ -310,7 +343,8 @@ uintptr_t mcr_return_hook(uintptr_t sp, const struct mcr_retregs *rr);
  * lies (NULL: unknown).  From the registers the regs trampoline saved
  * (REGS), else (x86_64) from the args or direct trampoline's argument
  * frame ARGS, with SLOT where the caller's return address lies (or NULL:
- * found from AFTER and PARENT).  AT_ENTRY: the site is at its function's
+ * found from AFTER and PARENT, or for REGS at their stack pointer; a
+ * framed site's is mcr_framed_slot()).  AT_ENTRY: the site is at its function's
  * entry, the only place where the stack arguments are where the
  * convention puts them.  False when neither source is there.
  */

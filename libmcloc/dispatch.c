@@ -30,6 +30,36 @@
 
 /* ---- dispatch ------------------------------------------------------------------ */
 
+/* Record R of IM is a framed site (mcr_site_framed()): its callbacks get
+ * the real parent, and a tracer that times the call hooks the slot it
+ * lies in. */
+static inline bool framed(const struct image *im, long r)
+{
+	return im->framed && (im->framed[r / 64] >> (r % 64) & 1);
+}
+
+/* The return slot of a framed site's function, called with the
+ * registers RG, else from the thread's argument frame for the call that
+ * ends at AFTER: NULL when it cannot be told.  The parent the callbacks
+ * are given, and mcr_entry_args's, is the word there. */
+static uintptr_t *framed_slot(const struct mcloc_regs *rg, uintptr_t after, uintptr_t *parent)
+{
+	const struct mcr_entry_args *e = &mcr_entry_args;
+	const uintptr_t *t = NULL;
+	uintptr_t *slot;
+
+#ifdef MCR_ARGS_RETURN_SLOT
+	if (!rg && e->args && e->after == after)
+		t = e->slot ? e->slot : mcr_args_return_slot(e->args, after, e->parent);
+#endif
+	if (!(slot = mcr_framed_slot(rg, t)))
+		return NULL;
+	*parent = *slot;
+	if (e->args && e->after == after)
+		mcr_entry_args.parent = *parent;
+	return slot;
+}
+
 /* The set's callbacks for the site that ends at AFTER (unless CALLBACKS
  * is false: a callback's own traced call), in the thread's mcr_in_tracer
  * section; returns the site's direct trampoline, or 0. */
@@ -59,6 +89,8 @@ static uintptr_t walk(uintptr_t after, uintptr_t parent, struct mcloc_image *img
 			uintptr_t pc = rg ? rg->pc : 0;
 
 			mcr_call_at_entry = im->at_entry && (im->at_entry[r / 64] >> (r % 64) & 1);
+			mcr_call_framed = !mcr_call_at_entry && framed(im, r) ?
+					  framed_slot(rg, after, &parent) : NULL;
 			__atomic_fetch_add(&mcr_list_calls, 1, __ATOMIC_RELAXED);
 			mcr_entry_regs = rg;
 			for (size_t i = 0; set && i < set->n; i++) {
@@ -68,6 +100,7 @@ static uintptr_t walk(uintptr_t after, uintptr_t parent, struct mcloc_image *img
 					e->func(ip, parent, e->ops, e->regs ? regs : NULL);
 			}
 			mcr_entry_regs = NULL;
+			mcr_call_framed = NULL;
 			/* A function is moved only from its entry: after the
 			 * prologue (-pg) its frame is built, and the target
 			 * would return with it still on the stack. */
@@ -175,7 +208,19 @@ __attribute__((used)) void mcr_direct_hook(uintptr_t after, uintptr_t parent, ui
 
 		if (d->func) {
 			mcr_call_at_entry = -1;
+			/* (Only in a process with framed sites is the record
+			 * looked up for it.) */
+			if (__atomic_load_n(&mcr_framed_images, __ATOMIC_RELAXED)) {
+				const struct image *im = mcr_image_of(after - 1);
+				long r = im ? mcr_rec_before(im, after) : -1;
+
+				if (r >= 0 && framed(im, r)) {
+					mcr_call_at_entry = 0;
+					mcr_call_framed = framed_slot(NULL, after, &parent);
+				}
+			}
 			d->func(after - len, parent, d->ops, NULL);
+			mcr_call_framed = NULL;
 		}
 	} else {
 		walk(after, parent, NULL, NULL, true);

@@ -388,6 +388,11 @@ static void name_records(struct image *im, const char *path, uintptr_t bias)
 			if (mcr_site_at_entry(a, fs[k].lo)) {
 				im->at_entry[r / 64] |= 1ull << (r % 64);
 				at++;
+			} else if (mcr_site_framed(a, fs[k].lo) &&
+				   (im->framed || (im->framed = calloc(im->nrecs / 64 + 1,
+								       sizeof(*im->framed))))) {
+				im->framed[r / 64] |= 1ull << (r % 64);
+				__atomic_store_n(&mcr_framed_images, true, __ATOMIC_RELAXED);
 			}
 		} else if (nf && k + 1 < nf && fs[k + 1].lo > a && fs[k + 1].lo - a < 16) {
 			im->names[r] = intern(str + fs[k + 1].name);	/* patchable NOPs before the entry */
@@ -796,6 +801,7 @@ void mcr_image_free(struct image *im)
 	free(im->recs);
 	free(im->names);
 	free(im->at_entry);
+	free(im->framed);
 	free(im->funcs);
 	free(im->strtab);
 	free(im);

@@ -73,6 +73,9 @@ struct image {
 	/* Every bit of at_entry set (-mfentry, patchable entries): a call
 	 * from a site of the image is at its entry, with no search. */
 	bool all_at_entry;
+	/* Bit r: record r's site is after the frame -pg builds
+	 * (mcr_site_framed()); NULL when none is. */
+	uint64_t *framed;
 	/* Entries refused for a reason the architecture names (say, GCC's
 	 * raw patchable NOPs): how many, and that reason, said once. */
 	size_t nskipped;
@@ -183,6 +186,13 @@ extern __thread struct mcloc_regs *mcr_entry_regs;
  * looked up yet (the direct trampoline's calls: only a callback that
  * hooks the return asks, through timing.c). */
 extern __thread signed char mcr_call_at_entry;
+/* While callbacks of a call from a framed site run (image.framed): where
+ * its function's return address lies (mcr_framed_slot()), the parent the
+ * callbacks were given; NULL otherwise. */
+extern __thread uintptr_t *mcr_call_framed;
+/* Some image registered has framed sites: the direct trampoline's calls
+ * look theirs up (the others know it from their record). */
+extern bool mcr_framed_images;
 /* Counts the images that came or went (under mcr_lock), so that what a
  * thread learnt of an address is known to still hold. */
 extern unsigned long mcr_images_gen;

@@ -22,6 +22,8 @@ struct direct_set *mcr_directs;
 __thread int mcr_in_tracer __attribute__((tls_model("initial-exec")));
 __thread struct mcr_entry_args mcr_entry_args __attribute__((tls_model("initial-exec")));
 __thread signed char mcr_call_at_entry __attribute__((tls_model("initial-exec")));
+__thread uintptr_t *mcr_call_framed __attribute__((tls_model("initial-exec")));
+bool mcr_framed_images;
 __thread struct mcloc_regs *mcr_entry_regs __attribute__((tls_model("initial-exec")));
 unsigned long mcr_images_gen;
 struct mcr_hooks mcr_hooks;

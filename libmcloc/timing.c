@@ -191,10 +191,12 @@ static inline bool at_entry(void)
 }
 
 /* Hook the return whose address is at SLOT (KEY: the stack pointer
- * after it).  (Inlined: it is most of a timed call's entry.) */
+ * after it); SURE: SLOT is the function's return slot whatever its site
+ * (a framed site's), else only if the site is at the entry.  (Inlined:
+ * it is most of a timed call's entry.) */
 static inline __attribute__((always_inline)) int
 hook_slot(uintptr_t *slot, uintptr_t sp, uintptr_t ip, uintptr_t parent, mcr_ret_fn done,
-	  void *arg, unsigned gen, uint64_t t0)
+	  void *arg, unsigned gen, uint64_t t0, bool sure)
 {
 	struct shadow *sh = get_shadow();
 	unsigned d;
@@ -228,9 +230,10 @@ hook_slot(uintptr_t *slot, uintptr_t sp, uintptr_t ip, uintptr_t parent, mcr_ret
 	 * saved frame pointer where an entry's caller's return address would
 	 * be, the same value the trampoline read as the parent: hooking that
 	 * slot corrupted the function.  Only sites the symbols put at an
-	 * entry are hooked.  (aarch64 and riscv64 tell the two by the code
-	 * before the site, in mcr_return_slot().) */
-	if (!at_entry())
+	 * entry are hooked, and framed ones by the slot the frame pointer
+	 * says (mcr_call_framed).  (aarch64 and riscv64 tell the two by the
+	 * code before the site, in mcr_return_slot().) */
+	if (!sure && !at_entry())
 		return -1;
 #endif
 	d = sh->depth;
@@ -247,14 +250,16 @@ hook_slot(uintptr_t *slot, uintptr_t sp, uintptr_t ip, uintptr_t parent, mcr_ret
 int mcr_hook_return(struct mcloc_regs *regs, uintptr_t ip, uintptr_t parent, mcr_ret_fn done,
 		    void *arg, unsigned gen, uint64_t t0)
 {
-	uintptr_t sp = 0, *slot = NULL;
+	uintptr_t sp = 0, *slot = mcr_call_framed;
 
+	if (slot)
+		return hook_slot(slot, (uintptr_t)(slot + 1), ip, parent, done, arg, gen, t0, true);
 	/* (Hooked by another user, the slot holds the trampoline.) */
 	if (regs && joinable(myshadow, ip, parent, done, gen))
 		slot = mcr_return_slot(regs, ip, (uintptr_t)mcr_return_tramp, &sp);
 	if (regs && !slot)
 		slot = mcr_return_slot(regs, ip, parent, &sp);
-	return hook_slot(slot, sp, ip, parent, done, arg, gen, t0);
+	return hook_slot(slot, sp, ip, parent, done, arg, gen, t0, false);
 }
 
 int mcr_hook_return_args(uintptr_t ip, uintptr_t parent, mcr_ret_fn done, void *arg,
@@ -264,12 +269,16 @@ int mcr_hook_return_args(uintptr_t ip, uintptr_t parent, mcr_ret_fn done, void *
 	const struct mcr_entry_args *e = &mcr_entry_args;
 	uintptr_t *slot;
 
+	if (mcr_call_framed)
+		return hook_slot(mcr_call_framed, (uintptr_t)(mcr_call_framed + 1), ip, parent,
+				 done, arg, gen, t0, true);
 	if (!e->args || e->parent != parent)
 		return -1;
 	/* The direct trampoline says where the parent lies; the args
 	 * trampoline's frame has it at one of a few places.  (At an mcount
 	 * site after a prologue that word is no return address: hook_slot()
-	 * refuses the site, as the symbols do not put it at an entry.) */
+	 * refuses the site, as the symbols do not put it at an entry, unless
+	 * it is framed, above.) */
 	slot = e->slot;
 	if (!slot && joinable(myshadow, ip, parent, done, gen))
 		slot = mcr_args_return_slot(e->args, e->after, (uintptr_t)mcr_return_tramp);
@@ -277,7 +286,7 @@ int mcr_hook_return_args(uintptr_t ip, uintptr_t parent, mcr_ret_fn done, void *
 		slot = mcr_args_return_slot(e->args, e->after, e->parent);
 	if (!slot)
 		return -1;
-	return hook_slot(slot, (uintptr_t)(slot + 1), ip, parent, done, arg, gen, t0);
+	return hook_slot(slot, (uintptr_t)(slot + 1), ip, parent, done, arg, gen, t0, false);
 #else
 	(void)ip, (void)parent, (void)done, (void)arg, (void)gen, (void)t0;
 	return -1;

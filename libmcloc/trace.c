@@ -422,8 +422,11 @@ static size_t args_items(uintptr_t ip, uintptr_t parent, struct mcloc_regs *regs
 {
 	struct mcr_argregs ar;
 	const struct mcr_entry_args *e = &mcr_entry_args;
-	bool have = mcr_call_argregs(regs, e->args, e->slot, e->after, parent,
-				     mcr_call_from_entry(ip), &ar);
+	/* (A framed site's stack arguments lie above its return slot, as an
+	 * entry's above the stack pointer.) */
+	const uintptr_t *fs = mcr_call_framed;
+	bool have = mcr_call_argregs(regs, e->args, fs ? fs : regs ? NULL : e->slot, e->after,
+				     parent, fs || mcr_call_from_entry(ip), &ar);
 
 	return a->nargs ? mcr_args_capture(a, have ? &ar : NULL, items) : 0;
 }

@@ -161,6 +161,53 @@ EOF
 	[ $((2 * s)) -lt $((w + w / 10)) ]
 }
 
+# -pg without -mfentry (x86_64): mcount is called in the frame the
+# prologue built, where the word above the return address into the
+# function is no caller's.  Before, the function tracer named that word
+# as the parent, and function_graph and the profile tracer could not time
+# the calls ("-"); now the frame pointer says where the return lies.
+@test "-pg without -mfentry: callers named, calls timed, stack arguments read, as an -mfentry build's" {
+	cc -O1 -g -pg "${SAN[@]}" -c "$RT/pgframe.c" -o pgframe.o
+	objdump -dr pgframe.o | grep -q 'R_X86_64_.*mcount'
+	"$RECORDMCOUNT" pgframe.o
+	"$OBJPATCH" link --nop --runtime -- cc "${SAN[@]}" pgframe.o -o pgframe -L"$LIBDIR" -lmcloc
+	run "$MCLOC" run function -- ./pgframe
+	assert_success
+	assert_line 71
+	[ "$(echo "$output" | grep -cE ': leaf <-mid$')" -eq 4 ]
+	[ "$(echo "$output" | grep -cE ': mid <-top$')" -eq 2 ]
+	assert_line --regexp ': top <-main$'
+	assert_line --regexp ': use <-aligned$'
+	MCLOC_TRACER=profile MCLOC_OUTPUT="$PWD/prof.txt" \
+		run "$MCLOC" record -A 'leaf@arg1,arg7' -R 'leaf@retval' -- ./pgframe
+	assert_success
+	"$MCLOC" replay > replay.txt
+	[ "$(grep -c 'cannot be hooked' replay.txt)" -eq 0 ]
+	mask_times < replay.txt | grep -v '^#' > got.txt
+	cat > want.txt <<'EOF2'
+ C)      |  main() {
+ C)      |    top() {
+ C)      |      mid() {
+ C) D us |        leaf(1, 0); /* = 16 */
+ C) D us |        leaf(1, 1); /* = 17 */
+ C) D us |      }
+ C)      |      mid() {
+ C) D us |        leaf(2, 0); /* = 17 */
+ C) D us |        leaf(2, 1); /* = 18 */
+ C) D us |      }
+ C) D us |    }
+ C)      |    aligned() {
+ C) D us |      use();
+ C) D us |    }
+ C) D us |  }
+EOF2
+	diff -u want.txt got.txt
+	# The profile tracer, beside the session, timed every call too.
+	printf '%s\n' 'aligned 1' 'leaf 4' 'main 1' 'mid 2' 'top 1' 'use 1' > want.txt
+	awk 'NR > 4 && NF >= 4 && $3 != "-" { print $1, $2 }' prof.txt | sort > got.txt
+	diff -u want.txt got.txt
+}
+
 @test "tail calls are timed, also where the library's own tracer hooked the same calls first" {
 	# -O2: each of these returns is a jump, which leaves the trampoline's
 	# address where the callee's return address goes.

@@ -318,6 +318,35 @@ bool mcr_site_at_entry(uintptr_t site, uintptr_t fn)
 	       (site == fn + 4 && !memcmp((const void *)fn, endbr64, 4));
 }
 
+bool mcr_site_framed(uintptr_t site, uintptr_t fn)
+{
+	static const uint8_t endbr64[4] = { 0xf3, 0x0f, 0x1e, 0xfa };
+	static const uint8_t frame[4] = { 0x55, 0x48, 0x89, 0xe5 };	/* push %rbp; mov %rsp,%rbp */
+
+	/* (An mcount call comes a few instructions in; a function that
+	 * begins further below, as a symbol may say, is not read.) */
+	if (!fn || site - fn > 128 || mcr_site_at_entry(site, fn))
+		return false;
+	if (!memcmp((const void *)fn, endbr64, 4))
+		fn += 4;
+	return site >= fn + 4 && !memcmp((const void *)fn, frame, 4);
+}
+
+/* (A frame of more than this below its frame pointer, before the site's
+ * call, is taken for a frame pointer that is not one.) */
+#define FRAMED_MAX (1u << 20)
+
+uintptr_t *mcr_framed_slot(const struct mcloc_regs *regs, const uintptr_t *tslot)
+{
+	/* (The trampolines' own frame pointer is saved at TSLOT[-2]: their
+	 * "pushq %rbp" came right after the site's call.) */
+	uintptr_t rbp = regs ? regs->rbp : tslot ? tslot[-2] : 0;
+	uintptr_t sp = regs ? regs->sp : (uintptr_t)tslot;
+
+	return rbp && !(rbp & 7) && rbp >= sp && rbp - sp < FRAMED_MAX ? (uintptr_t *)rbp + 1
+								      : NULL;
+}
+
 uintptr_t *mcr_return_slot(struct mcloc_regs *regs, uintptr_t site, uintptr_t parent,
 			   uintptr_t *key)
 {
@@ -345,7 +374,7 @@ bool mcr_call_argregs(const struct mcloc_regs *regs, const void *args, const uin
 
 		memcpy(out->i, i, sizeof(i));
 		out->fp = regs->xmm[0];
-		ret = (const uintptr_t *)regs->sp;
+		ret = slot ? slot : (const uintptr_t *)regs->sp;
 	} else if (args) {
 		const struct mcloc_args *a = args;
 
