@@ -976,13 +976,18 @@ static void at_exit_control(void)
  * connections and socket are the parent's. */
 static void forget_server(void)
 {
+	/* The connections hold descriptors only while a server listens:
+	 * before the first start their fds are the static initializer's
+	 * zeroes, which a child must not take for its standard input. */
+	bool listening = ctl.lfd >= 0;
+
 	ctl.running = false;
 	ctl.controllers = 0;
 	for (int i = 0; i < CONN_MAX; i++)
 		ctl.conn[i].session = -1;
 	ctl.path[0] = 0;
 	for (int i = 0; i < CONN_MAX; i++) {
-		if (ctl.conn[i].fd >= 0)
+		if (listening && ctl.conn[i].fd >= 0)
 			close(ctl.conn[i].fd), ctl.conn[i].fd = -1;
 		drop_args(&ctl.conn[i]);
 	}

@@ -387,6 +387,30 @@ build_forker() {
 in_parent $ppid"
 }
 
+# A program that carries the runtime but never started control forks
+# children with their descriptors as they were: the child's copy of the
+# control server closes no connection it never had (gawk's
+# "cmd" | getline lost its child's standard input that way).
+@test "a child forked without control keeps its standard input" {
+	[ -z "${MCLOC_SANITIZED:-}" ] || skip "LD_PRELOAD of a sanitized library into a plain program"
+	printf '%s\n' '#include <fcntl.h>' '#include <stdio.h>' '#include <sys/wait.h>' \
+		'#include <unistd.h>' 'int main(void)' '{' '	pid_t p = fork();' \
+		'	if (p == 0) {' '		printf("child fd0 %s\n", fcntl(0, F_GETFD) < 0 ? "closed" : "open");' \
+		'		fflush(stdout);' '		_exit(0);' '	}' '	waitpid(p, NULL, 0);' \
+		'	return 0;' '}' > "$T/fd0.c"
+	cc "$T/fd0.c" -o "$T/fd0"
+	cc "$T/fd0.c" -o "$T/fd0-linked" -L"$LIBDIR" -Wl,-rpath,"$LIBDIR" -Wl,--no-as-needed -lmcloc
+	run "$T/fd0-linked" </dev/null
+	assert_success
+	assert_output "child fd0 open"
+	run env LD_PRELOAD="$LIBDIR/libmcloc.so" "$T/fd0" </dev/null
+	assert_success
+	assert_output "child fd0 open"
+	run env MCLOC_CONTROL=1 "$T/fd0-linked" </dev/null
+	assert_success
+	assert_output "child fd0 open"
+}
+
 @test "a forked child's NAME.PID is made anew: a link planted under that name leads nowhere" {
 	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
 	[ -z "${MCLOC_SANITIZED:-}" ] || skip "LD_PRELOAD of a sanitized library into a plain program"
