@@ -10,6 +10,7 @@
 #include "../base/grow.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1184,6 +1185,33 @@ int sort_key_of(const char *s, enum sort_key *key, const char *who)
 	return -1;
 }
 
+int opt_whole(const char *who, const char *opt, const char *s, uint64_t lo, uint64_t hi,
+	      uint64_t *v)
+{
+	char *end;
+
+	errno = 0;
+	*v = strtoull(s, &end, 10);
+	if (!isdigit((unsigned char)*s) || *end || errno || *v < lo || *v > hi) {
+		fail(who, "%s '%s': a whole number from %llu to %llu", opt, s,
+		     (unsigned long long)lo, (unsigned long long)hi);
+		return -1;
+	}
+	return 0;
+}
+
+int opt_real(const char *who, const char *opt, const char *s, double *d)
+{
+	char *end;
+
+	*d = strtod(s, &end);
+	if (end == s || *end || !(*d >= 0) || *d > 1e12) {
+		fail(who, "%s '%s': a number from 0", opt, s);
+		return -1;
+	}
+	return 0;
+}
+
 static struct tracing *sorting;
 
 static uint64_t avg_ns(const struct hit *h)
@@ -1244,6 +1272,9 @@ void print_profile(struct tracing *t)
 		if (t->json) {
 			putchar('{');
 			json_str("function", fn, false);
+			/* (The process: a recording may hold several.) */
+			if (t->pid)
+				printf("\"pid\":%u,", t->pid);
 			if (t->per_thread)
 				printf("\"tid\":%u,", h->tid);
 			printf("\"calls\":%llu,\"timed\":%llu,\"total_ns\":%llu,\"self_ns\":%llu}\n",

@@ -261,6 +261,12 @@ void finish_output(struct tracing *t);
 void print_profile(struct tracing *t);
 /* --sort's KEY into *KEY (the order of enum sort_key); -1 said for WHO. */
 int sort_key_of(const char *s, enum sort_key *key, const char *who);
+/* Option OPT's value S, all of it, as a whole number from LO to HI into
+ * *V, or a number from 0 (seconds, microseconds) into *D: 0, or -1 said
+ * in one line for WHO. */
+int opt_whole(const char *who, const char *opt, const char *s, uint64_t lo, uint64_t hi,
+	      uint64_t *v);
+int opt_real(const char *who, const char *opt, const char *s, double *d);
 /* What t holds, freed (not t itself). */
 void tracing_free(struct tracing *t);
 

@@ -296,6 +296,11 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	/* (mcloc COMMAND --help: the commands are all on one page.) */
+	if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+		usage(stdout);
+		return 0;
+	}
 	if (!strcmp(argv[0], "list"))
 		return cmd_list(argc, argv);
 	if (!strcmp(argv[0], "funcs"))

@@ -895,9 +895,9 @@ static int parse_time_range(const char *s, struct ropts *o)
 	char *end;
 	double a = strtod(s, &end), b = 0;
 
-	if (*end != '~')
+	if (end == s || (*end && *end != '~') || !(a >= 0))
 		return -1;
-	if (end[1]) {
+	if (*end && end[1]) {
 		b = strtod(end + 1, &end);
 		if (*end || b < a)
 			return -1;
@@ -951,6 +951,8 @@ static int parse_ropts(int argc, char **argv, struct ropts *o)
 	const char *cmd = argv[0];
 	int c;
 	char *end;
+	uint64_t v;
+	double d;
 
 	*o = (struct ropts){ .dir = MCLOC_REC_DEFAULT_DIR };
 	optind = 0;
@@ -966,7 +968,11 @@ static int parse_ropts(int argc, char **argv, struct ropts *o)
 				return -1;
 			}
 			break;
-		case 't': o->threshold_ns = saturate(strtod(optarg, NULL) * 1000); break;
+		case 't':
+			if (opt_real(cmd, "-t", optarg, &d) < 0)
+				return -1;
+			o->threshold_ns = saturate(d * 1000);
+			break;
 		case 'R':
 			if (parse_time_range(optarg, o) < 0) {
 				fail(cmd, "--time-range: START~END in seconds, as replay prints "
@@ -974,7 +980,11 @@ static int parse_ropts(int argc, char **argv, struct ropts *o)
 				return -1;
 			}
 			break;
-		case 'T': o->tid = (uint32_t)strtoul(optarg, NULL, 10); break;
+		case 'T':
+			if (opt_whole(cmd, "--tid", optarg, 1, UINT32_MAX, &v) < 0)
+				return -1;
+			o->tid = (uint32_t)v;
+			break;
 		case 'j': o->json = true; break;
 		case 'P': o->per_thread = true; break;
 		case 'f': o->as_function = true; break;

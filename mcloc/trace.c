@@ -487,6 +487,9 @@ static int parse_targs(int argc, char **argv, struct targs *a, enum cmd cmd)
 		{ 0 }
 	};
 	int o;
+	const char *who = cmd_name(cmd);
+	uint64_t v;
+	double d;
 
 	/* (record: rings for a reader that keeps up, so that threads
 	 * seldom wait; lossless.) */
@@ -512,12 +515,26 @@ static int parse_targs(int argc, char **argv, struct targs *a, enum cmd cmd)
 		case 'f': a->filter = optarg; break;
 		case 'n': a->notrace = optarg; break;
 		case 'g': a->graph = optarg; break;
-		case 'D': a->q.max_depth = (uint32_t)strtoul(optarg, NULL, 10); break;
-		case 'T': a->q.tid = (uint32_t)strtoul(optarg, NULL, 10); break;
-		case 'U': a->duration = strtod(optarg, NULL); break;
-		case 't': a->threshold_ns = (uint64_t)(strtod(optarg, NULL) * 1000); break;
-		case 'b': a->q.ring_kib = (uint32_t)strtoul(optarg, NULL, 10); break;
-		case 'r': a->q.rings = (uint32_t)strtoul(optarg, NULL, 10); break;
+		case 'D':
+		case 'T':
+		case 'b':
+		case 'r':
+			if (opt_whole(who, o == 'D' ? "--max-depth" : o == 'T' ? "--tid" :
+					   o == 'b' ? "--buffer" : "--rings",
+				      optarg, o == 'T', UINT32_MAX, &v) < 0)
+				return -1;
+			*(o == 'D' ? &a->q.max_depth : o == 'T' ? &a->q.tid :
+			  o == 'b' ? &a->q.ring_kib : &a->q.rings) = (uint32_t)v;
+			break;
+		case 'U':
+		case 't':
+			if (opt_real(who, o == 'U' ? "--duration" : "-t", optarg, &d) < 0)
+				return -1;
+			if (o == 'U')
+				a->duration = d;
+			else
+				a->threshold_ns = saturate(d * 1000);
+			break;
 		case 'O':
 			/* (record: a flight recorder, instead of lossless) */
 			a->q.flags = (a->q.flags & ~(uint32_t)MCLOC_TRACE_WAIT) | MCLOC_TRACE_OVERWRITE;
@@ -525,7 +542,21 @@ static int parse_targs(int argc, char **argv, struct targs *a, enum cmd cmd)
 		case 'd':
 		case 'Z': a->data = optarg; break;
 		case 'I': a->pid = optarg; break;
-		case 'X': a->triggers = optarg; break;
+		case 'X':
+			/* (Each --trigger adds to the others, as -A does.) */
+			if (a->triggers[0]) {
+				char *all = malloc(strlen(a->triggers) + strlen(optarg) + 2);
+
+				if (!all) {
+					fail(who, "out of memory");
+					return -1;
+				}
+				sprintf(all, "%s,%s", a->triggers, optarg);
+				a->triggers = all;	/* (kept to the end: never freed) */
+			} else {
+				a->triggers = optarg;
+			}
+			break;
 		case 'A':
 		case 'R':
 			if (argspec_add(&a->argspecs, optarg, o == 'A' ? "-A" : "-R") < 0)

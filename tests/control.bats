@@ -835,6 +835,12 @@ EOF2
 		assert_failure 2
 		assert_output "mcloc: trace: --buffer: a power of 2 from 4 to 65536 KiB; --rings: 1 to 4096; --buffer times --rings: at most 1024 MiB"
 	done
+	# A number is read whole (strtoul read "abc" as 0: every thread).
+	for opt in "--tid abc" "--max-depth 3x" "--duration soon" "-t -5" "--buffer 0x10"; do
+		run "$MCLOC" trace "$PID" function_graph $opt
+		assert_failure 2
+		assert_output --regexp "^mcloc: trace: ${opt%% *} '${opt#* }': a (whole )?number from [01]"
+	done
 	stop_served
 }
 

@@ -70,6 +70,17 @@ EOF
 	run "$MCLOC" report --sort calls
 	assert_success
 	[ "$(echo "$output" | awk 'NR == 3 { print $1 }')" = leaf ]
+	# JSON rows name the process (a recording of a fork holds several).
+	pid=$("$MCLOC" info | awk '$2 == "process" { print $3; exit }')
+	"$MCLOC" -j report --per-thread > rows.json
+	$PY - rows.json "$pid" <<'EOF2'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+assert [(r["function"], r["calls"]) for r in rows] == \
+    [("main", 1), ("top", 1), ("mid", 3), ("leaf", 6)], rows
+assert all(r["pid"] == int(sys.argv[2]) and r["tid"] > 0 for r in rows), rows
+assert all(r["total_ns"] >= r["self_ns"] > 0 for r in rows), rows
+EOF2
 	run "$MCLOC" graph mid
 	assert_success
 	# (A time and the padding before it are one T: a slow machine's
@@ -130,9 +141,21 @@ EOF
 	[ "$(echo "$output" | grep -c '[a-z]();$')" -eq 6 ]
 	[ "$(echo "$output" | grep -cE '\} /\* (main|top|mid) \*/$')" -eq 5 ]
 	refute_output --partial "{"
-	run "$MCLOC" replay --time-range 5
+	# START alone is START~, as the message says.
+	[ "$("$MCLOC" replay --time-range 999999999 | calls)" -eq 0 ]
+	run "$MCLOC" replay --time-range 5x
 	assert_failure 2
 	assert_output "mcloc: replay: --time-range: START~END in seconds, as replay prints them (END may be left out)"
+	# Numbers are checked whole, in one line.
+	run "$MCLOC" replay -t abc
+	assert_failure 2
+	assert_output "mcloc: replay: -t 'abc': a number from 0"
+	run "$MCLOC" report --tid 12x
+	assert_failure 2
+	assert_output "mcloc: report: --tid '12x': a whole number from 1 to 4294967295"
+	run "$MCLOC" replay --help
+	assert_success
+	assert_line --partial "usage: mcloc"
 }
 
 @test "short events (one 8-byte unit) read as the whole slots they stand for: every time, site and depth" {
@@ -566,6 +589,11 @@ EOF
 	echo "$output" | grep -v '^#' | sed -E 's/^ +[0-9]+\) +[ +!#*@$]? *([0-9.]+ us)? *\| //' > got.txt
 	printf '%s\n' ' main() {' '   top() {' '     mid();' '   }' ' }' > want.txt
 	diff -u want.txt got.txt
+	# --trigger given twice: both (the second replaced the first).
+	"$MCLOC" record --trigger 'mid:trace_on' --trigger 'leaf:backtrace' -- ./recorded
+	run "$MCLOC" replay
+	refute_line --regexp '(main|top)\(\)'
+	[ "$(echo "$output" | grep -cE '/\* backtrace: leaf <- mid')" -eq 6 ]
 	run "$MCLOC" record --trigger 'mid:explode' -- ./recorded
 	assert_failure 1
 	assert_line --regexp "^mcloc: [0-9]+: --trigger 'mid:explode': not FUNC:ACTION, ACTION one of trace_on, trace_off, backtrace, snapshot\$"
