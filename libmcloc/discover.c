@@ -37,6 +37,8 @@ extern struct mcloc_image __mcloc_image __attribute__((visibility("hidden")));
 
 struct main_info {
 	uintptr_t bias, text_lo, text_hi;
+	const ElfW(Phdr) *phdr;	/* its program headers, as loaded */
+	int phnum;
 	bool found;
 };
 
@@ -46,6 +48,8 @@ static int first_object(struct dl_phdr_info *info, size_t size, void *data)
 
 	(void)size;
 	m->bias = info->dlpi_addr;
+	m->phdr = info->dlpi_phdr;
+	m->phnum = info->dlpi_phnum;
 	m->text_lo = UINTPTR_MAX;
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *p = &info->dlpi_phdr[i];
@@ -88,6 +92,23 @@ static bool has_symbol(int fd, const Elf64_Ehdr *eh, const Elf64_Shdr *sh, unsig
 	return found;
 }
 
+/* Do LEN bytes at the link-time address ADDR of M lie in one of its
+ * loaded segments (with FLAGS: PF_R, PF_X)?  What the section headers of
+ * the program's file say is data: not a reason to read where nothing is
+ * mapped. */
+static bool in_segment(const struct main_info *m, uint64_t addr, uint64_t len, unsigned flags)
+{
+	for (int i = 0; i < m->phnum; i++) {
+		const ElfW(Phdr) *p = &m->phdr[i];
+
+		if (p->p_type == PT_LOAD && (p->p_flags & flags) == flags &&
+		    addr >= p->p_vaddr && addr - p->p_vaddr <= p->p_memsz &&
+		    len <= p->p_memsz - (addr - p->p_vaddr))
+			return true;
+	}
+	return false;
+}
+
 /* Does table T, as M's loader relocated it, name a parked site, which
  * only objpatch link --runtime leaves (x86_64)?  Such a program registers
  * itself, stripped of the symbol has_symbol() looks for or not: taken
@@ -100,7 +121,9 @@ static bool parked_table(const struct main_info *m, const Elf64_Shdr *t)
 
 		/* (Its first byte says it: one byte read, inside the text.) */
 		memcpy(&site, (const void *)(m->bias + t->sh_addr + 8 * i), sizeof(site));
-		if (site >= m->text_lo && site < m->text_hi && *(const uint8_t *)site == MCR_PARK)
+		if (site >= m->text_lo && site < m->text_hi &&
+		    in_segment(m, site - m->bias, 1, PF_R | PF_X) &&
+		    *(const uint8_t *)site == MCR_PARK)
 			return true;
 	}
 #else
@@ -232,6 +255,10 @@ static bool main_file_open(const struct main_info *m, struct main_file *f)
 		    (!strcmp(f->names + f->sh[i].sh_name, "__mcount_loc") ||
 		     !strcmp(f->names + f->sh[i].sh_name, "__patchable_function_entries")))
 			f->t = &f->sh[i];
+	/* (A table that is not where the program is loaded is none: the
+	 * file's headers lie, or are not the program's.) */
+	if (f->t && !in_segment(m, f->t->sh_addr, f->t->sh_size, PF_R))
+		f->t = NULL;
 	/* Its descriptor's name (gone with strip), the reference its
 	 * constructor makes to the library's registration (which strip
 	 * keeps: .dynsym), or a parked site say it registers itself. */

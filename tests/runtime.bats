@@ -638,6 +638,36 @@ in_parent $ppid"
 	[ "$(grep -c ': stripped_two <-' "$T/trace2")" -eq 1 ]
 }
 
+# The section headers of the program's file are data: a table header
+# that places __mcount_loc where nothing is loaded (or makes it longer
+# than its segment) is not read from memory (it was, and the program
+# died of SIGSEGV in libmcloc's constructor, before main()).
+@test "libmcloc preloaded into a program whose __mcount_loc header lies about its address or size: it runs" {
+	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
+	[ -z "${MCLOC_SANITIZED:-}" ] || skip "LD_PRELOAD of a sanitized library into a plain program"
+	cc -O1 -pg -mfentry -mrecord-mcount -fno-pie -no-pie -I"$SRC/include" "$RT/stripped.c" \
+		-o "$T/good" -ldl
+	cd "$T"
+	for field in addr size; do
+		cp "$T/good" "$T/forged"
+		$PY - "$T/forged" $field <<-'PY'
+		import struct, sys
+		from elftools.elf.elffile import ELFFile
+		path, field = sys.argv[1], sys.argv[2]
+		elf = ELFFile(open(path, "rb"))
+		i = next(i for i, s in enumerate(elf.iter_sections()) if s.name == "__mcount_loc")
+		at = elf["e_shoff"] + i * elf["e_shentsize"] + (0x10 if field == "addr" else 0x20)
+		b = bytearray(open(path, "rb").read())
+		struct.pack_into("<Q", b, at, 0x7ff000000000 if field == "addr" else 0x100000)
+		open(path, "wb").write(b)
+		PY
+		run env LD_PRELOAD="$LIBDIR/libmcloc.so" MCLOC_TRACER=function \
+			MCLOC_OUTPUT="$T/trace" "$T/forged"
+		assert_success
+		assert_line --regexp "; 4\$"
+	done
+}
+
 @test "a stripped image keeps its function names: .mcloc_names from objpatch link --runtime" {
 	[ "$(uname -m)" = x86_64 ] || skip "the live patcher is x86_64-only so far"
 	[ -z "${MCLOC_SANITIZED:-}" ] || skip "LD_PRELOAD of a sanitized library into a plain program"
