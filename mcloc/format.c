@@ -838,6 +838,16 @@ void chrome_event(struct tracing *t, const struct thread *th, const char *ph,
 	t->chrome_first = false;
 }
 
+/* The innermost of TH's open braces is closed (its bit in open_at). */
+static void close_at(struct thread *th)
+{
+	for (unsigned w = STACK / 64; w-- > 0;)
+		if (th->open_at[w]) {
+			th->open_at[w] &= ~(1ull << (63 - __builtin_clzll(th->open_at[w])));
+			return;
+		}
+}
+
 /* Print TH's pending graph entry as an opening line. */
 void graph_flush_pending(struct tracing *t, struct thread *th)
 {
@@ -859,6 +869,8 @@ void graph_flush_pending(struct tracing *t, struct thread *th)
 	out_str(stdout, " {");
 	put_source(t, th->entry.ip);
 	putc_unlocked('\n', stdout);
+	if (th->entry.depth < STACK)
+		th->open_at[th->entry.depth / 64] |= 1ull << (th->entry.depth % 64);
 	th->opened++;
 }
 
@@ -963,6 +975,7 @@ void thread_lost(struct tracing *t, struct thread *th, const struct event *e)
 		th->open--;
 	}
 	th->opened = 0;
+	memset(th->open_at, 0, sizeof(th->open_at));
 	th->depth = 0;
 	if (t->json)
 		printf("{\"pid\":%u,\"tid\":%u,\"type\":\"lost\"}\n", t->pid, th->tid);
@@ -1140,6 +1153,8 @@ void format_event(struct tracing *t, struct item *it)
 		bool named = !th->opened;
 
 		th->opened -= !named;
+		if (!named)
+			close_at(th);
 		if (e->type == MCLOC_EV_LEFT) {
 			printf("%16s|  %*s} /* %s: left early (an exception or longjmp) */\n", "", 2 * e->depth, "", fn);
 		} else if (e->ndata && has_ret(e->data, e->ndata)) {
@@ -1306,10 +1321,45 @@ void print_header(const struct tracing *t)
 		       "# |     |   |                     |   |   |   |\n");
 }
 
+/* The end of TH's events with calls still open (a program that left
+ * through exit(), a thread still running when a trace stopped): their
+ * braces closed, saying so, and in a profile the calls counted untimed
+ * (they had no end to time). */
+static void close_open_calls(struct tracing *t, struct thread *th)
+{
+	char b[32];
+
+	if (t->mode == PROFILE) {
+		for (unsigned k = th->depth < STACK ? th->depth : STACK; k-- > 0;) {
+			struct hit *h = hit_of(t, th->stack[k].ip, th->tid);
+
+			if (h)
+				h->untimed++;
+		}
+		th->depth = 0;
+		return;
+	}
+	if (t->mode != GRAPH || t->json || t->chrome)
+		return;
+	for (unsigned d = STACK; th->opened && d-- > 0;) {
+		if (!(th->open_at[d / 64] >> (d % 64) & 1))
+			continue;
+		struct event e = { .cpu = th->cpu, .depth = d };
+
+		graph_prefix(t, th, &e);
+		printf("%16s|  %*s} /* %s: not returned when the trace ended */\n", "",
+		       2 * d, "", site_name(t, th->at_depth[d], b, sizeof(b)));
+	}
+	th->opened = 0;
+	memset(th->open_at, 0, sizeof(th->open_at));
+}
+
 void finish_output(struct tracing *t)
 {
-	for (size_t i = 0; i < t->nthreads; i++)
+	for (size_t i = 0; i < t->nthreads; i++) {
 		graph_flush_pending(t, &t->threads[i]);
+		close_open_calls(t, &t->threads[i]);
+	}
 	if (t->mode == PROFILE)
 		print_profile(t);
 	if (t->chrome) {

@@ -88,6 +88,7 @@ struct thread {
 	 * threads, most without) */
 	uint8_t *entry_data;
 	unsigned opened;		/* graph: "{" printed, "}" not yet */
+	uint64_t open_at[STACK / 64];	/* ... a bit per depth where one is */
 	unsigned open;			/* chrome: begun, not ended */
 	uint64_t last_ns;
 	uint32_t cpu;			/* of its last event */

@@ -727,6 +727,7 @@ struct node {
 	uint64_t ip;
 	uint32_t parent;	/* index, 0 for the roots' parent */
 	uint64_t calls, total_ns, self_ns;
+	uint64_t untimed;	/* calls with no end to time: left, not hooked, open at the end */
 };
 
 struct frame {
@@ -839,6 +840,7 @@ static void tree_event(struct walker *w, struct tracing *t, struct item *it)
 		if (tr->failed)
 			return;
 		tr->nodes[nd].calls++;
+		tr->nodes[nd].untimed += type == MCLOC_EV_UNTIMED;
 		if (type != MCLOC_EV_ENTRY)
 			return;	/* (no return to wait for) */
 		/* The runtime hooks returns 128 calls deep at most, and an
@@ -868,8 +870,10 @@ static void tree_event(struct walker *w, struct tracing *t, struct item *it)
 		return;
 	struct frame f = s->f[--s->n];
 
-	if (type != MCLOC_EV_EXIT)
+	if (type != MCLOC_EV_EXIT) {
+		tr->nodes[f.node].untimed++;
 		return;
+	}
 	uint64_t dur = scaled(t, it->e.parent);
 	struct node *nd = &tr->nodes[f.node];
 
@@ -877,6 +881,15 @@ static void tree_event(struct walker *w, struct tracing *t, struct item *it)
 	nd->self_ns += dur > f.child_ns ? dur - f.child_ns : 0;
 	if (s->n)
 		s->f[s->n - 1].child_ns += dur;
+}
+
+/* The calls still open when the events end (a program that left
+ * through exit()): counted as not timed. */
+static void tree_finish(struct tree *tr)
+{
+	for (size_t i = 0; i < tr->nstacks; i++)
+		while (tr->stacks[i].n)
+			tr->nodes[tr->stacks[i].f[--tr->stacks[i].n].node].untimed++;
 }
 
 static void tree_free(struct tree *tr)
@@ -1092,7 +1105,7 @@ static int cmd_graph(struct recording *r, const struct ropts *o, const char *fun
 		struct tree tr = { .w = { tree_event } };
 		struct edge *callers = NULL, *callees = NULL;
 		size_t ncallers = 0, ncallees = 0;
-		uint64_t calls = 0, total = 0, self = 0;
+		uint64_t calls = 0, total = 0, self = 0, untimed = 0;
 		char b[32];
 
 		if (p->info.tracer != MCLOC_TRACE_GRAPH) {
@@ -1102,12 +1115,14 @@ static int cmd_graph(struct recording *r, const struct ropts *o, const char *fun
 		}
 		tracing_of(&t, p, r, o);
 		walk(o, p, &t, &tr.w);
+		tree_finish(&tr);
 		for (size_t k = 1; k < tr.n; k++) {
 			const struct node *nd = &tr.nodes[k];
 
 			if (strcmp(node_name(&t, &tr, (uint32_t)k, b, sizeof(b)), func))
 				continue;
 			calls += nd->calls;
+			untimed += nd->untimed;
 			/* (Recursion: the time of its outermost calls only.) */
 			bool outer = true;
 
@@ -1129,8 +1144,12 @@ static int cmd_graph(struct recording *r, const struct ropts *o, const char *fun
 			found = true;
 			if (r->nprocs > 1)
 				printf("# process %s (%s)\n", p->key, p->info.comm);
-			printf("%s: %llu calls, %.3f us, %.3f us of its own\n", func,
-			       (unsigned long long)calls, total / 1e3, self / 1e3);
+			printf("%s: %llu calls", func, (unsigned long long)calls);
+			/* (Their times are not in those below.) */
+			if (untimed)
+				printf(" (%llu not timed: left early, not hooked, or not returned "
+				       "when the trace ended)", (unsigned long long)untimed);
+			printf(", %.3f us, %.3f us of its own\n", total / 1e3, self / 1e3);
 			print_edges(&t, "Called by", callers, ncallers);
 			print_edges(&t, "Calls", callees, ncallees);
 		}

@@ -1115,15 +1115,42 @@ static void follow_new(struct follow *fw, const struct targs *a, int dfd)
 	closedir(d);
 }
 
+/* Does a process below ROOT, not ROOT itself, offer control in the
+ * directory DFD?  (Then ROOT, which offers none, is a wrapper, a shell
+ * script say, of programs that do.) */
+static bool below_offers(int dfd, uint32_t root)
+{
+	int fd = dup(dfd);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	bool found = false;
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return false;
+	}
+	rewinddir(d);
+	for (struct dirent *e; !found && (e = readdir(d));) {
+		char *end;
+		unsigned long pid = strtoul(e->d_name, &end, 10);
+
+		found = !*end && pid && pid != root && pid <= UINT32_MAX &&
+			descends((uint32_t)pid, root);
+	}
+	closedir(d);
+	return found;
+}
+
 /*
  * mcloc record's loop over a program and its children: ROOT (a pid, the
- * process CHILD when mcloc started it, else 0) traced into REC, and each
- * process that descends from it and offers control in CD's directory
- * traced into a recording of its own, until all have ended (and CHILD
- * exited), Ctrl-C or the duration.  0, or 1 said.
+ * process CHILD when mcloc started it, else 0) traced into REC (unless it
+ * offers no control, !ROOT_UP: a wrapper), and each process that descends
+ * from it and offers control in CD's directory traced into a recording of
+ * its own, until all have ended (and CHILD exited), Ctrl-C or the
+ * duration.  0, or 1 said.
  */
 static int record_follow(const struct targs *a, const char *root, struct recorder *rec,
-			 pid_t child, const struct cdir *cd)
+			 pid_t child, const struct cdir *cd, bool root_up)
 {
 	struct follow fw = { .root = (uint32_t)strtoul(root, NULL, 10) };
 	struct timespec t0, now, scanned;
@@ -1142,11 +1169,16 @@ static int record_follow(const struct targs *a, const char *root, struct recorde
 		return 1;
 	}
 	on_signals();
-	fw.v[fw.n++] = first;
-	if (session_begin(first, a, root, false, rec))
-		ret |= session_end(first);
-	if (fstatat(cd->fd, root, &sb, AT_SYMLINK_NOFOLLOW) == 0)
-		first->sid = sock_id(&sb);
+	if (root_up) {
+		fw.v[fw.n++] = first;
+		if (session_begin(first, a, root, false, rec))
+			ret |= session_end(first);
+		if (fstatat(cd->fd, root, &sb, AT_SYMLINK_NOFOLLOW) == 0)
+			first->sid = sock_id(&sb);
+	} else {
+		free(first);
+		rec_abort(rec);
+	}
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	scanned = t0;
 	/* A socket appearing in the directory (renamed to its pid once it
@@ -1198,6 +1230,10 @@ static int record_follow(const struct targs *a, const char *root, struct recorde
 			ret |= session_end(fw.v[i]);
 		free(fw.v[i]);
 		free(fw.args[i]);
+	}
+	if (!root_up && !fw.n) {
+		fail(root, "nothing recorded: no program it started offered control");
+		ret = 1;
 	}
 	free(fw.v);
 	free(fw.args);
@@ -1419,7 +1455,11 @@ static int run_program(const struct targs *a, char **argv, bool json, struct rec
 	int st, ret = 0;
 	bool up = false, reaped = false;
 
-	for (int i = 0; i < 1000 && !up; i++) {
+	/* (Following, a program it started that offers control tells a
+	 * root that offers none, a wrapper: not waited for further.) */
+	bool follow = rec && a->follow, wrapper = false;
+
+	for (int i = 0; i < 1000 && !up && !wrapper; i++) {
 		struct stat sb;
 
 		if (waitpid(child, &st, WNOHANG) == child) {
@@ -1430,10 +1470,18 @@ static int run_program(const struct targs *a, char **argv, bool json, struct rec
 			return WIFEXITED(st) ? (WEXITSTATUS(st) ? WEXITSTATUS(st) : 1) : 1;
 		}
 		up = fstatat(cd.fd, pid, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISSOCK(sb.st_mode);
-		if (!up)
+		wrapper = !up && follow && i % 20 == 19 && below_offers(cd.fd, (uint32_t)child);
+		if (!up && !wrapper)
 			nanosleep(&(struct timespec){ 0, 5000000 }, NULL);
 	}
-	if (!up) {
+	if (!up && follow && !a->nop) {
+		/* (What it starts, waiting at its start, is recorded.) */
+		fail(argv[0], "%s no control (is it linked with libmcloc, or given --preload?); "
+			      "recording the programs it starts that do",
+		     wrapper ? "offers" : "offered within 5 s");
+		ret = record_follow(a, pid, rec, child, &cd, false);
+		rec = NULL;
+	} else if (!up) {
 		fail(argv[0], "offered no control within 5 s (is it linked with libmcloc, "
 			      "or given --preload?); running it untraced");
 		ret = rec ? 1 : 0;
@@ -1462,7 +1510,7 @@ static int run_program(const struct targs *a, char **argv, bool json, struct rec
 		}
 		free(p);
 		if (rec && a->follow) {
-			ret = record_follow(a, pid, rec, child, &cd);
+			ret = record_follow(a, pid, rec, child, &cd, true);
 			rec = NULL;
 		} else {
 			ret = trace_session(a, pid, json, rec);
@@ -1558,7 +1606,7 @@ int cmd_record(int argc, char **argv, bool json)
 	if (!rec)
 		ret = 1;
 	else if (a.pid && a.follow && cdir_open(&cd, false) == 0)
-		ret = record_follow(&a, a.pid, rec, 0, &cd);
+		ret = record_follow(&a, a.pid, rec, 0, &cd, true);
 	else if (a.pid)
 		ret = trace_session(&a, a.pid, false, rec);
 	else

@@ -231,6 +231,31 @@ EOF2
 	diff -u want.txt got.txt
 }
 
+# A program that leaves through exit() from inside calls: replay closed
+# nothing (main() { left open), and report and graph gave main 0.000 us.
+@test "calls still open when the events end (exit() inside them): closed saying so, counted as not timed" {
+	traced_fixture exits
+	run "$MCLOC" record -- ./exits
+	assert_success
+	assert_line 3
+	"$MCLOC" replay | mask_times | grep -v '^#' > got.txt
+	cat > want.txt <<'EOF2'
+ C)      |  main() {
+ C) D us |    leaf();
+ C)      |    fin() {
+ C) D us |      leaf();
+ C)      |    } /* fin: not returned when the trace ended */
+ C)      |  } /* main: not returned when the trace ended */
+EOF2
+	diff -u want.txt got.txt
+	run "$MCLOC" report
+	assert_line --regexp '^main +1 +- +- +-$'
+	assert_line --regexp '^fin +1 +- +- +-$'
+	assert_line --regexp '^leaf +2 +[0-9.]+ '
+	run "$MCLOC" graph main
+	assert_line --partial "main: 1 calls (1 not timed: left early, not hooked, or not returned when the trace ended), 0.000 us"
+}
+
 @test "tail calls are timed, also where the library's own tracer hooked the same calls first" {
 	# -O2: each of these returns is a jump, which leaves the trampoline's
 	# address where the callee's return address goes.
@@ -369,6 +394,26 @@ withlib() {
 	"$RECORDMCOUNT" withlib.o
 	"$OBJPATCH" link --nop --runtime -- cc "${SAN[@]}" withlib.o -o withlib \
 		-L. -ltraced -Wl,-rpath,"$T" -L"$LIBDIR" -lmcloc
+}
+
+# A shell script that runs traced programs: the script offers no control,
+# and before, record waited 5 s for it, gave up with no recording, and
+# left each program it ran held 10 s by MCLOC_CONTROL=wait.
+@test "record -- a shell script: each program it runs that carries the runtime is recorded, none held" {
+	traced_fixture exits
+	traced_fixture recorded
+	printf '#!/bin/sh\n./exits\n./recorded\necho done\n' > wrap.sh
+	chmod +x wrap.sh
+	run "$MCLOC" record -- ./wrap.sh
+	assert_success
+	assert_line "done"
+	assert_line "mcloc: ./wrap.sh: offers no control (is it linked with libmcloc, or given --preload?); recording the programs it starts that do"
+	refute_line --partial "no controller started a trace"
+	run "$MCLOC" info
+	assert_line --regexp '^command: +\./exits$'
+	assert_line --regexp '^command: +\./recorded$'
+	run "$MCLOC" report
+	assert_line --regexp '^leaf +6 '
 }
 
 @test "a program and its traced shared library: the recording names the program's functions too, though it registered after the library" {
