@@ -36,6 +36,8 @@ struct buf {
 
 static void put(struct buf *b, const void *s, size_t n)
 {
+	if (!n)
+		return;	/* (S may be NULL then: an empty buffer never grown) */
 	if (b->n + n > b->cap) {
 		size_t cap = b->cap ? 2 * b->cap : 256;
 
