@@ -422,6 +422,14 @@ static int recording_open(struct recording *r, const char *dir)
 		struct rproc *p = &r->procs[i];
 
 		ok = load_names(dfd, p, dir) && check_maps(dfd, p, dir);
+		/* (The info, written last, counts the thread files made: one
+		 * missing would be its thread's calls gone unsaid.) */
+		if (ok && p->nth != p->info.threads) {
+			fail(dir, "%s.info: %u thread file%s, but %zu found: the recording is "
+				  "incomplete", p->key, p->info.threads,
+			     p->info.threads == 1 ? "" : "s", p->nth);
+			ok = false;
+		}
 		if (p->sites.n)
 			qsort(p->sites.v, p->sites.n, sizeof(*p->sites.v), cmp_rname);
 		if (p->callers.n)

@@ -510,8 +510,9 @@ EOF
 	run "$MCLOC" replay -d good
 	assert_success
 	# Another version, a broken info, garbage names, a thread file of
-	# another recording, and one without its info.
-	for what in version info names thread noinfo; do
+	# another recording, one without its info, and one whose thread file
+	# is gone (its calls were replayed as if there had been none).
+	for what in version info names thread noinfo nothread; do
 		rm -rf bad && cp -r mcloc.data bad
 		case $what in
 		version) printf '\x09' | dd of=bad/$pid.info bs=1 seek=8 conv=notrunc status=none ;;
@@ -519,6 +520,7 @@ EOF
 		names) printf 'garbage that is no name entry' >> bad/$pid.names ;;
 		thread) printf 'x' | dd of="bad/$(basename "$f")" bs=1 seek=0 conv=notrunc status=none ;;
 		noinfo) rm bad/$pid.info ;;
+		nothread) rm "bad/$(basename "$f")" ;;
 		esac
 		run "$MCLOC" replay -d bad
 		echo "$what: $output"
@@ -833,6 +835,10 @@ for tid in range(1, 20001):
     h = bytearray(b)
     struct.pack_into("<I", h, 20, tid)
     open(f"{d}/{pid}.{tid}.events", "wb").write(bytes(h) + struct.pack("<QQ", 2 << 59 | 0x1234, 1000 + tid))
+# (The info counts the thread files.)
+info = bytearray(open(f"{d}/{pid}.info", "rb").read())
+struct.pack_into("<I", info, 96, 20000)
+open(f"{d}/{pid}.info", "wb").write(info)
 EOF
 	run bash -c 'ulimit -v 320000 && "$0" report' "$MCLOC"
 	assert_success
