@@ -943,8 +943,14 @@ int mcr_trace_start(const struct mcloc_req_trace *q, const char *filter, const c
 		.start_ns = now_ns(), .start_time = mcr_stamp(),
 		.flags = s->overwrite ? MCLOC_RING_OVERWRITE : s->wait ? MCLOC_RING_WAIT : 0,
 	};
-	s->hdr->now_ns = s->hdr->start_ns;
-	s->hdr->now_time = s->hdr->start_time;
+	/* A first clock pair a millisecond on, before the controller has
+	 * the rings: a program that ends before the first tick, or without
+	 * its destructors (_exit, exec, a fatal signal), leaves a pair to
+	 * time its events by, which the controller waited for in vain. */
+	if (s->hdr->ticks)
+		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+	s->hdr->now_ns = now_ns();
+	s->hdr->now_time = mcr_stamp();
 
 	/* (Arguments come from the same registers a return hook needs: the
 	 * argument frame where it is read, else every register.) */

@@ -413,6 +413,21 @@ EOF
 	assert_output "mcloc: $T/no/such: No such file or directory"
 }
 
+# A program that ends before the program's first clock tick (10 ms), and
+# without its destructors, published no clock pair: the live trace
+# waited for one and printed nothing, not even a loss.
+@test "mcloc run of a program that ends at once, by _exit() or SIGKILL: its calls are shown" {
+	traced_c quickexit "$RT/quickexit.c"
+	run "$MCLOC" run function -- "$T/quickexit"
+	assert_success
+	assert_line 5
+	[ "$(echo "$output" | grep -cE ' leaf <-')" -eq 2 ]
+	run "$MCLOC" run function_graph -- "$T/quickexit" kill
+	assert_failure 137
+	[ "$(echo "$output" | grep -cE '\|    leaf\(\);$')" -eq 2 ]
+	assert_line --regexp '\|  \} /\* main: not returned when the trace ended \*/$'
+}
+
 @test "mcloc run traces a program from main() on and exits as it did" {
 	printf '%s\n' '#include <stdio.h>' \
 		'__attribute__((noinline)) int fib(int n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }' \
