@@ -123,10 +123,13 @@ static uint64_t now_ms(void)
 static struct {
 	pthread_mutex_t lock;
 	pthread_cond_t traced_cond;
+	pthread_cond_t held_cond;	/* holding set, or waiting ended */
 	bool waiting, traced;
+	bool holding;	/* the program waits at its hold now */
 	int self;	/* mcr_main_registers_itself(), -1 until asked */
 	void (*prev_hook)(void);
-} first = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, false, -1, NULL };
+} first = { .lock = PTHREAD_MUTEX_INITIALIZER, .traced_cond = PTHREAD_COND_INITIALIZER,
+	    .held_cond = PTHREAD_COND_INITIALIZER, .self = -1 };
 
 static void first_image_added(void)
 {
@@ -143,6 +146,8 @@ static void first_image_added(void)
 	     !(first.self >= 0 ? first.self : (first.self = mcr_main_registers_itself())))) {
 		struct timespec dl;
 
+		first.holding = true;
+		pthread_cond_broadcast(&first.held_cond);
 		clock_gettime(CLOCK_REALTIME, &dl);
 		dl.tv_sec += WAIT_S;
 		while (!first.traced &&
@@ -150,8 +155,31 @@ static void first_image_added(void)
 			;
 		if (!first.traced)
 			say("no controller started a trace within %d s; running on", WAIT_S);
-		first.waiting = false;
+		first.waiting = first.holding = false;
+		pthread_cond_broadcast(&first.held_cond);
 	}
+	pthread_mutex_unlock(&first.lock);
+}
+
+/*
+ * A controller asking for the sites, or for a trace, while the program is
+ * to be held but has not reached its hold (its images still register: a
+ * traced library's comes before the program's own) is answered once it
+ * has, WAIT_S at most: what the controller names by them, and the trace's
+ * filters, find the program's functions.  Not before any image has sites
+ * (a controller asks until one has), nor once traced or released.
+ */
+static void wait_for_hold(void)
+{
+	struct timespec dl;
+
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += WAIT_S;
+	pthread_mutex_lock(&first.lock);
+	while (first.waiting && !first.holding && !first.traced &&
+	       __atomic_load_n(&mcr_nrecords, __ATOMIC_RELAXED) &&
+	       pthread_cond_timedwait(&first.held_cond, &first.lock, &dl) == 0)
+		;
 	pthread_mutex_unlock(&first.lock);
 }
 
@@ -403,6 +431,8 @@ static void do_sites(struct reply *r, bool all)
 {
 	/* (Under mcr_lock, which a batch holds too: a consistent picture.
 	 * The sends have a timeout.) */
+	if (all)
+		wait_for_hold();
 	reply_begin(r, MCLOC_REP_SITES);
 	if (all)
 		mcr_each_departed_site(add_any_site, r);
@@ -487,6 +517,7 @@ static bool do_trace(struct reply *r, int i, const uint8_t *p, size_t plen)
 			    MCLOC_SESSIONS_MAX);
 		return true;
 	}
+	wait_for_hold();
 	int ret = mcr_trace_start(&q, g[0], g[1], g[2], g[3], ctl.conn[i].args,
 				  ctl.conn[i].nargs, ctl.conn[i].aglobs, ctl.conn[i].naglobs,
 				  &fd, &size, err, sizeof(err));
@@ -1023,8 +1054,9 @@ void mcr_control_fork(enum mcr_fork stage)
 	case MCR_FORK_CHILD:
 		served = ctl.running;
 		forget_server();
-		first.waiting = false;
+		first.waiting = first.holding = false;
 		pthread_cond_init(&first.traced_cond, NULL);
+		pthread_cond_init(&first.held_cond, NULL);
 		pthread_mutex_unlock(&first.lock);
 		pthread_mutex_unlock(&ctl.lock);
 		first.traced = false;

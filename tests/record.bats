@@ -435,7 +435,14 @@ withlib() {
 @test "a program linked with a traced library: filters, -A and -R name the program's own functions, stripped or not" {
 	withlib
 	strip withlib -o stripped
-	for prog in ./withlib ./stripped; do
+	# A constructor that sleeps before the program registers: the
+	# controller asked for the sites at the library's registration and
+	# was refused (the hold is the program's).
+	cc -g -O1 -pg -mfentry -DSLOW_CTOR "${SAN[@]}" -c "$RT/withlib.c" -o slow.o
+	"$RECORDMCOUNT" slow.o
+	"$OBJPATCH" link --nop --runtime -- cc "${SAN[@]}" slow.o -o slow \
+		-L. -ltraced -Wl,-rpath,"$T" -L"$LIBDIR" -lmcloc
+	for prog in ./withlib ./stripped ./slow; do
 		run "$MCLOC" run function --filter main_e -- "$prog"
 		assert_success
 		assert_line "12"
