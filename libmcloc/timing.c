@@ -37,6 +37,7 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <signal.h>
 #include <unwind.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -190,6 +191,62 @@ static inline bool at_entry(void)
 	return mcr_at_entry_lookup();
 }
 
+/* The call of SH's frame K ended at T (RR: its result registers, or NULL
+ * when it was left): each user told. */
+static inline __attribute__((always_inline)) void
+frame_done(const struct shadow *sh, unsigned k, uint64_t t,
+		       const struct mcr_retregs *rr)
+{
+	const struct frame *f = &sh->f[k];
+
+	f->done(f->ip, f->arg, f->gen, f->t0, t, k, rr);
+	for (unsigned i = 0; i < f->more && i < FRAME_USERS - 1; i++) {
+		const struct frame_user *u = &sh->also[k][i];
+
+		u->done(f->ip, u->arg, u->gen, u->t0, t, k, rr);
+	}
+}
+
+/*
+ * Frames a longjmp left, found at the next hooked call on the thread: the
+ * newest frames whose call began deeper in the stack than this one (KEY:
+ * its stack pointer at the return, SLOT its return address's place), or
+ * at this one's place without our trampoline in it (a call that began
+ * where the left one did: a tail call would have left the trampoline
+ * there).  They end as left, as at the return of an older call
+ * (mcr_return_hook()), but now: a loop that recovers by longjmp (Lua's
+ * errors, an interpreter's) piled them up until every call was drawn
+ * inside them, and past SHADOW_DEPTH none was timed.  Only within
+ * LEFT_SPAN below, and not on a signal's alternate stack: those run on
+ * another mapping, whose frames are not these.  (Coroutines on stacks of
+ * their own are not told apart, here or at a return.)
+ */
+#define LEFT_SPAN ((uintptr_t)16 << 20)
+
+static inline bool left_behind(const struct frame *f, uintptr_t key, const uintptr_t *slot)
+{
+	return (f->key < key && key - f->key < LEFT_SPAN) ||
+	       (f->key == key && *slot != (uintptr_t)mcr_return_tramp);
+}
+
+static __attribute__((noinline)) void drop_left(struct shadow *sh, uintptr_t key,
+						const uintptr_t *slot, uint64_t t)
+{
+	unsigned k = sh->depth;
+	stack_t ss;
+
+	/* (A signal handler on an alternate stack mapped above the thread's
+	 * has its calls above the live ones: asked here, as this is rare.) */
+	if (sigaltstack(NULL, &ss) == 0 && (ss.ss_flags & SS_ONSTACK))
+		return;
+	while (k && left_behind(&sh->f[k - 1], key, slot))
+		k--;
+	for (unsigned j = sh->depth; j-- > k;)
+		frame_done(sh, j, t, NULL);
+	__atomic_store_n(&sh->depth, k, __ATOMIC_RELAXED);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+
 /* Hook the return whose address is at SLOT (KEY: the stack pointer
  * after it); SURE: SLOT is the function's return slot whatever its site
  * (a framed site's), else only if the site is at the entry.  (Inlined:
@@ -203,6 +260,8 @@ hook_slot(uintptr_t *slot, uintptr_t sp, uintptr_t ip, uintptr_t parent, mcr_ret
 
 	if (!sh || !slot)
 		return -1;
+	if (sh->depth && __builtin_expect(left_behind(&sh->f[sh->depth - 1], sp, slot), 0))
+		drop_left(sh, sp, slot, t0);
 	/* Hooked already, by another user at the same call (its callbacks
 	 * run one after another): one more on the same frame, at the same
 	 * depth, where a second frame would nest the call in itself.  Else
@@ -301,22 +360,6 @@ bool mcr_call_from_entry(uintptr_t ip)
 	(void)ip;
 	return at_entry();
 #endif
-}
-
-/* The call of SH's frame K ended at T (RR: its result registers, or NULL
- * when it was left): each user told. */
-static inline __attribute__((always_inline)) void
-frame_done(const struct shadow *sh, unsigned k, uint64_t t,
-		       const struct mcr_retregs *rr)
-{
-	const struct frame *f = &sh->f[k];
-
-	f->done(f->ip, f->arg, f->gen, f->t0, t, k, rr);
-	for (unsigned i = 0; i < f->more && i < FRAME_USERS - 1; i++) {
-		const struct frame_user *u = &sh->also[k][i];
-
-		u->done(f->ip, u->arg, u->gen, u->t0, t, k, rr);
-	}
 }
 
 __attribute__((used)) uintptr_t mcr_return_hook(uintptr_t sp, const struct mcr_retregs *rr)

@@ -256,6 +256,53 @@ EOF2
 	assert_line --partial "main: 1 calls (1 not timed: left early, not hooked, or not returned when the trace ended), 0.000 us"
 }
 
+# Frames a longjmp left were found only when an older hooked call
+# returned: in a loop that recovers by longjmp, every later call was drawn
+# inside them, and past 128 of them none was timed.
+@test "a loop that recovers by longjmp: the calls it left end there, later calls are drawn and timed where they are" {
+	cc -O2 -pg -mfentry "${SAN[@]}" -c "$RT/ljloop.c" -o ljloop.o
+	"$RECORDMCOUNT" ljloop.o
+	"$OBJPATCH" link --nop --runtime -- cc "${SAN[@]}" ljloop.o -o ljloop -L"$LIBDIR" -lmcloc
+	run "$MCLOC" record -- ./ljloop 2 2
+	assert_success
+	"$MCLOC" replay | mask_times | grep -v '^#' > got.txt
+	cat > want.txt <<'EOF2'
+ C)      |  main() {
+ C)      |    jumper() {
+ C)      |      jumper() {
+ C)      |        jumper(); /* left early (an exception or longjmp): not timed */
+ C)      |      } /* jumper: left early (an exception or longjmp) */
+ C)      |    } /* jumper: left early (an exception or longjmp) */
+ C) D us |    work();
+ C)      |    jumper() {
+ C)      |      jumper() {
+ C)      |        jumper(); /* left early (an exception or longjmp): not timed */
+ C)      |      } /* jumper: left early (an exception or longjmp) */
+ C)      |    } /* jumper: left early (an exception or longjmp) */
+ C) D us |    work();
+ C) D us |  }
+EOF2
+	diff -u want.txt got.txt
+	# 200 rounds of 41 calls left: far past the shadow stack's 128.
+	run "$MCLOC" record -- ./ljloop 40 200
+	assert_success
+	run "$MCLOC" replay
+	refute_output --partial "cannot be hooked"
+	[ "$(echo "$output" | grep -cE '[0-9] us \|    work\(\);$')" -eq 200 ]
+	run "$MCLOC" report
+	assert_line --regexp '^work +200 +[0-9.]+ '
+	assert_line --regexp '^jumper +8200 +- '
+	# A handler's calls on an alternate stack above the thread's are no
+	# calls left: the thread's live ones keep their frames (aborted).
+	traced_fixture altstack
+	run "$MCLOC" record -- ./altstack
+	assert_success
+	assert_line 100
+	run "$MCLOC" report
+	assert_line --regexp '^inh +50 +[0-9.]+ '
+	assert_line --regexp '^spin +50 +[0-9.]+ '
+}
+
 @test "tail calls are timed, also where the library's own tracer hooked the same calls first" {
 	# -O2: each of these returns is a jump, which leaves the trampoline's
 	# address where the callee's return address goes.
