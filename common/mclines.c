@@ -207,6 +207,23 @@ static struct mc_param param_of(Dwarf_Die *type)
 	}
 	if (tag == DW_TAG_enumeration_type)
 		return (struct mc_param){ MC_P_SIGNED, size && size <= 8 ? (unsigned)size : 4 };
+	if ((tag == DW_TAG_structure_type || tag == DW_TAG_union_type ||
+	     tag == DW_TAG_class_type) && size && size <= 16) {
+		Dwarf_Die cu;
+		Dwarf_Word cc = 0;
+		int lang = dwarf_diecu(&d, &cu, NULL, NULL) ? dwarf_srclang(&cu) : -1;
+		bool c = lang == DW_LANG_C || lang == DW_LANG_C89 || lang == DW_LANG_C99 ||
+			 lang == DW_LANG_C11;
+
+		/* (C++'s class with a destructor or a copy constructor comes
+		 * back through memory whatever its size: only one its DWARF
+		 * says is passed by value.) */
+		if (dwarf_attr_integrate(&d, DW_AT_calling_convention, &at))
+			dwarf_formudata(&at, &cc);
+		if ((c && cc != DW_CC_pass_by_reference) || cc == DW_CC_pass_by_value)
+			return (struct mc_param){ MC_P_SMALL_AGGREGATE, (unsigned)size };
+		return (struct mc_param){ MC_P_OTHER, (unsigned)size };
+	}
 	if (tag != DW_TAG_base_type || !size || size > 8 ||
 	    !dwarf_attr_integrate(&d, DW_AT_encoding, &at) || dwarf_formudata(&at, &enc))
 		return (struct mc_param){ MC_P_OTHER, (unsigned)size };

@@ -41,6 +41,11 @@ enum mc_param_kind {
 	MC_P_POINTER,
 	MC_P_STRING,	/* a pointer to char */
 	MC_P_FLOAT,	/* float or double: SIZE 4 or 8 */
+	/* A struct or union of at most 16 bytes that C (or C++'s DWARF 5,
+	 * saying it is passed by value) returns in registers on x86_64,
+	 * aarch64 and riscv64 alike, not through memory the caller passes
+	 * the address of: a result of it moves no argument on. */
+	MC_P_SMALL_AGGREGATE,
 	MC_P_OTHER,
 };
 struct mc_param {

@@ -209,7 +209,8 @@ static bool auto_entry(struct symbols *sym, const char *name, uint64_t site, boo
 	/* (A result that is no scalar, a struct above all, may come back
 	 * through memory whose address the caller passes in the first
 	 * integer argument's register, by the ABI's rules for aggregates:
-	 * then every argument is one further on.  Not guessed.) */
+	 * then every argument is one further on.  Not guessed; a small one
+	 * DWARF says is returned in registers moves nothing.) */
 	if (ret.kind == MC_P_OTHER)
 		n = 0;
 	for (int k = 0; k < n && k < MCLOC_ARGS_MAX; k++) {

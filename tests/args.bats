@@ -230,6 +230,9 @@ forged() {
 	run "$MCLOC" replay
 	assert_line --partial "make();"
 	assert_line --partial "after(5); /* = 6 */"
+	# One of 16 bytes comes back in registers: its arguments are shown
+	# (they were not), its result is not.
+	assert_line --regexp "\\|    pair\\(7, -8\\);\$"
 }
 
 @test "traced calls of a signal handler that interrupts returns: every call of the thread once, each event whole" {
