@@ -552,9 +552,11 @@ static uint8_t site_mark(const struct ropts *o, const struct rproc *p, const str
 }
 
 /* Whether event E of TH passes the filters -F, -N and --depth (graph
- * events keep their pairs: an entry and its exit go or stay together). */
+ * events keep their pairs: an entry and its exit go or stay together).
+ * Under -F, depths count from the -F call's (*BASE), as set_graph_function
+ * and uftrace's -F with -D count them. */
 static bool keep(const struct ropts *o, const struct rproc *p, const struct site_marks *sm,
-		 struct rthread *th, const struct event *e, uint16_t type)
+		 struct rthread *th, const struct event *e, uint16_t type, int *base)
 {
 	int d = e->depth;
 	bool graph = type != MCLOC_EV_CALL;
@@ -580,12 +582,13 @@ static bool keep(const struct ropts *o, const struct rproc *p, const struct site
 			th->f_depth = d;
 		bool inside = th->f_depth >= 0 || ((mark & 1) && type == MCLOC_EV_UNTIMED);
 
+		*base = th->f_depth >= 0 ? th->f_depth : d;
 		if (!inside)
 			k = false;
 		if (th->f_depth == d && leave && type != MCLOC_EV_UNTIMED)
 			th->f_depth = -1;
 	}
-	if (o->depth && d >= o->depth)
+	if (o->depth && d - *base >= o->depth)
 		k = false;
 	return k;
 }
@@ -714,8 +717,11 @@ static int walk(const struct ropts *o, struct rproc *p, struct tracing *t, struc
 
 		if (ns < o->from_ns || (o->to_ns && ns > o->to_ns))
 			continue;
-		if ((o->filter || o->notrace || o->depth) && !keep(o, p, &sm, th, &it.e, type))
+		int base = 0;
+
+		if ((o->filter || o->notrace || o->depth) && !keep(o, p, &sm, th, &it.e, type, &base))
 			continue;
+		it.e.depth = (uint16_t)(it.e.depth - base);
 		if (o->as_function) {
 			if (type != MCLOC_EV_ENTRY && type != MCLOC_EV_UNTIMED)
 				continue;

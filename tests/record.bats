@@ -127,6 +127,12 @@ EOF
 	# A list of globs.
 	[ "$("$MCLOC" replay -F 'nothing,le*' | calls)" -eq 6 ]
 	[ "$("$MCLOC" replay --depth 2 | calls)" -eq 2 ]
+	# Under -F, depth counts from the -F call, as set_graph_function's
+	# and uftrace's -F -D do, and so does the indentation (mid was at
+	# depth 2: nothing was shown).
+	run "$MCLOC" replay -F mid --depth 1
+	[ "$(echo "$output" | grep -cE '[0-9] us \|  mid\(\);$')" -eq 3 ]
+	refute_output --partial leaf
 	tid=$("$MCLOC" info | awk '/^  [0-9]/ { print $1; exit }')
 	[ "$("$MCLOC" replay --tid "$tid" | calls)" -eq 11 ]
 	[ "$("$MCLOC" replay --tid 1 | calls)" -eq 0 ]
