@@ -797,6 +797,23 @@ static void json_event(struct tracing *t, const struct thread *th, const struct 
 	printf("\"depth\":%u}\n", e->depth);
 }
 
+/* A metadata event KIND (process_name, thread_name) naming TH's process
+ * or thread by TH's command name. */
+static void chrome_name(struct tracing *t, const struct thread *th, const char *kind)
+{
+	FILE *f = t->chrome;
+
+	fprintf(f, "%s{\"name\":\"%s\",\"ph\":\"M\",\"pid\":%u,\"tid\":%u,\"args\":{\"name\":\"",
+		t->chrome_first ? "\n" : ",\n", kind, t->pid, th->tid);
+	for (const char *s = th->comm; *s && s < th->comm + sizeof(th->comm); s++) {
+		if (*s == '"' || *s == '\\')
+			putc_unlocked('\\', f);
+		putc_unlocked((unsigned char)*s < 0x20 ? '?' : *s, f);
+	}
+	out_str(f, "\"}}");
+	t->chrome_first = false;
+}
+
 void chrome_event(struct tracing *t, const struct thread *th, const char *ph,
 			 const char *name, uint64_t ns, const struct event *e)
 {
@@ -1347,11 +1364,30 @@ static void close_open_calls(struct tracing *t, struct thread *th)
 		struct event e = { .cpu = th->cpu, .depth = d };
 
 		graph_prefix(t, th, &e);
-		printf("%16s|  %*s} /* %s: not returned when the trace ended */\n", "",
-		       2 * d, "", site_name(t, th->at_depth[d], b, sizeof(b)));
+		printf("%16s|  %*s} /* %s: not returned %s */\n", "", 2 * d, "",
+		       site_name(t, th->at_depth[d], b, sizeof(b)),
+		       t->range_end ? "within the time range" : "when the trace ended");
 	}
 	th->opened = 0;
 	memset(th->open_at, 0, sizeof(th->open_at));
+}
+
+void chrome_end_process(struct tracing *t)
+{
+	/* Every call begun ends: those still running at the stop end
+	 * there. */
+	for (size_t i = 0; i < t->nthreads; i++)
+		while (t->threads[i].open--)
+			chrome_event(t, &t->threads[i], "E", "", t->threads[i].last_ns, NULL);
+	/* The names of the process (its main thread's) and its threads, as
+	 * the viewers label tracks by them. */
+	for (size_t i = 0; i < t->nthreads; i++) {
+		const struct thread *th = &t->threads[i];
+
+		if (th->tid == t->pid)
+			chrome_name(t, th, "process_name");
+		chrome_name(t, th, "thread_name");
+	}
 }
 
 void finish_output(struct tracing *t)
@@ -1363,11 +1399,7 @@ void finish_output(struct tracing *t)
 	if (t->mode == PROFILE)
 		print_profile(t);
 	if (t->chrome) {
-		/* Every call begun ends: those still running at the stop end
-		 * there. */
-		for (size_t i = 0; i < t->nthreads; i++)
-			while (t->threads[i].open--)
-				chrome_event(t, &t->threads[i], "E", "", t->threads[i].last_ns, NULL);
+		chrome_end_process(t);
 		fprintf(t->chrome, "\n],\"displayTimeUnit\":\"ns\"}\n");
 	}
 }

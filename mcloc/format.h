@@ -136,6 +136,7 @@ struct tracing {
 	size_t *hit_index;		/* open addressing: index + 1, or 0 */
 	size_t index_mask;
 	bool per_thread;
+	bool range_end;			/* replay --time-range with an end */
 	enum sort_key sort;
 	uint32_t last_tid;		/* graph: the thread of the last line */
 	uint64_t events;
@@ -259,6 +260,9 @@ void print_header(const struct tracing *t);
 /* The end of the stream: entries still pending, the profile's table,
  * the Chrome file's close. */
 void finish_output(struct tracing *t);
+/* The Chrome file's end of T's process: its calls still begun end, and
+ * its process and threads are named. */
+void chrome_end_process(struct tracing *t);
 void print_profile(struct tracing *t);
 /* --sort's KEY into *KEY (the order of enum sort_key); -1 said for WHO. */
 int sort_key_of(const char *s, enum sort_key *key, const char *who);

@@ -627,6 +627,7 @@ static void tracing_of(struct tracing *t, struct rproc *p, const struct recordin
 			t->source = source_line;
 	}
 	t->pid = p->info.pid;
+	t->range_end = o->to_ns != 0;
 	t->g.ticks = p->info.ticks;
 	t->g.start_ns = p->info.start_ns;
 	t->g.start_time = p->info.start_time;
@@ -1256,9 +1257,7 @@ static int dump_chrome(struct recording *r, const struct ropts *o, FILE *f)
 		t.mode = p->info.tracer == MCLOC_TRACE_FUNCTION ? FUNCTION : GRAPH;
 		tracing_of(&t, p, r, o);
 		walk(o, p, &t, &w);
-		for (size_t k = 0; k < t.nthreads; k++)
-			while (t.threads[k].open--)
-				chrome_event(&t, &t.threads[k], "E", "", t.threads[k].last_ns, NULL);
+		chrome_end_process(&t);
 		first = t.chrome_first;
 		t.chrome = NULL;
 		tracing_done(&t, p);

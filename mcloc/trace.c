@@ -593,6 +593,17 @@ static int parse_targs(int argc, char **argv, struct targs *a, enum cmd cmd)
 		     MCLOC_RINGS_MAX_MIB);
 		return -1;
 	}
+	/* (--chrome's file, written when the trace starts, can be written:
+	 * checked before a program is started or held, as -o's is.) */
+	if (a->chrome) {
+		int fd = open(a->chrome, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+
+		if (fd < 0) {
+			fail(a->chrome, "%s", strerror(errno));
+			return -1;
+		}
+		close(fd);
+	}
 	return optind;
 }
 
@@ -1465,8 +1476,14 @@ static int run_program(const struct targs *a, char **argv, bool json, struct rec
 		if (waitpid(child, &st, WNOHANG) == child) {
 			close(cd.fd);
 			rec_abort(rec);
-			fail(argv[0], "exited before it offered control (is it linked with "
-				      "libmcloc, or given --preload?)");
+			/* (With --preload, ld.so said above whether it loaded.) */
+			if (a->preload)
+				fail(argv[0], "exited before it offered control (could ld.so load "
+					      "--preload %s? a name it does not find needs a path)",
+				     a->preload);
+			else
+				fail(argv[0], "exited before it offered control (is it linked with "
+					      "libmcloc, or given --preload?)");
 			return WIFEXITED(st) ? (WEXITSTATUS(st) ? WEXITSTATUS(st) : 1) : 1;
 		}
 		up = fstatat(cd.fd, pid, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISSOCK(sb.st_mode);

@@ -528,6 +528,10 @@ withlib() {
 	$PY - t.json <<'EOF'
 import collections, json, sys
 ev = json.load(open(sys.argv[1]))["traceEvents"]
+# The process and each thread named, as the viewers label their tracks.
+meta = [(e["name"], e["args"]["name"]) for e in ev if e["ph"] == "M"]
+assert ("process_name", "recorded") in meta and \
+    sum(1 for m in meta if m[0] == "thread_name") == len({e["tid"] for e in ev if e["ph"] == "B"}), meta
 b = collections.Counter(e["tid"] for e in ev if e["ph"] == "B")
 e = collections.Counter(e["tid"] for e in ev if e["ph"] == "E")
 assert b == e and sum(b.values()) == 3 * 1000 + 11 + 3, (b, e)
