@@ -16,6 +16,14 @@ setup() {
 	traced_fixture recorded
 }
 
+# The recording's graph, every call hooked (none "cannot be hooked"),
+# times masked, without the header.
+hooked_graph() {
+	"$MCLOC" replay > replay.txt
+	[ "$(grep -c 'cannot be hooked' replay.txt)" -eq 0 ]
+	mask_times < replay.txt | grep -v '^#'
+}
+
 
 @test "record, then replay: ftrace's function_graph text of the whole call tree" {
 	run "$MCLOC" record -- ./recorded
@@ -210,9 +218,7 @@ EOF
 	MCLOC_TRACER=profile MCLOC_OUTPUT="$PWD/prof.txt" \
 		run "$MCLOC" record -A 'leaf@arg1,arg7' -R 'leaf@retval' -- ./pgframe
 	assert_success
-	"$MCLOC" replay > replay.txt
-	[ "$(grep -c 'cannot be hooked' replay.txt)" -eq 0 ]
-	mask_times < replay.txt | grep -v '^#' > got.txt
+	hooked_graph > got.txt
 	cat > want.txt <<'EOF2'
  C)      |  main() {
  C)      |    top() {
@@ -272,22 +278,20 @@ EOF2
 	run "$MCLOC" record -- ./ljloop 2 2
 	assert_success
 	"$MCLOC" replay | mask_times | grep -v '^#' > got.txt
-	cat > want.txt <<'EOF2'
- C)      |  main() {
+	{
+		echo ' C)      |  main() {'
+		for round in 1 2; do
+			cat <<'EOF2'
  C)      |    jumper() {
  C)      |      jumper() {
  C)      |        jumper(); /* left early (an exception or longjmp): not timed */
  C)      |      } /* jumper: left early (an exception or longjmp) */
  C)      |    } /* jumper: left early (an exception or longjmp) */
  C) D us |    work();
- C)      |    jumper() {
- C)      |      jumper() {
- C)      |        jumper(); /* left early (an exception or longjmp): not timed */
- C)      |      } /* jumper: left early (an exception or longjmp) */
- C)      |    } /* jumper: left early (an exception or longjmp) */
- C) D us |    work();
- C) D us |  }
 EOF2
+		done
+		echo ' C) D us |  }'
+	} > want.txt
 	diff -u want.txt got.txt
 	# 200 rounds of 41 calls left: far past the shadow stack's 128.
 	run "$MCLOC" record -- ./ljloop 40 200
@@ -321,9 +325,7 @@ EOF2
 	MCLOC_TRACER=profile MCLOC_OUTPUT="$PWD/prof.txt" run "$MCLOC" record -- ./tailcall
 	assert_success
 	assert_line 1503500
-	"$MCLOC" replay > replay.txt
-	[ "$(grep -c 'cannot be hooked' replay.txt)" -eq 0 ]
-	mask_times < replay.txt | sed -n '5,15p' > got.txt
+	hooked_graph | head -11 > got.txt
 	cat > want.txt <<'EOF2'
  C)      |  main() {
  C)      |    t_tail() {
