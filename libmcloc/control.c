@@ -706,8 +706,13 @@ static bool handle(struct conn *c, const struct mcloc_msg *m, struct reply *r)
 			first_traced();
 			reply_one(r, MCLOC_REP_END, NULL, 0);
 		} else if (m->type == MCLOC_REQ_SNAPSHOT) {
-			mcr_trace_snapshot();
-			reply_one(r, MCLOC_REP_END, NULL, 0);
+			/* (Asked of no flight recorder, it saves nothing:
+			 * said, not answered as done.) */
+			if (mcr_trace_snapshot())
+				reply_one(r, MCLOC_REP_END, NULL, 0);
+			else
+				reply_error(r, ENOENT, "no flight recorder (mcloc record --overwrite) "
+						       "traces this program");
 		} else {
 			do_sites(r, m->type == MCLOC_REQ_SITES);
 		}

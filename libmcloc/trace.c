@@ -1030,14 +1030,18 @@ void mcr_trace_tick(void)
 	}
 }
 
-void mcr_trace_snapshot(void)
+unsigned mcr_trace_snapshot(void)
 {
+	unsigned n = 0;
+
 	for (unsigned k = 0; k < MCLOC_SESSIONS_MAX; k++) {
 		struct session *s = __atomic_load_n(&sessions[k], __ATOMIC_ACQUIRE);
 
 		if (s)
 			__atomic_fetch_add(&s->hdr->snapshots, 1, __ATOMIC_RELEASE);
+		n += s && s->overwrite;
 	}
+	return n;
 }
 
 void mcr_trace_exiting(void)

@@ -38,7 +38,7 @@ void mcr_trace_stop(int id);
 void mcr_trace_stop_all(void);
 bool mcr_trace_active(void);
 /* A snapshot asked of every session's reader (MCLOC_REQ_SNAPSHOT). */
-void mcr_trace_snapshot(void);
+unsigned mcr_trace_snapshot(void);	/* the flight recorders among them */
 /* The program is exiting: the rings say so, for the controller. */
 void mcr_trace_exiting(void);
 

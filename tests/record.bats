@@ -769,6 +769,18 @@ EOF2
 	assert_line --regexp '^kept: +flight recorder, 3 snapshots$'
 	run "$MCLOC" snapshot 999999999
 	assert_failure 1
+	# A program that no flight recorder traces: said, not done (it
+	# answered as if saved).
+	rm -rf mcloc.data
+	"$MCLOC" record -- ./loop &
+	rp=$!
+	for _ in $(seq 200); do pid=$(pgrep -x loop) && [ -S "$XDG_RUNTIME_DIR/mcloc/$pid" ] && break; sleep 0.05; done
+	sleep 0.3
+	run "$MCLOC" snapshot "$pid"
+	kill -USR1 "$pid"
+	wait "$rp"
+	assert_failure 1
+	assert_output "mcloc: $pid: no flight recorder (mcloc record --overwrite) traces this program"
 }
 
 @test "a FIFO or a symlink planted in a recording is refused, not waited on nor followed" {

@@ -71,7 +71,8 @@ enum {
 	MCLOC_REQ_RELEASE = 9,
 	/* No payload: every session's rings are asked to be saved (their
 	 * header's snapshots count goes up), as a flight recorder keeps
-	 * them; MCLOC_REP_END. */
+	 * them; MCLOC_REP_END, or MCLOC_REP_ERROR (ENOENT) when no session
+	 * is a flight recorder (MCLOC_TRACE_OVERWRITE). */
 	MCLOC_REQ_SNAPSHOT = 10,
 	/* struct mcloc_args_ent entries: the arguments and return values
 	 * the next MCLOC_REQ_TRACE of this connection captures, added to
