@@ -774,19 +774,44 @@ static struct named *named_make(struct session *s, bool late, int *ret, char *er
 	if (!nm)
 		return NULL;
 	if (s->graph) {
-		struct collect c = { .glob = s->graph };
+		/* Comma-separated, as the filter's: at the start (!LATE) each
+		 * pattern must match a function. */
+		struct collect c = { 0 };
+		char *buf = strdup(s->graph), *save = NULL;
+		const char *unmatched = NULL;
 
-		mcr_each_site_name(collect_site, &c);
-		if (c.failed || (!c.n && !late)) {
-			free(c.v);
+		c.failed = !buf;
+		for (char *p = buf ? strtok_r(buf, ", \t\n", &save) : NULL; p && !c.failed;
+		     p = strtok_r(NULL, ", \t\n", &save)) {
+			size_t before = c.n;
+
+			c.glob = p;
+			mcr_each_site_name(collect_site, &c);
+			if (c.n == before && !late) {
+				unmatched = p;
+				break;
+			}
+		}
+		if (c.failed || unmatched) {
 			*ret = c.failed ? -ENOMEM : -ENOENT;
-			snprintf(err, errlen, "--graph-function '%s': %s", s->graph,
-				 c.failed ? "out of memory" : "matches no traced function");
+			if (c.failed)
+				snprintf(err, errlen, "out of memory");
+			else
+				snprintf(err, errlen, "--graph-function '%s': matches no traced function",
+					 unmatched);
+			free(c.v);
+			free(buf);
 			goto fail;
 		}
+		free(buf);
 		qsort(c.v, c.n, sizeof(*c.v), cmp_uptr);
+		size_t k = 0;
+
+		for (size_t i = 0; i < c.n; i++)	/* a site two patterns match, once */
+			if (!k || c.v[k - 1] != c.v[i])
+				c.v[k++] = c.v[i];
 		nm->graph = c.v;
-		nm->ngraph = c.n;
+		nm->ngraph = k;
 	}
 	if (s->triggers && (*ret = named_triggers(nm, s->triggers, late, late ? NULL : &s->off,
 						  err, errlen)) < 0)

@@ -471,6 +471,33 @@ withlib() {
 	assert_line --regexp '^leaf +6 '
 }
 
+# A program the script execs answers before its own image registers:
+# its trace was asked at once, and a --graph-function or --trigger, which
+# must match at the start, matched nothing now and then ("matches no
+# traced function", the program not recorded).  --graph-function takes
+# comma-separated globs, as --filter does (before, one fnmatch(3) of the
+# whole list, which matched nothing).
+@test "record -- a shell script with --graph-function GLOB,GLOB and --trigger: each program it runs is recorded" {
+	traced_fixture recorded
+	printf '#!/bin/sh\n./recorded\n./recorded\n./recorded\n' > wrap.sh
+	chmod +x wrap.sh
+	for i in 1 2 3; do
+		run "$MCLOC" record --graph-function 'mid,nosuch_*x,leaf' --trigger 'leaf:backtrace' -- ./wrap.sh
+		assert_line "mcloc: ./wrap.sh: offers no control (is it linked with libmcloc, or given --preload?); recording the programs it starts that do"
+		assert_line --partial "--graph-function 'nosuch_*x': matches no traced function"
+		run "$MCLOC" record --graph-function 'mid,leaf' --trigger 'leaf:backtrace' -- ./wrap.sh
+		assert_success
+		refute_line --partial "matches no traced function"
+		run "$MCLOC" report
+		[ "$(grep -cE '^mid +3 ' <<< "$output")" -eq 3 ]
+		[ "$(grep -cE '^leaf +6 ' <<< "$output")" -eq 3 ]
+		run grep -c '^# process ' <<< "$output"
+		assert_output 3
+		run grep -cE '\|  +main\(\)|top\(\)' <<< "$("$MCLOC" replay)"
+		assert_output 0
+	done
+}
+
 @test "a program and its traced shared library: the recording names the program's functions too, though it registered after the library" {
 	# (At exit the images leave, by the fini arrays, before the recorder
 	# asks the names again.)
