@@ -208,25 +208,26 @@ frame_done(const struct shadow *sh, unsigned k, uint64_t t,
 }
 
 /*
- * Frames a longjmp left, found at the next hooked call on the thread: the
- * newest frames whose call began deeper in the stack than this one (KEY:
- * its stack pointer at the return, SLOT its return address's place), or
- * at this one's place without our trampoline in it (a call that began
- * where the left one did: a tail call would have left the trampoline
- * there).  They end as left, as at the return of an older call
- * (mcr_return_hook()), but now: a loop that recovers by longjmp (Lua's
- * errors, an interpreter's) piled them up until every call was drawn
- * inside them, and past SHADOW_DEPTH none was timed.  Only within
- * LEFT_SPAN below, and not on a signal's alternate stack: those run on
- * another mapping, whose frames are not these.  (Coroutines on stacks of
- * their own are not told apart, here or at a return.)
+ * Frames a longjmp left, found at the next hooked call on the thread
+ * (KEY: its stack pointer at the return, SLOT its return address's
+ * place): when the newest frame is not above it in the stack, the newest
+ * frame of a call that began at this one's place, if our trampoline is
+ * not in its slot (this call's own return address replaced it: that call
+ * is over, where a tail call would have left the trampoline there), and
+ * every newer one, which it was inside or which began deeper in the
+ * stack (past those the search does not go).  They end as left, as at
+ * the return of an older call (mcr_return_hook()), but now: a loop that
+ * recovers by longjmp (Lua's errors, an interpreter's) piled them up
+ * until every call was drawn inside them, and past SHADOW_DEPTH none was
+ * timed.  A frame is never dropped only for lying deeper in the stack
+ * than the new call: a coroutine's live frames do, on a stack of its own
+ * (ucontext's, an array in a caller's frame or a mapping below a
+ * thread's), as do a handler's on a signal's alternate stack; nor on
+ * that stack.  (Coroutines are not told apart at a return.)
  */
-#define LEFT_SPAN ((uintptr_t)16 << 20)
-
 static inline bool left_behind(const struct frame *f, uintptr_t key, const uintptr_t *slot)
 {
-	return (f->key < key && key - f->key < LEFT_SPAN) ||
-	       (f->key == key && *slot != (uintptr_t)mcr_return_tramp);
+	return f->key < key || (f->key == key && *slot != (uintptr_t)mcr_return_tramp);
 }
 
 static __attribute__((noinline)) void drop_left(struct shadow *sh, uintptr_t key,
@@ -235,12 +236,15 @@ static __attribute__((noinline)) void drop_left(struct shadow *sh, uintptr_t key
 	unsigned k = sh->depth;
 	stack_t ss;
 
-	/* (A signal handler on an alternate stack mapped above the thread's
-	 * has its calls above the live ones: asked here, as this is rare.) */
+	while (k && sh->f[k - 1].key < key)
+		k--;
+	if (!k || sh->f[k - 1].key != key || *slot == (uintptr_t)mcr_return_tramp)
+		return;
+	k--;
+	/* (A signal handler on an alternate stack: asked here, as this is
+	 * rare.) */
 	if (sigaltstack(NULL, &ss) == 0 && (ss.ss_flags & SS_ONSTACK))
 		return;
-	while (k && left_behind(&sh->f[k - 1], key, slot))
-		k--;
 	for (unsigned j = sh->depth; j-- > k;)
 		frame_done(sh, j, t, NULL);
 	__atomic_store_n(&sh->depth, k, __ATOMIC_RELAXED);

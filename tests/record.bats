@@ -313,6 +313,24 @@ EOF2
 	assert_line --regexp '^spin +50 +[0-9.]+ '
 }
 
+# A frame below the new call in the stack was taken for one a longjmp
+# left, and ended: a coroutine's live calls lie there, on a stack of its
+# own, and their returns then found no record (aborted).
+@test "coroutines: live calls on another stack below a new call keep their frames" {
+	traced_fixture coroutine
+	./coroutine > want.txt
+	run "$MCLOC" record -- ./coroutine
+	assert_success
+	refute_output --partial "no record of its caller"
+	diff -u want.txt <(printf '%s\n' 42 0 2 4 ok)
+	for p in 42 0 2 4 ok; do assert_line "$p"; done
+	run "$MCLOC" report
+	assert_line --regexp '^run +1 +[0-9.]+ '
+	assert_line --regexp '^yield_val +3 +[0-9.]+ '
+	assert_line --regexp '^consume +3 +[0-9.]+ '
+	assert_line --regexp '^gen +1 +[0-9.]+ '
+}
+
 @test "tail calls are timed, also where the library's own tracer hooked the same calls first" {
 	# -O2: each of these returns is a jump, which leaves the trampoline's
 	# address where the callee's return address goes.
