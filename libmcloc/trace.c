@@ -47,9 +47,12 @@
  * sites of set_graph_function's functions (sorted; none: every call is
  * traced), the triggers and the arguments to capture, by site (sorted).
  * Made again, whole, when an image registers while the trace runs, and
- * published as one, so that a callback sees each table with its count.
- * The tables it replaced stay until the session ends (OLDER): a hooked
- * call's return reads its arguments entry, however long the call runs.
+ * published as one, so that a callback sees each table with its count;
+ * the one it replaced is retired a grace period later (callbacks read it
+ * inside the dispatcher's read-side section, and a hooked call's return
+ * carries what it needs of its entry: graph_arg()).  Kept when the new
+ * image changed nothing: a program that loads and unloads a library
+ * which no pattern names makes no garbage.
  */
 struct trig {
 	uintptr_t site;
@@ -63,7 +66,6 @@ struct named {
 	size_t ntrig;
 	struct mcloc_args_ent *args;
 	size_t nargs;
-	struct named *older;
 };
 
 /* The rings' geometry lives here, never read back from the shared
@@ -476,10 +478,22 @@ static bool in_graph_set(const struct named *nm, uintptr_t ip)
 	return i < nm->ngraph && nm->graph[i] == ip;
 }
 
-/* What a hooked call of the graph carries to its return: its site's
- * arguments entry (whose return value is wanted), or NULL, and whether it
- * entered set_graph_function (the low bit: entries are 8-aligned). */
+/* What a hooked call of the graph carries to its return, in the hook's
+ * word: whether it entered set_graph_function, and the return value its
+ * site's arguments entry asks for, copied (the tables are replaced while
+ * a call runs, and retired a grace period later: struct named). */
 #define GRAPH_ENTERING 1u
+#define GRAPH_RET 2u
+
+static inline uintptr_t graph_arg(const struct mcloc_args_ent *a, bool entering)
+{
+	uintptr_t arg = entering ? GRAPH_ENTERING : 0;
+
+	if (a && a->has_ret)
+		arg |= GRAPH_RET | (uintptr_t)a->ret.fmt << 8 | (uintptr_t)a->ret.size << 16 |
+		       (uintptr_t)a->ret.in << 24 | (uintptr_t)a->ret.index << 32;
+	return arg;
+}
 
 /* A traced call of the graph returned (RR: its result registers, at T1),
  * or a longjmp or an exception left it. */
@@ -495,11 +509,11 @@ static void graph_done(uintptr_t ip, void *arg, unsigned gen, uint64_t t0, uint6
 		s = x && x->gen == gen ? x : NULL;
 	}
 	if (s) {
-		/* (The entry is the session's, which lives as long as it.) */
-		const struct mcloc_args_ent *a =
-			(const struct mcloc_args_ent *)((uintptr_t)arg & ~(uintptr_t)GRAPH_ENTERING);
+		uintptr_t w = (uintptr_t)arg;
+		const struct mcloc_arg ret = { (uint8_t)(w >> 8), (uint8_t)(w >> 16),
+					       (uint8_t)(w >> 24), (uint8_t)(w >> 32) };
 		uint8_t items[2 + MCLOC_ARG_STR_MAX];
-		size_t n = a && rr ? mcr_ret_capture(&a->ret, rr, items) : 0;
+		size_t n = (w & GRAPH_RET) && rr ? mcr_ret_capture(&ret, rr, items) : 0;
 
 		put_event(s, rr ? MCLOC_EV_EXIT : MCLOC_EV_LEFT, t1, rr ? t1 - t0 : ip, 0, depth,
 			  items, (uint32_t)n);
@@ -560,7 +574,7 @@ static void graph_cb(uintptr_t ip, uintptr_t parent, struct mcloc_ops *ops,
 		return;
 	uint64_t t = mcr_stamp();
 	const struct mcloc_args_ent *a = args_at(nm, ip);
-	uintptr_t arg = (a && a->has_ret ? (uintptr_t)a : 0) | (entering ? GRAPH_ENTERING : 0);
+	uintptr_t arg = graph_arg(a, entering);
 	bool with_args = a && a->nargs;
 	int d = with_args ? hook_with_args(s, t, ip, parent, depth, regs, a, arg)
 			  : mcr_hook_call(regs, ip, parent, graph_done, (void *)arg, s->gen, t);
@@ -749,15 +763,31 @@ static void collect_args(uintptr_t site, const char *name, uint32_t state, void 
 
 static void named_free(struct named *nm)
 {
-	while (nm) {
-		struct named *older = nm->older;
+	if (!nm)
+		return;
+	free(nm->graph);
+	free(nm->trig);
+	free(nm->args);
+	free(nm);
+}
 
-		free(nm->graph);
-		free(nm->trig);
-		free(nm->args);
-		free(nm);
-		nm = older;
-	}
+static void named_retire(void *nm)
+{
+	named_free(nm);
+}
+
+/* Do A and B choose the same?  (Not the same bytes, where padding may
+ * differ, says only that they are made again.) */
+static bool named_same(const struct named *a, const struct named *b)
+{
+	if (a->ngraph != b->ngraph || a->ntrig != b->ntrig || a->nargs != b->nargs ||
+	    memcmp(a->graph, b->graph, a->ngraph * sizeof(*a->graph)) ||
+	    memcmp(a->args, b->args, a->nargs * sizeof(*a->args)))
+		return false;
+	for (size_t i = 0; i < a->ntrig; i++)
+		if (a->trig[i].site != b->trig[i].site || a->trig[i].actions != b->trig[i].actions)
+			return false;
+	return true;
 }
 
 /*
@@ -1107,7 +1137,7 @@ void mcr_trace_stop_all(void)
 }
 
 /* S's patterns over the functions registered now, published in place of
- * what they chose before (kept: struct named).  Out of memory, the
+ * what they chose before (retired: struct named).  Out of memory, the
  * earlier choice stays, and a line says so. */
 static void renamed(struct session *s)
 {
@@ -1119,8 +1149,16 @@ static void renamed(struct session *s)
 		mcr_warn("trace: the patterns of a session do not extend to a new image: %s", err);
 		return;
 	}
-	nm->older = s->named;
+	struct named *old = s->named;
+
+	if (named_same(nm, old)) {
+		named_free(nm);
+		return;
+	}
 	__atomic_store_n(&s->named, nm, __ATOMIC_RELEASE);
+	/* (Not waited for: this may run under the dynamic loader's lock.) */
+	if (mcr_defer(named_retire, old))
+		mcr_say(1, "trace: a replaced table is leaked: no memory to retire it");
 }
 
 /*

@@ -305,23 +305,14 @@ int argspec_entries(const struct argspecs *s, const struct names *sites, struct 
 		v = nv;
 		v[n++] = e;
 	}
-	/* As a --filter: a glob may name functions of images that register
-	 * later (the program has the globs too), refused only when none of
-	 * them matches a function now. */
-	size_t nused = 0;
-
+	/* A glob may name functions of images that register later (the
+	 * program has the globs too): one that matches none now is said,
+	 * and kept.  (Unlike a filter, which would trace everything if it
+	 * matched nothing, it changes nothing of what is traced.) */
 	for (size_t k = 0; k < s->n; k++)
-		nused += used[k];
-	for (size_t k = 0; k < s->n && nused; k++)
 		if (!used[k])
 			fprintf(stderr, "mcloc: %s: '%s': matches no traced function yet: kept for "
 					"images that register later\n", who, s->v[k].text);
-	if (s->n && !nused) {
-		fail(who, "'%s': matches no traced function", s->v[0].text);
-		free(v);
-		free(used);
-		return -1;
-	}
 	free(used);
 	if (s->autoargs && !n)
 		fprintf(stderr, "mcloc: %s: --auto-args: no traced function has DWARF that describes "

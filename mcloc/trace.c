@@ -33,6 +33,7 @@
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -1186,6 +1187,33 @@ static bool below_offers(int dfd, uint32_t root)
 }
 
 /*
+ * Does mcloc have a child left other than CHILD (a wrapper's orphan:
+ * record makes itself their subreaper)?  Those that have exited are
+ * reaped here, CHILD never (run_program() waits for it).
+ */
+static bool orphans_left(pid_t child)
+{
+	DIR *d = opendir("/proc");
+	uint32_t me = (uint32_t)getpid();
+	bool left = false;
+
+	for (struct dirent *e; d && (e = readdir(d));) {
+		char *end;
+		unsigned long pid = strtoul(e->d_name, &end, 10);
+
+		if (*end || !pid || pid > UINT32_MAX || (pid_t)pid == child ||
+		    proc_parent((uint32_t)pid) != me)
+			continue;
+		/* (One that has exited is reaped: else it stays a child.) */
+		if (waitpid((pid_t)pid, NULL, WNOHANG) != (pid_t)pid)
+			left = true;
+	}
+	if (d)
+		closedir(d);
+	return left;
+}
+
+/*
  * mcloc record's loop over a program and its children: ROOT (a pid, the
  * process CHILD when mcloc started it, else 0) traced into REC (unless it
  * offers no control, !ROOT_UP: a wrapper), and each process that descends
@@ -1196,7 +1224,9 @@ static bool below_offers(int dfd, uint32_t root)
 static int record_follow(const struct targs *a, const char *root, struct recorder *rec,
 			 pid_t child, const struct cdir *cd, bool root_up)
 {
-	struct follow fw = { .root = (uint32_t)strtoul(root, NULL, 10) };
+	/* (A program mcloc started: what descends from mcloc, its subreaper,
+	 * the orphans of a wrapper that exits early included.) */
+	struct follow fw = { .root = child ? (uint32_t)getpid() : (uint32_t)strtoul(root, NULL, 10) };
 	struct timespec t0, now, scanned;
 	struct live *first = malloc(sizeof(*first));
 	struct stat sb;
@@ -1265,18 +1295,24 @@ static int record_follow(const struct targs *a, const char *root, struct recorde
 		scanned = now;
 		follow_new(&fw, a, cd->fd);
 		/* Over when nothing is traced and the program mcloc started
-		 * has exited (its children may outlive it: followed on). */
-		if (!active && (!child || !running(child)))
+		 * has exited (its children may outlive it: followed on), and
+		 * none of its descendants is left. */
+		if (!active && (!child || !running(child)) && !(child && orphans_left(child)))
 			break;
 	}
+	size_t begun = 0;
+
 	for (size_t i = 0; i < fw.n; i++) {
+		begun += fw.v[i]->begun;
 		if (fw.v[i]->t.p)
 			ret |= session_end(fw.v[i]);
 		free(fw.v[i]);
 		free(fw.args[i]);
 	}
-	if (!root_up && !fw.n) {
-		fail(root, "nothing recorded: no program it started offered control");
+	/* (Each trace refused was said; that none began is said too.) */
+	if (!root_up && !begun) {
+		fail(root, "nothing recorded: no program it started %s",
+		     fw.n ? "could be traced" : "offered control");
 		ret = 1;
 	}
 	free(fw.v);
@@ -1445,6 +1481,10 @@ static int run_program(const struct targs *a, char **argv, bool json, struct rec
 
 	if (pipe2(ex, O_CLOEXEC) < 0)
 		ex[0] = ex[1] = -1;
+	/* (Following: the orphans of a wrapper that exits before the
+	 * programs it started are mcloc's, and still followed.) */
+	if (rec && a->follow)
+		prctl(PR_SET_CHILD_SUBREAPER, 1);
 	pid_t child = fork();
 
 	if (child < 0) {
@@ -1506,7 +1546,17 @@ static int run_program(const struct targs *a, char **argv, bool json, struct rec
 	for (int i = 0; i < 1000 && !up && !wrapper; i++) {
 		struct stat sb;
 
+		up = fstatat(cd.fd, pid, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISSOCK(sb.st_mode);
+		wrapper = !up && follow && below_offers(cd.fd, (uint32_t)getpid());
+		if (up || wrapper)
+			break;
 		if (waitpid(child, &st, WNOHANG) == child) {
+			/* A wrapper that exited leaving programs running (its
+			 * orphans, now mcloc's): they are followed. */
+			if (follow && orphans_left(child)) {
+				reaped = wrapper = true;
+				break;
+			}
 			close(cd.fd);
 			rec_abort(rec);
 			/* (With --preload, ld.so said above whether it loaded.) */
@@ -1519,10 +1569,7 @@ static int run_program(const struct targs *a, char **argv, bool json, struct rec
 					      "libmcloc, or given --preload?)");
 			return WIFEXITED(st) ? (WEXITSTATUS(st) ? WEXITSTATUS(st) : 1) : 1;
 		}
-		up = fstatat(cd.fd, pid, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISSOCK(sb.st_mode);
-		wrapper = !up && follow && i % 20 == 19 && below_offers(cd.fd, (uint32_t)child);
-		if (!up && !wrapper)
-			nanosleep(&(struct timespec){ 0, 5000000 }, NULL);
+		nanosleep(&(struct timespec){ 0, 5000000 }, NULL);
 	}
 	if (!up && follow && !a->nop) {
 		/* (What it starts, waiting at its start, is recorded.) */

@@ -487,6 +487,31 @@ withlib() {
 	assert_line --regexp '^command: +\./recorded$'
 	run "$MCLOC" report
 	assert_line --regexp '^leaf +6 '
+	# A wrapper that starts a traced program in the background and exits
+	# first, or exits before its child even starts it: the orphans are
+	# mcloc's (its subreaper), and followed (nothing was recorded, and
+	# each program held 10 s).
+	printf '#!/bin/sh
+./exits > bg.out &
+sleep 0.05
+' > bg.sh
+	printf '#!/bin/sh
+(sleep 0.5; ./recorded > late.out) &
+exit 0
+' > late.sh
+	chmod +x bg.sh late.sh
+	for w in bg late; do
+		rm -rf mcloc.data
+		run "$MCLOC" record -- ./$w.sh
+		assert_success
+		refute_line --partial "no controller started a trace"
+		run "$MCLOC" info
+		assert_line --regexp "^command: +\./$([ $w = bg ] && echo exits || echo recorded)\$"
+	done
+	# None that any program it started could be traced: an error.
+	run "$MCLOC" record --graph-function nosuch -- ./wrap.sh
+	assert_failure 1
+	assert_line --regexp "^mcloc: [0-9]+: nothing recorded: no program it started could be traced\$"
 }
 
 # A program the script execs answers before its own image registers:
