@@ -531,11 +531,15 @@ int rec_close(struct tracing *t, uint64_t lost)
 			write_failed(r, name);
 	}
 	ret = r->failed;
+	/* (Under a MiB, in KiB: "0 MiB" read as nothing.) */
+	uint64_t bytes = r->info.units * MCLOC_EV_UNIT;
+	bool mib = bytes >= 1u << 20;
+
 	if (!ret)
-		fprintf(stderr, "mcloc: %s: %s (%s): %u thread%s, %llu MiB of events, %llu lost\n",
+		fprintf(stderr, "mcloc: %s: %s (%s): %u thread%s, %llu %s of events, %llu lost\n",
 			r->dir, key_of(r, t), r->info.comm, r->info.threads, r->info.threads == 1 ? "" : "s",
-			(unsigned long long)(r->info.units * MCLOC_EV_UNIT >> 20),
-			(unsigned long long)lost);
+			(unsigned long long)(mib ? bytes >> 20 : (bytes + 1023) >> 10),
+			mib ? "MiB" : "KiB", (unsigned long long)lost);
 	rec_abort(r);
 	t->rec = NULL;
 	return ret;

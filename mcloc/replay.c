@@ -1159,7 +1159,7 @@ static int cmd_graph(struct recording *r, const struct ropts *o, const char *fun
 			found = true;
 			if (r->nprocs > 1)
 				printf("# process %s (%s)\n", p->key, p->info.comm);
-			printf("%s: %llu calls", func, (unsigned long long)calls);
+			printf("%s: %llu call%s", func, (unsigned long long)calls, calls == 1 ? "" : "s");
 			/* (Their times are not in those below.) */
 			if (untimed)
 				printf(" (%llu not timed: left early, not hooked, or not returned "

@@ -1680,6 +1680,18 @@ int cmd_record(int argc, char **argv, bool json)
 	}
 	for (char **v = args; *v; v++)
 		at_line = stpcpy(at_line, *v) + 1;
+	/* (-p: the process's own command line, where it can be read.) */
+	char *cmdline = NULL;
+	size_t clen = 0;
+
+	if (a.pid && strtoul(a.pid, NULL, 10) <= UINT32_MAX &&
+	    (cmdline = cmdline_of((uint32_t)strtoul(a.pid, NULL, 10), &clen)) && clen) {
+		free(line);
+		line = cmdline;
+		len = clen;
+	} else {
+		free(cmdline);
+	}
 	struct recorder *rec = rec_open(a.data, line, len);
 	int ret;
 
