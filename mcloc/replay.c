@@ -1517,6 +1517,19 @@ int cmd_offline(int argc, char **argv, bool json)
 	}
 	if (recording_open(&r, o.dir) < 0)
 		return 1;
+	/* -F that names no function of the recording: said, as graph says
+	 * a function it has no call of (it printed the headers alone). */
+	bool named = !o.filter || graph;
+
+	for (size_t i = 0; i < r.nprocs && !named; i++)
+		for (size_t k = 0; k < r.procs[i].sites.n && !named; k++)
+			named = r.procs[i].sites.v[k].name &&
+				matches(o.filter, r.procs[i].sites.v[k].name);
+	if (!named) {
+		fail(o.dir, "-F '%s': matches no function of the recording", o.filter);
+		recording_free(&r);
+		return 1;
+	}
 	/* (A replay writes a great deal: in large blocks.) */
 	char *buf = malloc(1 << 16);
 	sigjmp_buf jb;

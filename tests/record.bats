@@ -134,6 +134,10 @@ EOF
 	refute_output --partial "leaf"
 	# A list of globs.
 	[ "$("$MCLOC" replay -F 'nothing,le*' | calls)" -eq 6 ]
+	# One that names nothing recorded is said (the headers alone, exit 0).
+	run "$MCLOC" report -F 'nothing*'
+	assert_failure 1
+	assert_output "mcloc: mcloc.data: -F 'nothing*': matches no function of the recording"
 	[ "$("$MCLOC" replay --depth 2 | calls)" -eq 2 ]
 	# Under -F, depth counts from the -F call, as set_graph_function's
 	# and uftrace's -F -D do, and so does the indentation (mid was at
