@@ -1295,9 +1295,10 @@ static int record_follow(const struct targs *a, const char *root, struct recorde
 		scanned = now;
 		follow_new(&fw, a, cd->fd);
 		/* Over when nothing is traced and the program mcloc started
-		 * has exited (its children may outlive it: followed on), and
-		 * none of its descendants is left. */
-		if (!active && (!child || !running(child)) && !(child && orphans_left(child)))
+		 * has exited (its children may outlive it: followed on), and,
+		 * for a wrapper, none of the programs it left running is. */
+		if (!active && (!child || !running(child)) &&
+		    !(child && !root_up && orphans_left(child)))
 			break;
 	}
 	size_t begun = 0;
