@@ -935,23 +935,31 @@ static int parse_time_range(const char *s, struct ropts *o)
 	return 0;
 }
 
+static void usage_offline_after(const char *cmd, const char *what);
+
 static void usage_offline(const char *cmd)
 {
+	usage_offline_after(cmd, "");
+}
+
+/* The usage, after WHAT (a bad option's say, or ""): one line. */
+static void usage_offline_after(const char *cmd, const char *what)
+{
 	if (!strcmp(cmd, "replay"))
-		fail(cmd, "usage: mcloc replay [-d DIR] [-F GLOB] [-N GLOB] [--depth N] "
-			  "[-t USECS] [--time-range S~S] [--tid T] [--function] [--srcline] [-j]");
+		fail(cmd, "%susage: mcloc replay [-d DIR] [-F GLOB] [-N GLOB] [--depth N] "
+			  "[-t USECS] [--time-range S~S] [--tid T] [--function] [--srcline] [-j]", what);
 	else if (!strcmp(cmd, "report"))
-		fail(cmd, "usage: mcloc report [-d DIR] [--sort total|self|calls|avg|name] "
+		fail(cmd, "%susage: mcloc report [-d DIR] [--sort total|self|calls|avg|name] "
 			  "[--per-thread] [-F GLOB] [-N GLOB] [--depth N] [--time-range S~S] "
-			  "[--tid T] [-j]");
+			  "[--tid T] [-j]", what);
 	else if (!strcmp(cmd, "graph"))
-		fail(cmd, "usage: mcloc graph [-d DIR] [--time-range S~S] [--tid T] FUNC");
+		fail(cmd, "%susage: mcloc graph [-d DIR] [--time-range S~S] [--tid T] FUNC", what);
 	else if (!strcmp(cmd, "dump"))
-		fail(cmd, "usage: mcloc dump [-d DIR] (--chrome FILE | --flame-graph FILE | "
+		fail(cmd, "%susage: mcloc dump [-d DIR] (--chrome FILE | --flame-graph FILE | "
 			  "--perfetto FILE) [-F GLOB] [-N GLOB] [--depth N] [--time-range S~S] "
-			  "[--tid T]   (FILE - is standard output)");
+			  "[--tid T]   (FILE - is standard output)", what);
 	else
-		fail(cmd, "usage: mcloc info [-d DIR]");
+		fail(cmd, "%susage: mcloc info [-d DIR]", what);
 }
 
 /* Options of ARGV[0..ARGC) into O; the index of the first other
@@ -982,8 +990,11 @@ static int parse_ropts(int argc, char **argv, struct ropts *o)
 	uint64_t v;
 	double d;
 
+	char bad[160];
+
 	*o = (struct ropts){ .dir = MCLOC_REC_DEFAULT_DIR };
 	optind = 0;
+	opterr = 0;
 	while ((c = getopt_long(argc, argv, "d:F:N:D:t:j", opts, NULL)) != -1) {
 		switch (c) {
 		case 'd': o->dir = optarg; break;
@@ -1024,7 +1035,12 @@ static int parse_ropts(int argc, char **argv, struct ropts *o)
 			if (sort_key_of(optarg, &o->sort, cmd) < 0)
 				return -1;
 			break;
-		default: usage_offline(cmd); return -1;
+		default:
+			/* (getopt's own message would be a second line.) */
+			snprintf(bad, sizeof(bad), "'%s': not an option here, or its value is "
+				 "missing; ", argv[optind - 1]);
+			usage_offline_after(cmd, bad);
+			return -1;
 		}
 	}
 	return optind;

@@ -411,23 +411,28 @@ static bool program_gone(struct tracing *t)
 
 enum cmd { TRACE, RUN, RECORD };
 
-static void usage_trace(enum cmd cmd)
+static void usage_trace_after(enum cmd cmd, const char *what)
 {
 	if (cmd == RECORD) {
-		fail("record", "usage: mcloc record [function|function_graph] [-d DIR] [--filter G] "
+		fail("record", "%susage: mcloc record [function|function_graph] [-d DIR] [--filter G] "
 			       "[--notrace G] [--graph-function G] [--max-depth N] [--tid T] "
 			       "[--duration S] [--buffer KIB] [--rings N] [--overwrite] "
 			       "[--trigger FUNC:ACTION] [-A FUNC@ARGS] [-R FUNC@retval] [--auto-args] "
 			       "[--no-follow] (-p PID | "
-			       "[--preload LIB] -- PROG [ARGS])");
+			       "[--preload LIB] -- PROG [ARGS])", what);
 		return;
 	}
-	fail(cmd == RUN ? "run" : "trace", "usage: mcloc %s function|function_graph|profile|nop [--filter G] "
+	fail(cmd == RUN ? "run" : "trace", "%susage: mcloc %s function|function_graph|profile|nop [--filter G] "
 		      "[--notrace G] [--graph-function G] [--max-depth N] [--tid T] "
 		      "[--duration S] [-t USECS] [--per-thread] [--sort KEY] [--buffer KIB] "
 		      "[--rings N] [--overwrite] [--trigger FUNC:ACTION] [-A FUNC@ARGS] "
 		      "[-R FUNC@retval] [--auto-args] [--chrome FILE] [-o FILE] [-j]%s",
-	     cmd == RUN ? "run" : "trace PID", cmd == RUN ? " [--preload LIB] -- PROG [ARGS]" : "");
+	     what, cmd == RUN ? "run" : "trace PID", cmd == RUN ? " [--preload LIB] -- PROG [ARGS]" : "");
+}
+
+static void usage_trace(enum cmd cmd)
+{
+	usage_trace_after(cmd, "");
 }
 
 static const char *cmd_name(enum cmd c)
@@ -499,7 +504,10 @@ static int parse_targs(int argc, char **argv, struct targs *a, enum cmd cmd)
 				    .rings = cmd == RECORD ? 32 : 16,
 				    .flags = cmd == RECORD ? MCLOC_TRACE_WAIT : 0 },
 			     .data = MCLOC_REC_DEFAULT_DIR, .follow = cmd == RECORD, .cmd = cmd };
+	char bad[160];
+
 	optind = 0;	/* (a fresh scan, options anywhere after the subcommand) */
+	opterr = 0;
 	while ((o = getopt_long(argc, argv, cmd == RECORD ? "d:p:A:R:a" : "jt:o:A:R:a", opts,
 				NULL)) != -1) {
 		if (cmd == RECORD && o > 0 && strchr("jPscot", o)) {
@@ -583,7 +591,12 @@ static int parse_targs(int argc, char **argv, struct targs *a, enum cmd cmd)
 		case 'p':	/* (record's -p only) */
 			a->pid = optarg;
 			break;
-		default: usage_trace(cmd); return -1;
+		default:
+			/* (getopt's own message would be a second line.) */
+			snprintf(bad, sizeof(bad), "'%s': not an option here, or its value is "
+				 "missing; ", argv[optind - 1]);
+			usage_trace_after(cmd, bad);
+			return -1;
 		}
 	}
 	if (a->q.ring_kib < 4 || a->q.ring_kib > 65536 || (a->q.ring_kib & (a->q.ring_kib - 1)) ||

@@ -312,7 +312,9 @@ EOF2
 	for cmd in "record" "run" "trace"; do
 		run $MCLOC $cmd --bogus
 		assert_failure 2
-		assert_line --regexp "^mcloc: $cmd: usage: mcloc $cmd .*\[-A FUNC@ARGS\] \[-R FUNC@retval\] \[--auto-args\]"
+		# One line, which names the bad option (getopt's was a second).
+		assert_output --regexp "^mcloc: $cmd: '--bogus': not an option here, or its value is missing; usage: mcloc $cmd .*\[-A FUNC@ARGS\] \[-R FUNC@retval\] \[--auto-args\]"
+		[ "${#lines[@]}" -eq 1 ]
 	done
 }
 
