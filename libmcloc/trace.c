@@ -781,8 +781,8 @@ static void named_retire(void *nm)
 static bool named_same(const struct named *a, const struct named *b)
 {
 	if (a->ngraph != b->ngraph || a->ntrig != b->ntrig || a->nargs != b->nargs ||
-	    memcmp(a->graph, b->graph, a->ngraph * sizeof(*a->graph)) ||
-	    memcmp(a->args, b->args, a->nargs * sizeof(*a->args)))
+	    (a->ngraph && memcmp(a->graph, b->graph, a->ngraph * sizeof(*a->graph))) ||
+	    (a->nargs && memcmp(a->args, b->args, a->nargs * sizeof(*a->args))))
 		return false;
 	for (size_t i = 0; i < a->ntrig; i++)
 		if (a->trig[i].site != b->trig[i].site || a->trig[i].actions != b->trig[i].actions)
@@ -858,8 +858,11 @@ static struct named *named_make(struct session *s, bool late, int *ret, char *er
 		free(g.v);
 		goto fail;
 	}
-	memcpy(nm->args, s->args, s->nargs * sizeof(*nm->args));
-	memcpy(nm->args + s->nargs, g.v, g.n * sizeof(*nm->args));
+	/* (memcpy of no bytes from NULL is still undefined.) */
+	if (s->nargs)
+		memcpy(nm->args, s->args, s->nargs * sizeof(*nm->args));
+	if (g.n)
+		memcpy(nm->args + s->nargs, g.v, g.n * sizeof(*nm->args));
 	free(g.v);
 	nm->nargs = s->nargs + g.n;
 	qsort(nm->args, nm->nargs, sizeof(*nm->args), cmp_uptr);
