@@ -176,8 +176,14 @@ static void wait_for_hold(void)
 	clock_gettime(CLOCK_REALTIME, &dl);
 	dl.tv_sec += WAIT_S;
 	pthread_mutex_lock(&first.lock);
+	/* (Nor before a program that registers itself has: control starts
+	 * in libmcloc's constructor, before the program's, so a controller
+	 * that finds a program it follows, one a descendant execs, may ask
+	 * first; a trace started then finds none of the functions that its
+	 * --graph-function and --trigger must match.) */
 	while (first.waiting && !first.holding && !first.traced &&
-	       __atomic_load_n(&mcr_nrecords, __ATOMIC_RELAXED) &&
+	       (__atomic_load_n(&mcr_nrecords, __ATOMIC_RELAXED) ||
+		(first.self >= 0 ? first.self : (first.self = mcr_main_registers_itself()))) &&
 	       pthread_cond_timedwait(&first.held_cond, &first.lock, &dl) == 0)
 		;
 	pthread_mutex_unlock(&first.lock);
@@ -1187,13 +1193,24 @@ __attribute__((constructor(102))) static void control_from_env(void)
 		say("MCLOC_CONTROL=%.32s: 1, wait or 0; no control", c);
 		return;
 	}
+	bool hold = wait && (!end || strtol(c + 5, NULL, 10) == getpid());
+
+	/* (Waiting before the socket has its name: a controller that finds
+	 * it at once, as record finds a program a descendant execs, must
+	 * find it held, its trace answered at the hold, not before the
+	 * program's own image has registered.) */
+	if (hold) {
+		pthread_mutex_lock(&first.lock);
+		first.waiting = true;
+		pthread_mutex_unlock(&first.lock);
+	}
 	if ((ret = mcloc_control_start()) < 0) {
 		if (ret != -EPERM)	/* (-EPERM: said) */
 			say("cannot start: %s", strerror(-ret));
+		first.waiting = false;
 		return;		/* (and no waiting for a controller who cannot come) */
 	}
-	if (wait && (!end || strtol(c + 5, NULL, 10) == getpid())) {
-		first.waiting = true;
+	if (hold) {
 		first.prev_hook = mcr_hooks.image_added;
 		mcr_hooks.image_added = first_image_added;
 		/* A program not linked with libmcloc (given it by LD_PRELOAD)

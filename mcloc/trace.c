@@ -1034,36 +1034,6 @@ static int trace_session(const struct targs *a, const char *pid, bool json,
 
 static bool running(pid_t child);
 
-/*
- * Control starts when libmcloc loads, before the program's image
- * registers (and waits, MCLOC_CONTROL=wait): ask PID until it has call
- * sites, 2 s at most, while it lives (CHILD, when mcloc started it;
- * else while it answers or its /proc entry is there).  A trace asked
- * before would find none of the functions its --graph-function and
- * --trigger must match.
- */
-static void await_sites(const char *pid, pid_t child)
-{
-	struct peer *p = malloc(sizeof(*p));
-	struct mcloc_rep_hello h = { 0 };
-	char proc[64];
-
-	snprintf(proc, sizeof(proc), "/proc/%s", pid);
-	for (int i = 0; p && i < 400 && (child ? running(child) : access(proc, F_OK) == 0); i++) {
-		int r = peer_open(p, pid, true);
-
-		if (r == 0) {
-			p->quiet = true;
-			r = ask(p, MCLOC_REQ_HELLO, MCLOC_REP_HELLO, &h, sizeof(h));
-			close(p->fd);
-		}
-		if (r == 0 && h.records)
-			break;
-		nanosleep(&(struct timespec){ 0, 5000000 }, NULL);
-	}
-	free(p);
-}
-
 
 /* Whether PID is ROOT or descends from it. */
 static bool descends(uint32_t pid, uint32_t root)
@@ -1162,10 +1132,7 @@ static void follow_new(struct follow *fw, const struct targs *a, int dfd)
 			continue;
 		}
 		fw->v[fw->n++] = l;
-		/* (A process that cannot be traced is said, and left.  A
-		 * program a descendant execs answers before its own image
-		 * registers: asked once that has.) */
-		await_sites(e->d_name, 0);
+		/* (A process that cannot be traced is said, and left.) */
 		if (session_begin(l, a, e->d_name, false, rec))
 			session_end(l);
 		l->sid = sock_id(&sb);
@@ -1604,7 +1571,22 @@ static int run_program(const struct targs *a, char **argv, bool json, struct rec
 		 * wrapper given --preload has none, and may exec the program
 		 * meanwhile, which answers under the same pid: asked again
 		 * while it lives. */
-		await_sites(pid, child);
+		struct peer *p = malloc(sizeof(*p));
+		struct mcloc_rep_hello h = { 0 };
+
+		for (int i = 0; p && i < 400 && running(child); i++) {
+			int r = peer_open(p, pid, true);
+
+			if (r == 0) {
+				p->quiet = true;
+				r = ask(p, MCLOC_REQ_HELLO, MCLOC_REP_HELLO, &h, sizeof(h));
+				close(p->fd);
+			}
+			if (r == 0 && h.records)
+				break;
+			nanosleep(&(struct timespec){ 0, 5000000 }, NULL);
+		}
+		free(p);
 		if (rec && a->follow) {
 			ret = record_follow(a, pid, rec, child, &cd, true);
 			rec = NULL;
