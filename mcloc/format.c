@@ -1244,6 +1244,11 @@ int opt_real(const char *who, const char *opt, const char *s, double *d)
 	return 0;
 }
 
+void bad_option(char *buf, size_t len, const char *arg)
+{
+	snprintf(buf, len, "'%s': not an option here, or its value is missing; ", arg);
+}
+
 static struct tracing *sorting;
 
 static uint64_t avg_ns(const struct hit *h)

@@ -272,6 +272,9 @@ int sort_key_of(const char *s, enum sort_key *key, const char *who);
 int opt_whole(const char *who, const char *opt, const char *s, uint64_t lo, uint64_t hi,
 	      uint64_t *v);
 int opt_real(const char *who, const char *opt, const char *s, double *d);
+/* What is said of ARG, an option getopt did not take (unknown, or its
+ * value missing), before the usage on the same line: into BUF. */
+void bad_option(char *buf, size_t len, const char *arg);
 /* What t holds, freed (not t itself). */
 void tracing_free(struct tracing *t);
 

@@ -1037,8 +1037,7 @@ static int parse_ropts(int argc, char **argv, struct ropts *o)
 			break;
 		default:
 			/* (getopt's own message would be a second line.) */
-			snprintf(bad, sizeof(bad), "'%s': not an option here, or its value is "
-				 "missing; ", argv[optind - 1]);
+			bad_option(bad, sizeof(bad), argv[optind - 1]);
 			usage_offline_after(cmd, bad);
 			return -1;
 		}

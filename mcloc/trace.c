@@ -593,8 +593,7 @@ static int parse_targs(int argc, char **argv, struct targs *a, enum cmd cmd)
 			break;
 		default:
 			/* (getopt's own message would be a second line.) */
-			snprintf(bad, sizeof(bad), "'%s': not an option here, or its value is "
-				 "missing; ", argv[optind - 1]);
+			bad_option(bad, sizeof(bad), argv[optind - 1]);
 			usage_trace_after(cmd, bad);
 			return -1;
 		}
