@@ -116,18 +116,6 @@ long mcr_rec_before(const struct image *im, uintptr_t after)
 	return im->base + r->off + mcr_rec_len(r) == after ? (long)k - 1 : -1;
 }
 
-/* (The SIGTRAP handler asks: in a read-side section, so that an image
- * unloaded meanwhile is freed only after it.) */
-bool mcr_is_site(uintptr_t addr)
-{
-	mcr_read_lock();
-	const struct image *im = mcr_image_of(addr);
-	bool is = im && mcr_rec_at(im, addr) >= 0;
-
-	mcr_read_unlock();
-	return is;
-}
-
 /* ---- function names from the image's symbol table ---------------------------- */
 
 static int cmp_fsym(const void *a, const void *b)

@@ -28,7 +28,6 @@ const struct image *mcr_image_of(uintptr_t addr);
 size_t mcr_rec_lower(const struct image *im, uintptr_t addr);
 long mcr_rec_at(const struct image *im, uintptr_t site);
 long mcr_rec_before(const struct image *im, uintptr_t after);
-bool mcr_is_site(uintptr_t addr);
 
 /* IM's records from DESC's table; the names of its functions
  * (and the path of its object, or NULL); freeing an unloaded one. */

@@ -443,6 +443,11 @@ int mcloc_register_ops(struct mcloc_ops *ops)
 		ret = -ENOSPC;
 		goto out;
 	}
+	/* A site counts the ops that cover it, and a direct, in 15 bits. */
+	if (mcr_cur_set && mcr_cur_set->n >= REC_REF_MAX - 1) {
+		ret = -ENOSPC;
+		goto out;
+	}
 	bool all = filter_empty(p);
 	free(p->covers);
 	p->covers = calloc(p->nfilter, 8);

@@ -82,15 +82,14 @@
 struct mcr_stats mcr_stats;
 static bool have_membarrier;
 static long page_size;
-static bool (*site_known)(uintptr_t addr);	/* set once, by mcr_init() */
+static mcr_site_fn *site_of;	/* set once, by mcr_init() */
 
 #if !MCR_ONE_STORE
 static struct sigaction prev_trap;
 
-/* The batch the SIGTRAP handler consults, its flips and its pokes;
+/* The pokes of the batch under way, which the SIGTRAP handler consults;
  * published before the first breakpoint is written, withdrawn after the
- * last sync. */
-static struct mcr_batch *volatile active_b;
+ * last sync.  (Its flips are the caller's: site_of() finds them.) */
 static struct mcr_poke *volatile active_v;
 static volatile size_t active_n;
 /* Set while a batch is being undone: a thread that meets one of its
@@ -136,23 +135,6 @@ static const struct mcr_poke *find_poke(uintptr_t site)
 	return lo < active_n && v[lo].addr == site ? &v[lo] : NULL;
 }
 
-/* The flip of the active batch at SITE, 0 if none. */
-static uint64_t find_flip(uintptr_t site)
-{
-	const struct mcr_batch *b = active_b;
-	size_t lo = 0, hi = b ? __atomic_load_n(&b->nflips, __ATOMIC_ACQUIRE) : 0;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (MCR_FLIP_ADDR(b->flips[mid]) < site)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return b && lo < b->nflips && MCR_FLIP_ADDR(b->flips[lo]) == site ? b->flips[lo] : 0;
-}
-
 void mcr_wait_handlers(void)
 {
 	while (__atomic_load_n(&in_handlers, __ATOMIC_SEQ_CST))
@@ -168,19 +150,18 @@ static void on_trap(int sig, siginfo_t *si, void *ctx)
 	/* Counted before the batch is looked at (see mcr_patch()). */
 	__atomic_add_fetch(&in_handlers, 1, __ATOMIC_SEQ_CST);
 	const struct mcr_poke *p = find_poke(site);
-	uint64_t f = p ? 0 : find_flip(site);
+	uint8_t insn[MCR_MAX_SITE];
+	int known = p ? 0 : site_of(site, active_undo, insn);
+
 	if (p) {
 		mcr_emulate(uc, site, active_undo ? p->old_bytes : p->new_bytes, p->len);
 		ours = true;
-	} else if (f) {
+	} else if (known == 2) {
 		/* A flip's tail stays: the new (or old) first byte and it. */
-		uint8_t insn[MCR_MAX_SITE];
-
 		memcpy(insn + 1, (const void *)(site + 1), MCR_FLIP_LEN - 1);
-		insn[0] = (uint8_t)(f >> (active_undo ? 48 : 56));
 		mcr_emulate(uc, site, insn, MCR_FLIP_LEN);
 		ours = true;
-	} else if (site_known(site) && *(volatile uint8_t *)site != mcr_breakpoint) {
+	} else if (known && *(volatile uint8_t *)site != mcr_breakpoint) {
 		/* A site whose batch ended between the trap and now: run
 		 * what is there now. */
 		mcr_rewind(uc, site);
@@ -219,9 +200,9 @@ void mcr_patch_after_fork_child(void)
 		membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE);
 }
 
-int mcr_init(bool (*is_site)(uintptr_t addr), char *err, size_t errlen)
+int mcr_init(mcr_site_fn *site_fn, char *err, size_t errlen)
 {
-	site_known = is_site;
+	site_of = site_fn;
 	page_size = sysconf(_SC_PAGESIZE);
 	int cmds = membarrier(MEMBARRIER_CMD_QUERY), e = 0;
 
@@ -344,12 +325,11 @@ static double now_ms(void)
  * makes a few calls, a batch of one site does not open the whole image. */
 #define SPAN_MAX ((uintptr_t)1 << 20)
 
-void mcr_batch_begin(struct mcr_batch *b, uint64_t *flips)
+void mcr_batch_begin(struct mcr_batch *b, mcr_flips_fn *flips, void *ctx)
 {
-	*b = (struct mcr_batch){ .flips = flips, .memfd = -1, .t0 = now_ms() };
+	*b = (struct mcr_batch){ .flips = flips, .ctx = ctx, .memfd = -1, .t0 = now_ms() };
 #if !MCR_ONE_STORE
-	active_undo = false;
-	__atomic_store_n(&active_b, b, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&active_undo, false, __ATOMIC_SEQ_CST);
 #endif
 }
 
@@ -489,6 +469,11 @@ static int poke(struct mcr_batch *w, uintptr_t addr, const uint8_t *bytes, size_
 	return pwrite(w->memfd, bytes, len, (off_t)addr) == (ssize_t)len ? 0 : -errno;
 }
 
+int mcr_batch_poke(struct mcr_batch *b, uintptr_t site, uint8_t byte)
+{
+	return poke(b, site, &byte, 1);
+}
+
 #if !MCR_ONE_STORE
 /* What a step writes over every site: the breakpoint on the first byte,
  * or the new (or, undoing, the old) instruction's tail or first byte. */
@@ -619,33 +604,15 @@ static int cmp_poke(const void *a, const void *b)
 }
 
 #if !MCR_ONE_STORE
-/* The first bytes of B's flips: the new ones, the old ones, or the
- * breakpoint (BYTE_SHIFT 56, 48, or 0). */
-static int write_flips(struct mcr_batch *b, int byte_shift)
+/* STEP over B's flips, if it has any. */
+static int write_flips(struct mcr_batch *b, enum mcr_flip_step step)
 {
-	int ret = 0;
-
-	if (b->memfd < 0) {
-		for (size_t i = 0; i < b->nflips; i++)
-			*(volatile uint8_t *)MCR_FLIP_ADDR(b->flips[i]) =
-				byte_shift ? (uint8_t)(b->flips[i] >> byte_shift) : mcr_breakpoint;
-		return 0;
-	}
-	for (size_t i = 0; i < b->nflips; i++) {
-		uint8_t x = byte_shift ? (uint8_t)(b->flips[i] >> byte_shift) : mcr_breakpoint;
-		int r = poke(b, MCR_FLIP_ADDR(b->flips[i]), &x, 1);
-
-		if (r && !ret)
-			ret = r;
-	}
-	return ret;
+	return b->nflips ? b->flips(b, step) : 0;
 }
 
-int mcr_flip_slow(struct mcr_batch *b, uintptr_t site, uint8_t old, uint8_t new_byte,
-		  uintptr_t hint, char *err, size_t errlen)
+int mcr_flip_slow(struct mcr_batch *b, uintptr_t site, uint8_t old, uint32_t *mark,
+		  uint32_t marked, uintptr_t hint, char *err, size_t errlen)
 {
-	if (site >> 48 || site <= b->last)
-		return 1;
 	int ret = make_writable(b, site, MCR_FLIP_LEN, hint, err, errlen);
 	if (ret)
 		return ret;
@@ -654,15 +621,12 @@ int mcr_flip_slow(struct mcr_batch *b, uintptr_t site, uint8_t old, uint8_t new_
 			 (unsigned long)site);
 		return -EILSEQ;
 	}
-	b->flips[b->nflips] = site | (uint64_t)old << 48 | (uint64_t)new_byte << 56;
-	__atomic_store_n(&b->nflips, b->nflips + 1, __ATOMIC_RELEASE);
-	if (b->memfd < 0)
-		*(volatile uint8_t *)site = mcr_breakpoint;
-	else if ((ret = poke(b, site, &mcr_breakpoint, 1)))
+	uint32_t was = *mark;
+	__atomic_store_n(mark, marked, __ATOMIC_RELEASE);
+	if ((ret = mcr_batch_store(b, site, mcr_breakpoint))) {
+		*mark = was;	/* (not armed: not the batch's) */
 		write_failed(b, err, errlen, ret);
-	b->last = site;
-	if (b->memfd < 0)
-		b->wlo = site + 1;
+	}
 	return ret;
 }
 
@@ -672,7 +636,6 @@ static void withdraw(struct mcr_batch *b)
 {
 	(void)b;
 	__atomic_store_n(&active_v, NULL, __ATOMIC_SEQ_CST);
-	__atomic_store_n(&active_b, NULL, __ATOMIC_SEQ_CST);
 	/* A handler that found the batch before it was withdrawn may still
 	 * be reading it. */
 	mcr_wait_handlers();
@@ -701,7 +664,7 @@ static int patch_breakpoints(struct mcr_batch *b, struct mcr_poke *v, size_t n,
 	if (armed < n) {
 		__atomic_store_n(&active_undo, true, __ATOMIC_SEQ_CST);
 		write_step(b, v, armed, OLD_FIRST);
-		write_flips(b, 48);
+		write_flips(b, MCR_FLIPS_OLD);
 		sync_cores();
 		if (!werr)
 			snprintf(err, errlen, "site %#lx does not hold the expected "
@@ -718,9 +681,14 @@ static int patch_breakpoints(struct mcr_batch *b, struct mcr_poke *v, size_t n,
 	if (!ret)
 		ret = write_step(b, v, n, NEW_FIRST);
 	if (!ret)
-		ret = write_flips(b, 56);
+		ret = write_flips(b, MCR_FLIPS_NEW);
+	/* Every site holds its new instruction now; the last sync only makes
+	 * sure no core still runs a breakpoint, and one that does traps into
+	 * a handler that finds the site no longer armed and runs what is
+	 * there.  So its failure (the kernel out of memory for a cpumask)
+	 * undoes nothing: the flips are no longer marked to undo them by. */
 	if (!ret)
-		ret = sync_cores();
+		sync_cores();
 
 	if (ret) {
 		/* A failure after the first breakpoint: put every site back
@@ -728,12 +696,12 @@ static int patch_breakpoints(struct mcr_batch *b, struct mcr_poke *v, size_t n,
 		 * stays half-written. */
 		__atomic_store_n(&active_undo, true, __ATOMIC_SEQ_CST);
 		write_step(b, v, n, BREAKPOINT);
-		write_flips(b, 0);
+		write_flips(b, MCR_FLIPS_BREAKPOINT);
 		sync_cores();
 		write_step(b, v, n, OLD_TAIL);
 		sync_cores();
 		write_step(b, v, n, OLD_FIRST);
-		write_flips(b, 48);
+		write_flips(b, MCR_FLIPS_OLD);
 		sync_cores();
 	}
 out:
@@ -748,7 +716,7 @@ void mcr_batch_abort(struct mcr_batch *b)
 {
 	if (b->nflips) {
 		__atomic_store_n(&active_undo, true, __ATOMIC_SEQ_CST);
-		write_flips(b, 48);
+		write_flips(b, MCR_FLIPS_OLD);
 		sync_cores();
 	}
 	withdraw(b);
@@ -905,6 +873,6 @@ int mcr_patch(struct mcr_poke *v, size_t n, const struct mcr_slot_write *sl, siz
 {
 	struct mcr_batch b;
 
-	mcr_batch_begin(&b, NULL);
+	mcr_batch_begin(&b, NULL, NULL);
 	return mcr_patch_batch(&b, v, n, sl, ns, err, errlen);
 }

@@ -63,22 +63,37 @@ struct mcr_span {
 	int prot;
 };
 
+/* What a batch writes over its flips (below): their breakpoint, their new
+ * first byte, or (the batch refused) their old one. */
+enum mcr_flip_step { MCR_FLIPS_BREAKPOINT, MCR_FLIPS_NEW, MCR_FLIPS_OLD };
+
+struct mcr_batch;
+
 /*
- * A batch under way (patch.c's; the caller only passes it on).  Sites
- * that change by their first byte alone (x86_64's parked sites: arch/
- * runtime.h) are armed as the caller decides them, by mcr_flip(), rather
- * than listed as pokes for a later pass: on a batch that toggles every
- * one of 100,000 sites, each pass over the sites and each list written
- * costs as much as the protocol's own stores.  Each armed flip is
- * FLIPS[i]: its address in bits 0-47, its old first byte in 48-55 and its
- * new one in 56-63, in address order, so the SIGTRAP handler can search
- * them.
+ * Sites that change by their first byte alone (x86_64's parked sites:
+ * arch/runtime.h) are armed as the caller decides them, by mcr_flip(),
+ * rather than listed as pokes for a later pass: on a batch that toggles
+ * every one of 100,000 sites, each pass over the sites and each list
+ * written costs as much as the protocol's own stores.  Nor does the
+ * batch list them: the caller marks each in a word of its own (plan.c:
+ * the site's record) before its breakpoint goes in, so that the SIGTRAP
+ * handler finds it there, and writes their first bytes itself, a pass a
+ * step, with FLIPS.  A list was a fresh 800 KB a process's first batch
+ * faulted in, a tenth of that batch.
+ *
+ * FLIPS(B, STEP) writes STEP over every armed flip; MCR_FLIPS_NEW and
+ * MCR_FLIPS_OLD each end a flip, which then is no longer marked (a site
+ * whose write failed stays armed and marked).  Returns 0 or the first
+ * -errno.
  */
+typedef int mcr_flips_fn(struct mcr_batch *b, enum mcr_flip_step step);
+
+/* A batch under way (patch.c's; the caller only passes it on). */
 struct mcr_batch {
-	uint64_t *flips;	/* the caller's, room for every site */
-	size_t nflips;
-	uintptr_t last;		/* the last flip's address */
-	uintptr_t wlo, whi;	/* where mcr_flip() need not look further */
+	mcr_flips_fn *flips;	/* the caller's (NULL: none) */
+	void *ctx;		/* for FLIPS */
+	size_t nflips;		/* how many the caller armed */
+	uintptr_t wlo, whi;	/* the writable span mcr_flip() stores into */
 	int memfd;		/* /proc/self/mem, when mprotect was refused */
 	bool prefault;		/* each span made writable is faulted in at once
 				 * (for a poke: as its MCR_POKE_PREFAULT says) */
@@ -89,45 +104,55 @@ struct mcr_batch {
 	double t0;
 };
 
-/* A flip's address, old and new first byte (the layout above). */
-#define MCR_FLIP_ADDR(f) ((uintptr_t)((f) & ((1ull << 48) - 1)))
-#define MCR_FLIP_OLD(f) ((uint8_t)((f) >> 48))
+/* Start a batch whose flips FLIPS writes (NULL: it has none). */
+void mcr_batch_begin(struct mcr_batch *b, mcr_flips_fn *flips, void *ctx);
 
-/* Start a batch whose flips go to FLIPS. */
-void mcr_batch_begin(struct mcr_batch *b, uint64_t *flips);
+/* Store BYTE at SITE, text batch B made writable: in memory, or through
+ * /proc/self/mem.  0 or -errno. */
+int mcr_batch_poke(struct mcr_batch *b, uintptr_t site, uint8_t byte);
+
+static inline int mcr_batch_store(struct mcr_batch *b, uintptr_t site, uint8_t byte)
+{
+	if (b->memfd >= 0)
+		return mcr_batch_poke(b, site, byte);
+	*(volatile uint8_t *)site = byte;
+	return 0;
+}
 
 /* mcr_flip() for a site outside the span at hand, or through
- * /proc/self/mem, or that cannot be listed (out of order, a high
- * address). */
-int mcr_flip_slow(struct mcr_batch *b, uintptr_t site, uint8_t old, uint8_t new_byte,
-		  uintptr_t hint, char *err, size_t errlen);
+ * /proc/self/mem. */
+int mcr_flip_slow(struct mcr_batch *b, uintptr_t site, uint8_t old, uint32_t *mark,
+		  uint32_t marked, uintptr_t hint, char *err, size_t errlen);
 
 #ifdef MCR_FLIP_LEN
+/* Arm the site at SITE, checked and writable in memory: MARKED stored at
+ * MARK (the caller's word that tells the SIGTRAP handler what the site
+ * becomes), then the breakpoint.  x86_64 keeps the two stores in order;
+ * the release keeps the compiler from moving one past the other. */
+static inline void mcr_arm(uintptr_t site, uint32_t *mark, uint32_t marked)
+{
+	__atomic_store_n(mark, marked, __ATOMIC_RELEASE);
+	*(volatile uint8_t *)site = mcr_breakpoint;
+}
+
 /*
  * Arm the site at SITE (MCR_FLIP_LEN bytes, its tail already checked by
- * the caller) to change its first byte from OLD to NEW_BYTE: the byte is
- * checked, the flip listed, then the breakpoint written.  HINT is the end
+ * the caller) to change its first byte from OLD: the byte is checked,
+ * MARKED stored at MARK (the caller's word that tells the SIGTRAP handler
+ * what the site becomes), then the breakpoint written.  HINT is the end
  * of what the caller will write soon (its image's last site), so that the
- * text is made writable in few calls.  Returns 0; 1 when the site must go
- * as a poke instead (sites out of address order); or -EILSEQ when it does
- * not hold OLD (ERR says which), or another -errno: the caller then gives
- * the batch up with mcr_batch_abort().
+ * text is made writable in few calls.  Returns 0; -EILSEQ when the site
+ * does not hold OLD (ERR says which), or another -errno: nothing was
+ * written then, and the caller gives the batch up with mcr_batch_abort().
  */
-static inline int mcr_flip(struct mcr_batch *b, uintptr_t site, uint8_t old, uint8_t new_byte,
-			   uintptr_t hint, char *err, size_t errlen)
+static inline int mcr_flip(struct mcr_batch *b, uintptr_t site, uint8_t old, uint32_t *mark,
+			   uint32_t marked, uintptr_t hint, char *err, size_t errlen)
 {
-	/* [wlo, whi): where the next flip may go straight to memory (past
-	 * the last one, within a writable span; empty through /proc/self/mem). */
-	if (site < b->wlo || site + MCR_FLIP_LEN > b->whi)
-		return mcr_flip_slow(b, site, old, new_byte, hint, err, errlen);
-	if (*(volatile const uint8_t *)site != old)
-		return mcr_flip_slow(b, site, old, new_byte, hint, err, errlen);
-	b->flips[b->nflips] = site | (uint64_t)old << 48 | (uint64_t)new_byte << 56;
-	/* Listed before the breakpoint that makes a thread look for it. */
-	__atomic_store_n(&b->nflips, b->nflips + 1, __ATOMIC_RELEASE);
-	*(volatile uint8_t *)site = mcr_breakpoint;
-	b->last = site;
-	b->wlo = site + 1;
+	/* (Empty through /proc/self/mem.) */
+	if (site < b->wlo || site + MCR_FLIP_LEN > b->whi ||
+	    *(volatile const uint8_t *)site != old)
+		return mcr_flip_slow(b, site, old, mark, marked, hint, err, errlen);
+	mcr_arm(site, mark, marked);
 	return 0;
 }
 #endif
@@ -136,13 +161,22 @@ static inline int mcr_flip(struct mcr_batch *b, uintptr_t site, uint8_t old, uin
  * to its old byte, and the text to its protection. */
 void mcr_batch_abort(struct mcr_batch *b);
 
+/*
+ * What the SIGTRAP handler asks of the caller about ADDR, where it met a
+ * breakpoint that no poke of the batch explains: 0, not a site of a
+ * registered image; 1, a site (a trap that raced the end of its batch:
+ * what is there now runs); 2, a flip of the batch under way, whose first
+ * byte is then *FIRST: the new one, or the old one if UNDO.  The patcher
+ * knows no images itself.
+ */
+typedef int mcr_site_fn(uintptr_t addr, bool undo, uint8_t *first);
+
 /* Set the patcher up: register for membarrier, and (where sites change
- * under a breakpoint) install the SIGTRAP handler.  IS_SITE tells the trap handler whether an address
- * is a site of a registered image (a trap that raced the end of its
- * batch); the patcher knows no images itself.  Returns 0 or -errno, with
- * the reason in ERR; ERR is also set, with 0, where patching works
- * without something it would use (aarch64, riscv64: membarrier). */
-int mcr_init(bool (*is_site)(uintptr_t addr), char *err, size_t errlen);
+ * under a breakpoint) install the SIGTRAP handler, which asks SITE_OF.
+ * Returns 0 or -errno, with the reason in ERR; ERR is also set, with 0,
+ * where patching works without something it would use (aarch64, riscv64:
+ * membarrier). */
+int mcr_init(mcr_site_fn *site_of, char *err, size_t errlen);
 
 /* Change every site of V (sorted here) from old_bytes to new_bytes, with
  * the breakpoint protocol or, where one store changes a site, with one
@@ -152,7 +186,8 @@ int mcr_patch(struct mcr_poke *v, size_t n, const struct mcr_slot_write *s, size
 	      char *err, size_t errlen);
 
 /* The same, finishing batch B: its flips change with V's sites, or, on
- * failure, go back with them. */
+ * failure, go back with them (but those whose new first byte was written:
+ * the text and the marks say which). */
 int mcr_patch_batch(struct mcr_batch *b, struct mcr_poke *v, size_t n,
 		    const struct mcr_slot_write *s, size_t ns, char *err, size_t errlen);
 

@@ -11,6 +11,7 @@
 /* Patch every site whose wanted state differs from its code, in one
  * batch: 0, or -errno (the records then say what the code holds). */
 int mcr_update_sites(void);
+
 /* The same after adding DELTA (+1, -1) to the counts of every record COPS
  * covers; on failure before the batch, the counts are put back. */
 int mcr_update_sites_with(const struct mcloc_ops *cops, int delta);
@@ -21,5 +22,10 @@ uint32_t mcr_count_unit(const struct mcloc_ops *ops, int delta);
 void mcr_rec_add(size_t g, uint32_t unit);
 /* fork.c's: no patching across fork(). */
 void mcr_plan_fork(enum mcr_fork stage);
+
+/* The patcher's question about a breakpoint at ADDR (patch.h:
+ * mcr_site_fn), answered from the records, in a read-side section so
+ * that an image unloaded meanwhile is freed only after it. */
+int mcr_site_trap(uintptr_t addr, bool undo, uint8_t *first);
 
 #endif

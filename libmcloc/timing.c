@@ -298,6 +298,8 @@ hook_slot(uintptr_t *slot, uintptr_t sp, uintptr_t ip, uintptr_t parent, mcr_ret
 	 * code before the site, in mcr_return_slot().) */
 	if (!sure && !at_entry())
 		return -1;
+#else
+	(void)sure;
 #endif
 	d = sh->depth;
 	struct frame *f = &sh->f[d];
