@@ -942,7 +942,26 @@ static struct hit *hit_of(struct tracing *t, uint64_t ip, uint32_t tid)
 	return &t->hits[t->nhits - 1];
 }
 
-static void profile_event(struct tracing *t, struct thread *th, const struct event *e)
+/* The call of H on top of TH's stack (just taken off it) took DUR. */
+static void profile_end(struct thread *th, struct hit *h, uint64_t dur)
+{
+	bool inner = false;
+
+	/* A recursive function's total is that of its outermost calls (as
+	 * graph FUNC and uftrace report count it), else each level's time
+	 * would be added again: its calls inside itself add their count and
+	 * self time only. */
+	for (unsigned k = 0; k < th->depth && !inner; k++)
+		inner = th->stack[k].ip == h->ip;
+	if (!inner)
+		h->total_ns += dur;
+	h->self_ns += dur > th->stack[th->depth].child_ns ? dur - th->stack[th->depth].child_ns : 0;
+	if (th->depth && th->depth - 1 < STACK)
+		th->stack[th->depth - 1].child_ns += dur;
+}
+
+static void profile_event(struct tracing *t, struct thread *th, const struct event *e,
+			  uint64_t ns)
 {
 	/* (An exit whose entry was lost names no site: nothing to count.) */
 	struct hit *h = e->ip ? hit_of(t, e->ip, th->tid) : NULL;
@@ -952,32 +971,17 @@ static void profile_event(struct tracing *t, struct thread *th, const struct eve
 	if (e->type == MCLOC_EV_ENTRY) {
 		h->calls++;
 		if (th->depth < STACK)
-			th->stack[th->depth] = (struct open_call){ e->ip, 0 };
+			th->stack[th->depth] = (struct open_call){ e->ip, 0, ns };
 		th->depth++;
 	} else if (e->type == MCLOC_EV_UNTIMED) {
 		h->calls++;
 		h->untimed++;
 	} else if (th->depth && (e->type == MCLOC_EV_EXIT || e->type == MCLOC_EV_LEFT)) {
 		th->depth--;
-		if (e->type == MCLOC_EV_LEFT || th->depth >= STACK) {
+		if (e->type == MCLOC_EV_LEFT || th->depth >= STACK)
 			h->untimed++;
-			return;
-		}
-		uint64_t dur = scaled(t, e->parent);
-		bool inner = false;
-
-		/* A recursive function's total is that of its outermost calls
-		 * (as graph FUNC and uftrace report count it), else each
-		 * level's time would be added again: its calls inside itself
-		 * add their count and self time only. */
-		for (unsigned k = 0; k < th->depth && !inner; k++)
-			inner = th->stack[k].ip == e->ip;
-		if (!inner)
-			h->total_ns += dur;
-		h->self_ns += dur > th->stack[th->depth].child_ns ? dur - th->stack[th->depth].child_ns
-								  : 0;
-		if (th->depth && th->depth - 1 < STACK)
-			th->stack[th->depth - 1].child_ns += dur;
+		else
+			profile_end(th, h, scaled(t, e->parent));
 	}
 }
 
@@ -1019,7 +1023,7 @@ static void mark_event(struct tracing *t, struct thread *th, const struct event 
 			printf(",\"stack\":[");
 			for (unsigned d = e->depth + 1; d-- > 0;)
 				if (d < STACK)
-					printf("\"%s\"%s", site_name(t, th->at_depth[d], b, sizeof(b)),
+					printf("\"%s\"%s", site_name(t, th->stack[d].ip, b, sizeof(b)),
 					       d ? "," : "");
 			putchar(']');
 		}
@@ -1033,7 +1037,7 @@ static void mark_event(struct tracing *t, struct thread *th, const struct event 
 		graph_indent(e->depth + 1, bt ? "/* backtrace: " : "/* snapshot */\n");
 		for (unsigned d = e->depth + 1; bt && d-- > 0;) {
 			if (d < STACK)
-				out_str(stdout, site_name(t, th->at_depth[d], b, sizeof(b)));
+				out_str(stdout, site_name(t, th->stack[d].ip, b, sizeof(b)));
 			out_str(stdout, d ? " <- " : " */\n");
 		}
 		return;
@@ -1061,16 +1065,16 @@ void format_event(struct tracing *t, struct item *it)
 	t->events++;
 	th->last_ns = ns;
 	th->cpu = e->cpu;
-	if (e->type == MCLOC_EV_ENTRY && e->depth < STACK)
-		th->at_depth[e->depth] = e->ip;
 	if (e->type == MCLOC_EV_MARK) {
 		mark_event(t, th, e, ns);
 		return;
 	}
 	if (t->mode == PROFILE) {
-		profile_event(t, th, e);
+		profile_event(t, th, e, ns);
 		return;
 	}
+	if (e->type == MCLOC_EV_ENTRY && e->depth < STACK)
+		th->stack[e->depth] = (struct open_call){ e->ip, 0, ns };
 	if (e->type == MCLOC_EV_CALL) {
 		const char *fn = site_name(t, e->ip, b1, sizeof(b1));
 
@@ -1314,9 +1318,12 @@ void print_profile(struct tracing *t)
 				printf("\"pid\":%u,", t->pid);
 			if (t->per_thread)
 				printf("\"tid\":%u,", h->tid);
-			printf("\"calls\":%llu,\"timed\":%llu,\"total_ns\":%llu,\"self_ns\":%llu}\n",
+			printf("\"calls\":%llu,\"timed\":%llu,\"total_ns\":%llu,\"self_ns\":%llu",
 			       (unsigned long long)h->calls, (unsigned long long)timed,
 			       (unsigned long long)h->total_ns, (unsigned long long)h->self_ns);
+			if (h->unreturned)
+				printf(",\"unreturned\":%llu", (unsigned long long)h->unreturned);
+			puts("}");
 		} else if (timed) {
 			printf("%-40s %12llu %14.3f %12.3f %14.3f\n", fn,
 			       (unsigned long long)h->calls, h->total_ns / 1e3,
@@ -1326,6 +1333,24 @@ void print_profile(struct tracing *t)
 			       "-", "-", "-");
 		}
 	}
+	/* Which times ran to the end of the events rather than to a return
+	 * (the first few names: a server's threads each have one). */
+	uint64_t open = 0;
+	size_t named = 0;
+
+	for (size_t i = 0; !t->json && i < t->nhits; i++)
+		if (t->hits[i].unreturned) {
+			if (!open)
+				printf("\n# not returned when the trace ended, timed to their thread's "
+				       "last event:");
+			open += t->hits[i].unreturned;
+			if (named++ < 5)
+				printf(" %s", site_name(t, t->hits[i].ip, b, sizeof(b)));
+		}
+	if (named > 5)
+		printf(" and %zu more", named - 5);
+	if (open)
+		printf(" (%llu call%s)\n", (unsigned long long)open, open == 1 ? "" : "s");
 }
 
 
@@ -1343,22 +1368,29 @@ void print_header(const struct tracing *t)
 		       "# |     |   |                     |   |   |   |\n");
 }
 
-/* The end of TH's events with calls still open (a program that left
- * through exit(), a thread still running when a trace stopped): their
- * braces closed, saying so, and in a profile the calls counted untimed
- * (they had no end to time). */
+/*
+ * The end of TH's events with calls still open (a program that left
+ * through exit(), a thread still running when a trace stopped): each
+ * ends at the thread's last event, as dump --chrome and --perfetto end
+ * them and uftrace times them to the exit; the braces say so, and a
+ * profile counts them apart.  (Deeper than the stack kept: not timed.)
+ */
 static void close_open_calls(struct tracing *t, struct thread *th)
 {
 	char b[32];
 
 	if (t->mode == PROFILE) {
-		for (unsigned k = th->depth < STACK ? th->depth : STACK; k-- > 0;) {
-			struct hit *h = hit_of(t, th->stack[k].ip, th->tid);
+		if (th->depth > STACK)
+			th->depth = STACK;	/* (the calls past it were never kept) */
+		while (th->depth) {
+			const struct open_call *c = &th->stack[--th->depth];
+			struct hit *h = hit_of(t, c->ip, th->tid);
 
-			if (h)
-				h->untimed++;
+			if (h) {
+				h->unreturned++;
+				profile_end(th, h, th->last_ns > c->t0 ? th->last_ns - c->t0 : 0);
+			}
 		}
-		th->depth = 0;
 		return;
 	}
 	if (t->mode != GRAPH || t->json || t->chrome)
@@ -1369,8 +1401,9 @@ static void close_open_calls(struct tracing *t, struct thread *th)
 		struct event e = { .cpu = th->cpu, .depth = d };
 
 		graph_prefix(t, th, &e);
-		printf("%16s|  %*s} /* %s: not returned %s */\n", "", 2 * d, "",
-		       site_name(t, th->at_depth[d], b, sizeof(b)),
+		print_duration(th->last_ns > th->stack[d].t0 ? th->last_ns - th->stack[d].t0 : 0);
+		printf("  %*s} /* %s: not returned %s */\n", 2 * d, "",
+		       site_name(t, th->stack[d].ip, b, sizeof(b)),
 		       t->range_end ? "within the time range" : "when the trace ended");
 	}
 	th->opened = 0;

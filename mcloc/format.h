@@ -92,18 +92,19 @@ struct thread {
 	unsigned open;			/* chrome: begun, not ended */
 	uint64_t last_ns;
 	uint32_t cpu;			/* of its last event */
-	/* profile: the calls the thread is inside, with the time their
-	 * callees took */
+	/* The calls the thread is inside, when each began, and (profile)
+	 * the time their callees took: in a profile, DEPTH of them; else the
+	 * call open at each depth of the events, for a backtrace mark and
+	 * for one still open when the events end. */
 	unsigned depth;
 	struct open_call {
-		uint64_t ip, child_ns;
+		uint64_t ip, child_ns, t0;
 	} stack[STACK];
-	/* the site of the call open at each depth, for a backtrace mark */
-	uint64_t at_depth[STACK];
 };
 
 struct hit {
 	uint64_t ip, calls, total_ns, self_ns, untimed;
+	uint64_t unreturned;	/* of the timed: open at the end, timed to it */
 	uint32_t tid;		/* --per-thread: whose (else 0) */
 };
 

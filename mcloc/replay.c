@@ -742,18 +742,20 @@ struct node {
 	uint64_t ip;
 	uint32_t parent;	/* index, 0 for the roots' parent */
 	uint64_t calls, total_ns, self_ns;
-	uint64_t untimed;	/* calls with no end to time: left, not hooked, open at the end */
+	uint64_t untimed;	/* calls with no end to time: left, not hooked */
+	uint64_t unreturned;	/* calls open at the end, timed to it */
 };
 
 struct frame {
 	uint32_t node;
-	uint64_t ip, child_ns;
+	uint64_t ip, child_ns, t0;
 };
 
 struct tstack {
 	uint32_t tid;
 	struct frame *f;
 	size_t n, cap;
+	uint64_t last_ns;	/* the thread's last event */
 };
 
 struct tree {
@@ -837,6 +839,17 @@ static struct tstack *stack_of(struct tree *tr, uint32_t tid)
  * (its callees' taken off).  A call left by a longjmp is counted, not
  * timed; a thread's lost events empty its stack, as their returns may
  * be among them. */
+/* Call F, just taken off S, took DUR. */
+static void tree_end(struct tree *tr, struct tstack *s, const struct frame *f, uint64_t dur)
+{
+	struct node *nd = &tr->nodes[f->node];
+
+	nd->total_ns += dur;
+	nd->self_ns += dur > f->child_ns ? dur - f->child_ns : 0;
+	if (s->n)
+		s->f[s->n - 1].child_ns += dur;
+}
+
 static void tree_event(struct walker *w, struct tracing *t, struct item *it)
 {
 	struct tree *tr = (struct tree *)w;
@@ -845,6 +858,7 @@ static void tree_event(struct walker *w, struct tracing *t, struct item *it)
 
 	if (!s || type == MCLOC_EV_MARK)
 		return;
+	s->last_ns = to_ns(t, it->e.time);
 	if (it->e.type & MCLOC_EV_LOST_BEFORE)
 		s->n = 0;
 	uint32_t top = s->n ? s->f[s->n - 1].node : 0;
@@ -876,7 +890,7 @@ static void tree_event(struct walker *w, struct tracing *t, struct item *it)
 			s->f = f;
 			s->cap = cap;
 		}
-		s->f[s->n++] = (struct frame){ .node = nd, .ip = it->e.ip };
+		s->f[s->n++] = (struct frame){ .node = nd, .ip = it->e.ip, .t0 = s->last_ns };
 		return;
 	}
 	/* An exit: of the top call, or (a call begun before the recording
@@ -889,22 +903,24 @@ static void tree_event(struct walker *w, struct tracing *t, struct item *it)
 		tr->nodes[f.node].untimed++;
 		return;
 	}
-	uint64_t dur = scaled(t, it->e.parent);
-	struct node *nd = &tr->nodes[f.node];
-
-	nd->total_ns += dur;
-	nd->self_ns += dur > f.child_ns ? dur - f.child_ns : 0;
-	if (s->n)
-		s->f[s->n - 1].child_ns += dur;
+	tree_end(tr, s, &f, scaled(t, it->e.parent));
 }
 
-/* The calls still open when the events end (a program that left
- * through exit()): counted as not timed. */
+/* The calls still open when the events end (a program that left through
+ * exit(), a thread still running when a recording stopped): each ends at
+ * its thread's last event, as replay and report end them. */
 static void tree_finish(struct tree *tr)
 {
-	for (size_t i = 0; i < tr->nstacks; i++)
-		while (tr->stacks[i].n)
-			tr->nodes[tr->stacks[i].f[--tr->stacks[i].n].node].untimed++;
+	for (size_t i = 0; i < tr->nstacks; i++) {
+		struct tstack *s = &tr->stacks[i];
+
+		while (s->n) {
+			struct frame f = s->f[--s->n];
+
+			tr->nodes[f.node].unreturned++;
+			tree_end(tr, s, &f, s->last_ns > f.t0 ? s->last_ns - f.t0 : 0);
+		}
+	}
 }
 
 static void tree_free(struct tree *tr)
@@ -1135,7 +1151,7 @@ static int cmd_graph(struct recording *r, const struct ropts *o, const char *fun
 		struct tree tr = { .w = { tree_event } };
 		struct edge *callers = NULL, *callees = NULL;
 		size_t ncallers = 0, ncallees = 0;
-		uint64_t calls = 0, total = 0, self = 0, untimed = 0;
+		uint64_t calls = 0, total = 0, self = 0, untimed = 0, unreturned = 0;
 		char b[32];
 
 		if (p->info.tracer != MCLOC_TRACE_GRAPH) {
@@ -1153,6 +1169,7 @@ static int cmd_graph(struct recording *r, const struct ropts *o, const char *fun
 				continue;
 			calls += nd->calls;
 			untimed += nd->untimed;
+			unreturned += nd->unreturned;
 			/* (Recursion: the time of its outermost calls only.) */
 			bool outer = true;
 
@@ -1177,8 +1194,12 @@ static int cmd_graph(struct recording *r, const struct ropts *o, const char *fun
 			printf("%s: %llu call%s", func, (unsigned long long)calls, calls == 1 ? "" : "s");
 			/* (Their times are not in those below.) */
 			if (untimed)
-				printf(" (%llu not timed: left early, not hooked, or not returned "
-				       "when the trace ended)", (unsigned long long)untimed);
+				printf(" (%llu not timed: left early, or not hooked)",
+				       (unsigned long long)untimed);
+			if (unreturned)
+				printf(" (%llu not returned when the trace ended: timed to %s "
+				       "thread's last event)", (unsigned long long)unreturned,
+				       unreturned == 1 ? "its" : "their");
 			printf(", %.3f us, %.3f us of its own\n", total / 1e3, self / 1e3);
 			print_edges(&t, "Called by", callers, ncallers);
 			print_edges(&t, "Calls", callees, ncallees);
@@ -1234,7 +1255,8 @@ static void put_path(FILE *f, struct tracing *t, const struct tree *tr, uint32_t
  * Folded stacks, as flamegraph.pl and speedscope read them: a line per
  * call path, "main;parse;lex 1234", with the nanoseconds spent in the
  * path's last function itself.  Untimed calls (whose return could not be
- * hooked, or left by a longjmp) add no time.
+ * hooked, or left by a longjmp) add no time; calls still open at the end
+ * run to their thread's last event.
  */
 static int dump_flame(struct recording *r, const struct ropts *o, FILE *f)
 {
@@ -1245,6 +1267,7 @@ static int dump_flame(struct recording *r, const struct ropts *o, FILE *f)
 
 		tracing_of(&t, p, r, o);
 		walk(o, p, &t, &tr.w);
+		tree_finish(&tr);
 		for (size_t k = 1; k < tr.n; k++) {
 			if (!tr.nodes[k].self_ns)
 				continue;

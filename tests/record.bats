@@ -248,8 +248,10 @@ EOF2
 }
 
 # A program that leaves through exit() from inside calls: replay closed
-# nothing (main() { left open), and report and graph gave main 0.000 us.
-@test "calls still open when the events end (exit() inside them): closed saying so, counted as not timed" {
+# nothing (main() { left open), and report and graph gave main 0.000 us,
+# then no time at all, where dump --chrome ended the calls at the
+# thread's last event and uftrace times them to the exit.
+@test "calls still open when the events end (exit() inside them): closed saying so, timed to the thread's last event" {
 	traced_fixture exits
 	run "$MCLOC" record -- ./exits
 	assert_success
@@ -260,16 +262,34 @@ EOF2
  C) D us |    leaf();
  C)      |    fin() {
  C) D us |      leaf();
- C)      |    } /* fin: not returned when the trace ended */
- C)      |  } /* main: not returned when the trace ended */
+ C) D us |    } /* fin: not returned when the trace ended */
+ C) D us |  } /* main: not returned when the trace ended */
 EOF2
 	diff -u want.txt got.txt
+	# Each ends at the last event, the second leaf()'s return: fin()
+	# took that leaf() and more, main() its first leaf() and fin().
+	"$MCLOC" report -j > rep.json
+	python3 - rep.json <<'PY'
+import json, sys
+rows = {r["function"]: r for r in map(json.loads, open(sys.argv[1]))}
+m, f, l = rows["main"], rows["fin"], rows["leaf"]
+assert m["timed"] == 1 and m["unreturned"] == 1 and f["unreturned"] == 1, rows
+assert "unreturned" not in l and l["calls"] == 2 and l["timed"] == 2, rows
+assert 0 < f["self_ns"] < f["total_ns"], rows
+assert m["total_ns"] >= f["total_ns"] + 1 and m["total_ns"] > l["total_ns"], rows
+assert m["self_ns"] == m["total_ns"] - f["total_ns"] - (l["total_ns"] - (f["total_ns"] - f["self_ns"])), rows
+PY
 	run "$MCLOC" report
-	assert_line --regexp '^main +1 +- +- +-$'
-	assert_line --regexp '^fin +1 +- +- +-$'
-	assert_line --regexp '^leaf +2 +[0-9.]+ '
+	assert_line --regexp '^main +1 +[0-9]+\.[0-9]{3} +[0-9]+\.[0-9]{3} +[0-9]+\.[0-9]{3}$'
+	assert_line --regexp '^fin +1 +[0-9]+\.[0-9]{3} '
+	assert_line "# not returned when the trace ended, timed to their thread's last event: main fin (2 calls)"
 	run "$MCLOC" graph main
-	assert_line --partial "main: 1 call (1 not timed: left early, not hooked, or not returned when the trace ended), 0.000 us"
+	assert_line --regexp "^main: 1 call \(1 not returned when the trace ended: timed to its thread's last event\), [0-9.]+ us"
+	refute_line --regexp '^main: .*, 0\.000 us'
+	# The flame graph gives them their own time too.
+	"$MCLOC" dump --flame-graph flame.txt
+	grep -Eq '^main [1-9][0-9]*$' flame.txt
+	grep -Eq '^main;fin [1-9][0-9]*$' flame.txt
 }
 
 # Frames a longjmp left were found only when an older hooked call
