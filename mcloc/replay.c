@@ -644,8 +644,14 @@ static void tracing_of(struct tracing *t, struct rproc *p, const struct recordin
 	/* (The names move over for the formatting, and back after.) */
 	t->sites = p->sites;
 	t->callers = p->callers;
+	/* (Each thread's events are found by its entry: without one they
+	 * would be left out without a word.) */
 	for (size_t i = 0; i < p->nth; i++)
-		thread_of(t, p->th[i].tid, p->th[i].comm);
+		if (!thread_of(t, p->th[i].tid, p->th[i].comm)) {
+			fail(r->dir, "out of memory for the %zu threads of process %u", p->nth,
+			     p->info.pid);
+			exit(1);
+		}
 }
 
 static void tracing_done(struct tracing *t, struct rproc *p)

@@ -1016,6 +1016,12 @@ EOF
 	run bash -c 'ulimit -v 320000 && "$0" report' "$MCLOC"
 	assert_success
 	assert_line --regexp '^0x1234 +20000 '
+	# With too little memory for them all, it says so and fails: it had
+	# left the threads past its memory out without a word.
+	run bash -c 'ulimit -v 150000 && "$0" report' "$MCLOC"
+	assert_failure 1
+	assert_line --regexp "^mcloc: mcloc.data: out of memory for the 20000 threads of process [0-9]+$"
+	refute_line --regexp '^0x1234 '
 }
 
 @test "a thread file cut short while replay reads it: one line and exit 1, not SIGBUS" {
