@@ -229,12 +229,15 @@ static uintptr_t mark_addr(const char *p)
 	return a;
 }
 
-/* The caller at A into F, by name where known: read now if MAY_READ
- * (not in a callback, nor a signal handler), else only from what was
- * read already. */
+/* The caller whose call returns to A into F, by name where known: read
+ * now if MAY_READ (not in a callback, nor a signal handler), else only
+ * from what was read already.  Named by A - 1, in the call: the call of
+ * a function that never returns may be its caller's last instruction,
+ * and A then lies in the function after it. */
 static void put_caller(struct fmt *f, uintptr_t a, bool may_read)
 {
-	const char *name = may_read ? mcr_symbolize(a, NULL) : mcr_symbolize_known(a, NULL);
+	const char *name = !a ? NULL : may_read ? mcr_symbolize(a - 1, NULL)
+						: mcr_symbolize_known(a - 1, NULL);
 
 	if (name)
 		fmt_chars(f, name, strnlen(name, CALLER_NAME_MAX));
@@ -364,7 +367,8 @@ static void function_cb(uintptr_t ip, uintptr_t parent, struct mcloc_ops *ops,
 	struct tbuf *b = get_buf();
 	struct timespec ts;
 	/* (Lookups without a lock: the traced images' own symbols.) */
-	const char *fn = mcloc_site_name(ip), *pn = mcloc_addr_name(parent, NULL);
+	const char *fn = mcloc_site_name(ip);
+	const char *pn = parent ? mcloc_addr_name(parent - 1, NULL) : NULL;	/* (put_caller()) */
 
 	(void)ops;
 	(void)regs;

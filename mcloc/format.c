@@ -351,9 +351,12 @@ const char *site_name(struct tracing *t, uint64_t ip, char *buf, size_t len)
 
 const char *caller_name(struct tracing *t, uint64_t addr, char *buf, size_t len)
 {
+	/* A return address is named by the byte before it, in the call:
+	 * the call of a function that never returns may be its caller's
+	 * last instruction, and ADDR then lies in the function after it. */
 	struct name *n = name_find(&t->callers, addr);
 	const char *s = n && n->name ? n->name :
-			t->symbolize ? t->symbolize(t, addr, buf, len) : NULL;
+			t->symbolize && addr ? t->symbolize(t, addr - 1, buf, len) : NULL;
 
 	return s ? s : name_or_addr(&t->callers, addr, buf, len);
 }

@@ -102,8 +102,10 @@ static void resolve_callers(struct tracing *t, const struct event *ev, size_t n)
 		    !name_find(&t->callers, ev[i].parent)) {
 			struct name *nm = name_add(&t->callers, ev[i].parent);
 
-			if (nm)
-				ask_v[k++] = ev[i].parent;
+			/* (By the byte before it, in the call: caller_name()
+			 * says why.) */
+			if (nm && ev[i].parent)
+				ask_v[k++] = ev[i].parent - 1;
 		}
 		if (k && (k == sizeof(ask_v) / 8 || i == n)) {
 			/* (Unanswered, as when the program has just exited,
@@ -122,14 +124,14 @@ static void resolve_callers(struct tracing *t, const struct event *ev, size_t n)
 				memcpy(&a, t->p->buf + at, sizeof(a));
 				if (at + sizeof(a) + a.namelen + 1 > m.len)
 					break;
-				struct name *nm = name_find(&t->callers, a.addr);
+				struct name *nm = name_find(&t->callers, a.addr + 1);
 
 				if (nm && a.namelen && !nm->name) {
 					nm->name = strndup((const char *)t->p->buf + at + sizeof(a),
 							   a.namelen);
 					if (nm->name)
 						sym_clean(nm->name, strlen(nm->name));
-					nm->off = a.off;
+					nm->off = a.off + 1;
 				}
 				at += (sizeof(a) + a.namelen + 1 + 7) & ~(size_t)7;
 			}

@@ -292,6 +292,22 @@ PY
 	grep -Eq '^main;fin [1-9][0-9]*$' flame.txt
 }
 
+# fin() never returns, so main's call of it is main's last instruction and
+# the return address lies past main: the function tracer named fin's
+# caller by that address (or by the function after main).
+@test "the function tracer names the caller of a function that never returns: recorded, live and in the library's own tracer" {
+	traced_fixture exits
+	run "$MCLOC" record function -- ./exits
+	assert_success
+	run "$MCLOC" replay
+	assert_line --regexp ' fin <-main$'
+	assert_line --regexp ' leaf <-fin$'
+	run "$MCLOC" run function -- ./exits
+	assert_line --regexp ' fin <-main$'
+	run env MCLOC_TRACER=function ./exits
+	assert_line --regexp ' fin <-main$'
+}
+
 # Frames a longjmp left were found only when an older hooked call
 # returned: in a loop that recovers by longjmp, every later call was drawn
 # inside them, and past 128 of them none was timed.
