@@ -389,7 +389,12 @@ static int discover_main(char *err, size_t errlen)
 		}
 #endif
 	}
+	/* Under the lock, as every batch: another thread's first call into
+	 * the library returns from mcloc_init() while this one still runs
+	 * here, and its batch would share the SIGTRAP handler's. */
+	pthread_mutex_lock(&mcr_lock);
 	ret = mcr_patch(pk, np, NULL, 0, err, errlen);
+	pthread_mutex_unlock(&mcr_lock);
 	free(pk);
 	if (ret)
 		goto out;

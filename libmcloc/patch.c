@@ -622,7 +622,8 @@ int mcr_flip_slow(struct mcr_batch *b, uintptr_t site, uint8_t old, uint32_t *ma
 		return -EILSEQ;
 	}
 	uint32_t was = *mark;
-	__atomic_store_n(mark, marked, __ATOMIC_RELEASE);
+	__atomic_store_n(mark, marked, __ATOMIC_RELAXED);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);	/* (as in mcr_arm()) */
 	if ((ret = mcr_batch_store(b, site, mcr_breakpoint))) {
 		*mark = was;	/* (not armed: not the batch's) */
 		write_failed(b, err, errlen, ret);

@@ -128,10 +128,12 @@ int mcr_flip_slow(struct mcr_batch *b, uintptr_t site, uint8_t old, uint32_t *ma
 /* Arm the site at SITE, checked and writable in memory: MARKED stored at
  * MARK (the caller's word that tells the SIGTRAP handler what the site
  * becomes), then the breakpoint.  x86_64 keeps the two stores in order;
- * the release keeps the compiler from moving one past the other. */
+ * the fence keeps the compiler from moving the second before the first
+ * (a release orders what comes before a store, not after it). */
 static inline void mcr_arm(uintptr_t site, uint32_t *mark, uint32_t marked)
 {
-	__atomic_store_n(mark, marked, __ATOMIC_RELEASE);
+	__atomic_store_n(mark, marked, __ATOMIC_RELAXED);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	*(volatile uint8_t *)site = mcr_breakpoint;
 }
 
