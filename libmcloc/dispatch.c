@@ -205,8 +205,15 @@ __attribute__((used)) void mcr_direct_hook(uintptr_t after, uintptr_t parent, ui
 	mcr_read_lock();
 	if (mcr_call_dest(after, len) == stub) {
 		const struct direct *d = &mcr_direct[i % MCR_DIRECT_SLOTS];
+		/* Read once: a thread can reach here after its site stopped
+		 * calling the stub (preempted between the call and the read
+		 * section above; a parked site keeps the call's displacement,
+		 * which is all mcr_call_dest() reads), and the slot may have
+		 * been released meanwhile, emptied. */
+		mcloc_func_t func = __atomic_load_n(&d->func, __ATOMIC_RELAXED);
+		struct mcloc_ops *ops = __atomic_load_n(&d->ops, __ATOMIC_RELAXED);
 
-		if (d->func) {
+		if (func) {
 			mcr_call_at_entry = -1;
 			/* (Only in a process with framed sites is the record
 			 * looked up for it.) */
@@ -219,7 +226,7 @@ __attribute__((used)) void mcr_direct_hook(uintptr_t after, uintptr_t parent, ui
 					mcr_call_framed = framed_slot(NULL, after, &parent);
 				}
 			}
-			d->func(after - len, parent, d->ops, NULL);
+			func(after - len, parent, ops, NULL);
 			mcr_call_framed = NULL;
 		}
 	} else {
