@@ -1000,6 +1000,7 @@ void thread_lost(struct tracing *t, struct thread *th, const struct event *e)
 	}
 	th->opened = 0;
 	memset(th->open_at, 0, sizeof(th->open_at));
+	memset(th->live, 0, sizeof(th->live));
 	th->depth = 0;
 	if (t->json)
 		printf("{\"pid\":%u,\"tid\":%u,\"type\":\"lost\"}\n", t->pid, th->tid);
@@ -1076,8 +1077,12 @@ void format_event(struct tracing *t, struct item *it)
 		profile_event(t, th, e, ns);
 		return;
 	}
-	if (e->type == MCLOC_EV_ENTRY && e->depth < STACK)
+	if (e->type == MCLOC_EV_ENTRY && e->depth < STACK) {
 		th->stack[e->depth] = (struct open_call){ e->ip, 0, ns };
+		th->live[e->depth / 64] |= 1ull << (e->depth % 64);
+	} else if ((e->type == MCLOC_EV_EXIT || e->type == MCLOC_EV_LEFT) && e->depth < STACK) {
+		th->live[e->depth / 64] &= ~(1ull << (e->depth % 64));
+	}
 	if (e->type == MCLOC_EV_CALL) {
 		const char *fn = site_name(t, e->ip, b1, sizeof(b1));
 
@@ -1344,11 +1349,12 @@ void print_profile(struct tracing *t)
 	for (size_t i = 0; !t->json && i < t->nhits; i++)
 		if (t->hits[i].unreturned) {
 			if (!open)
-				printf("\n# not returned when the trace ended, timed to their thread's "
-				       "last event:");
+				printf("\n# not returned %s, timed to their thread's last event:",
+				       t->range_end ? "within the time range" : "when the trace ended");
 			open += t->hits[i].unreturned;
 			if (named++ < 5)
-				printf(" %s", site_name(t, t->hits[i].ip, b, sizeof(b)));
+				printf(t->per_thread ? " %s[%u]" : " %s",
+				       site_name(t, t->hits[i].ip, b, sizeof(b)), t->hits[i].tid);
 		}
 	if (named > 5)
 		printf(" and %zu more", named - 5);
@@ -1371,15 +1377,23 @@ void print_header(const struct tracing *t)
 		       "# |     |   |                     |   |   |   |\n");
 }
 
+uint64_t thread_end(const struct thread *th)
+{
+	return th->end_ns > th->last_ns ? th->end_ns : th->last_ns;
+}
+
 /*
  * The end of TH's events with calls still open (a program that left
  * through exit(), a thread still running when a trace stopped): each
- * ends at the thread's last event, as dump --chrome and --perfetto end
- * them and uftrace times them to the exit; the braces say so, and a
- * profile counts them apart.  (Deeper than the stack kept: not timed.)
+ * ends when the thread's events end, as dump --chrome and --perfetto end
+ * them and uftrace times them to the exit; the braces say so (with a
+ * threshold, a call long enough is shown at that end, as any other),
+ * and a profile counts them apart.  (Deeper than the stack kept: not
+ * timed.)
  */
 static void close_open_calls(struct tracing *t, struct thread *th)
 {
+	uint64_t end = thread_end(th);
 	char b[32];
 
 	if (t->mode == PROFILE) {
@@ -1391,26 +1405,33 @@ static void close_open_calls(struct tracing *t, struct thread *th)
 
 			if (h) {
 				h->unreturned++;
-				profile_end(th, h, th->last_ns > c->t0 ? th->last_ns - c->t0 : 0);
+				profile_end(th, h, end > c->t0 ? end - c->t0 : 0);
 			}
 		}
 		return;
 	}
 	if (t->mode != GRAPH || t->json || t->chrome)
 		return;
-	for (unsigned d = STACK; th->opened && d-- > 0;) {
-		if (!(th->open_at[d / 64] >> (d % 64) & 1))
+	/* (Without a threshold, those whose "{" was printed.) */
+	const uint64_t *open = t->threshold_ns ? th->live : th->open_at;
+
+	for (unsigned d = STACK; d-- > 0;) {
+		if (!(open[d / 64] >> (d % 64) & 1))
 			continue;
 		struct event e = { .cpu = th->cpu, .depth = d };
+		uint64_t dur = end > th->stack[d].t0 ? end - th->stack[d].t0 : 0;
 
+		if (dur < t->threshold_ns)
+			continue;
 		graph_prefix(t, th, &e);
-		print_duration(th->last_ns > th->stack[d].t0 ? th->last_ns - th->stack[d].t0 : 0);
+		print_duration(dur);
 		printf("  %*s} /* %s: not returned %s */\n", 2 * d, "",
 		       site_name(t, th->stack[d].ip, b, sizeof(b)),
 		       t->range_end ? "within the time range" : "when the trace ended");
 	}
 	th->opened = 0;
 	memset(th->open_at, 0, sizeof(th->open_at));
+	memset(th->live, 0, sizeof(th->live));
 }
 
 void chrome_end_process(struct tracing *t)
@@ -1419,7 +1440,7 @@ void chrome_end_process(struct tracing *t)
 	 * there. */
 	for (size_t i = 0; i < t->nthreads; i++)
 		while (t->threads[i].open--)
-			chrome_event(t, &t->threads[i], "E", "", t->threads[i].last_ns, NULL);
+			chrome_event(t, &t->threads[i], "E", "", thread_end(&t->threads[i]), NULL);
 	/* The names of the process (its main thread's) and its threads, as
 	 * the viewers label tracks by them. */
 	for (size_t i = 0; i < t->nthreads; i++) {

@@ -90,7 +90,11 @@ struct thread {
 	unsigned opened;		/* graph: "{" printed, "}" not yet */
 	uint64_t open_at[STACK / 64];	/* ... a bit per depth where one is */
 	unsigned open;			/* chrome: begun, not ended */
-	uint64_t last_ns;
+	uint64_t live[STACK / 64];	/* graph: a bit per depth a call is in,
+					 * shown or not */
+	uint64_t last_ns;		/* of its last event shown */
+	uint64_t end_ns;		/* of its last event, shown or not (0:
+					 * as last_ns) */
 	uint32_t cpu;			/* of its last event */
 	/* The calls the thread is inside, when each began, and (profile)
 	 * the time their callees took: in a profile, DEPTH of them; else the
@@ -232,6 +236,9 @@ void names_merge(struct names *into, struct names *from);
  * hex in BUF. */
 const char *site_name(struct tracing *t, uint64_t ip, char *buf, size_t len);
 const char *caller_name(struct tracing *t, uint64_t addr, char *buf, size_t len);
+/* When TH's events end: its last one, shown or left out by a filter,
+ * within the time range. */
+uint64_t thread_end(const struct thread *th);
 
 /* Items by time, then thread, then their order in it (qsort). */
 int cmp_item(const void *a, const void *b);

@@ -52,6 +52,7 @@ struct rthread {
 	/* the filters' state: the depth of the -F call it is inside, of
 	 * the -N call it is under (-1: none) */
 	int f_depth, n_depth;
+	uint64_t end_ns;		/* its last event in the time range */
 };
 
 struct rproc {
@@ -724,6 +725,7 @@ static int walk(const struct ropts *o, struct rproc *p, struct tracing *t, struc
 
 		if (ns < o->from_ns || (o->to_ns && ns > o->to_ns))
 			continue;
+		th->end_ns = ns;
 		int base = 0;
 
 		if ((o->filter || o->notrace || o->depth) && !keep(o, p, &sm, th, &it.e, type, &base))
@@ -735,6 +737,14 @@ static int walk(const struct ropts *o, struct rproc *p, struct tracing *t, struc
 			it.e.type = (uint16_t)((it.e.type & MCLOC_EV_LOST_BEFORE) | MCLOC_EV_CALL);
 		}
 		w->event(w, t, &it);
+	}
+	/* Where each thread's events end, filters or not (thread_end()). */
+	for (size_t i = 0; i < p->nth; i++) {
+		struct thread *ft = i < t->nthreads && t->threads[i].tid == p->th[i].tid ?
+					    &t->threads[i] : thread_of(t, p->th[i].tid, NULL);
+
+		if (ft && p->th[i].end_ns > ft->end_ns)
+			ft->end_ns = p->th[i].end_ns;
 	}
 	free(m.h);
 	free(sm.mark);
@@ -913,18 +923,21 @@ static void tree_event(struct walker *w, struct tracing *t, struct item *it)
 }
 
 /* The calls still open when the events end (a program that left through
- * exit(), a thread still running when a recording stopped): each ends at
- * its thread's last event, as replay and report end them. */
-static void tree_finish(struct tree *tr)
+ * exit(), a thread still running when a recording stopped): each ends
+ * when its thread's events end (thread_end()), as replay and report end
+ * them. */
+static void tree_finish(struct tree *tr, struct tracing *t)
 {
 	for (size_t i = 0; i < tr->nstacks; i++) {
 		struct tstack *s = &tr->stacks[i];
+		const struct thread *ft = s->n ? thread_of(t, s->tid, NULL) : NULL;
+		uint64_t end = ft && thread_end(ft) > s->last_ns ? thread_end(ft) : s->last_ns;
 
 		while (s->n) {
 			struct frame f = s->f[--s->n];
 
 			tr->nodes[f.node].unreturned++;
-			tree_end(tr, s, &f, s->last_ns > f.t0 ? s->last_ns - f.t0 : 0);
+			tree_end(tr, s, &f, end > f.t0 ? end - f.t0 : 0);
 		}
 	}
 }
@@ -1167,7 +1180,7 @@ static int cmd_graph(struct recording *r, const struct ropts *o, const char *fun
 		}
 		tracing_of(&t, p, r, o);
 		walk(o, p, &t, &tr.w);
-		tree_finish(&tr);
+		tree_finish(&tr, &t);
 		for (size_t k = 1; k < tr.n; k++) {
 			const struct node *nd = &tr.nodes[k];
 
@@ -1273,7 +1286,7 @@ static int dump_flame(struct recording *r, const struct ropts *o, FILE *f)
 
 		tracing_of(&t, p, r, o);
 		walk(o, p, &t, &tr.w);
-		tree_finish(&tr);
+		tree_finish(&tr, &t);
 		for (size_t k = 1; k < tr.n; k++) {
 			if (!tr.nodes[k].self_ns)
 				continue;
@@ -1449,7 +1462,7 @@ static int dump_perfetto(struct recording *r, const struct ropts *o, FILE *f)
 		/* Calls still running at the end end there. */
 		for (size_t k = 0; k < t.nthreads; k++)
 			for (; t.threads[k].open; t.threads[k].open--)
-				pf_event(pw.pf, t.threads[k].last_ns,
+				pf_event(pw.pf, thread_end(&t.threads[k]),
 					 (uint64_t)p->info.pid << 32 | t.threads[k].tid, PF_END, 0, NULL);
 		tracing_done(&t, p);
 	}

@@ -286,6 +286,21 @@ PY
 	run "$MCLOC" graph main
 	assert_line --regexp "^main: 1 call \(1 not returned when the trace ended: timed to its thread's last event\), [0-9.]+ us"
 	refute_line --regexp '^main: .*, 0\.000 us'
+	# Filtered, they still end at the thread's last event, not at the
+	# last one shown (--depth 1 shows main alone); with a threshold
+	# they are shown at that end, as any call long enough.
+	total=$(python3 -c 'import json,sys; print(next(r["total_ns"] for r in map(json.loads, open(sys.argv[1])) if r["function"] == "main"))' rep.json)
+	"$MCLOC" replay > all.txt
+	"$MCLOC" replay -D 1 > d1.txt
+	grep -E '\} /\* main: not returned' all.txt | sed -E 's/^ +[0-9]+\) +//' > want.txt
+	grep -E '\} /\* main: not returned' d1.txt | sed -E 's/^ +[0-9]+\) +//' > got.txt
+	diff -u want.txt got.txt
+	grep -Eq "^ *[0-9]+\) [ +!#*@\$] +$(printf '%d.%03d' $((total / 1000)) $((total % 1000))) us \|  \} /\* main: not returned" all.txt
+	run "$MCLOC" replay -t 0.001
+	assert_line --regexp '\|    \} /\* fin: not returned when the trace ended \*/$'
+	assert_line --regexp '\|  \} /\* main: not returned when the trace ended \*/$'
+	run "$MCLOC" report --per-thread
+	assert_line --regexp "^# not returned when the trace ended, timed to their thread's last event: main\[[0-9]+\] fin\[[0-9]+\] \(2 calls\)$"
 	# The flame graph gives them their own time too.
 	"$MCLOC" dump --flame-graph flame.txt
 	grep -Eq '^main [1-9][0-9]*$' flame.txt
