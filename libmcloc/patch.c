@@ -58,6 +58,10 @@
  * with an old slot, and an old call that runs late finds its site no
  * longer calling, so the current set decides.  mcr_init() says so.
  *
+ * A process whose only thread is the batch's needs none of that: no
+ * other thread runs a site while it changes, and with the thread's
+ * signals held no handler does either (mcr_batch_begin()).
+ *
  * Text is writable only during a batch: the pages' exact protections are
  * read from /proc/self/maps and restored.  Where the kernel refuses a
  * writable mapping of text, writes go through /proc/self/mem instead.
@@ -69,6 +73,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/membarrier.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -76,6 +81,9 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#if __has_include(<sys/single_threaded.h>)
+#include <sys/single_threaded.h>
+#endif
 #include <time.h>
 #include <unistd.h>
 
@@ -83,6 +91,9 @@ struct mcr_stats mcr_stats;
 static bool have_membarrier;
 static long page_size;
 static mcr_site_fn *site_of;	/* set once, by mcr_init() */
+/* The thread of libmcloc's own that runs no traced code (the control
+ * channel's, which holds every signal): mcr_patch_own_thread(). */
+static pid_t own_tid;
 
 #if !MCR_ONE_STORE
 static struct sigaction prev_trap;
@@ -193,6 +204,7 @@ void mcr_wait_handlers(void)
  * again costs a system call, and holds whatever the kernel carries over. */
 void mcr_patch_after_fork_child(void)
 {
+	own_tid = 0;	/* (the control thread did not come along) */
 #if !MCR_ONE_STORE
 	__atomic_store_n(&in_handlers, 0, __ATOMIC_SEQ_CST);
 #endif
@@ -325,13 +337,160 @@ static double now_ms(void)
  * makes a few calls, a batch of one site does not open the whole image. */
 #define SPAN_MAX ((uintptr_t)1 << 20)
 
-void mcr_batch_begin(struct mcr_batch *b, mcr_flips_fn *flips, void *ctx)
+#if !MCR_ONE_STORE
+/* Whether this thread is its process's only one: glibc's word first (it
+ * counts what pthread_create() made), then the kernel's list (a raw
+ * clone()'s thread, which glibc does not count).  A process that shares
+ * its memory with another through clone(CLONE_VM) without CLONE_THREAD
+ * is counted by neither, and glibc's own locking goes wrong there too. */
+static bool alone_in_process(void)
+{
+	struct dent {
+		uint64_t ino;
+		int64_t off;
+		unsigned short reclen;
+		unsigned char type;
+		char name[];
+	};
+	union {
+		char c[1024];
+		struct dent align;
+	} buf;
+	long got;
+	int tasks = 0;
+
+#if __has_include(<sys/single_threaded.h>)
+	if (!__libc_single_threaded)
+		return false;
+#endif
+	int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return false;	/* (no /proc: not known) */
+	while ((got = syscall(SYS_getdents64, fd, buf.c, sizeof(buf.c))) > 0)
+		for (long at = 0; at < got;) {
+			const struct dent *d = (const struct dent *)(buf.c + at);
+
+			tasks += d->name[0] != '.';
+			at += d->reclen;
+		}
+	close(fd);
+	return !got && tasks == 1;
+}
+#endif
+
+void mcr_patch_own_thread(pid_t tid)
+{
+	__atomic_store_n(&own_tid, tid, __ATOMIC_RELAXED);
+}
+
+#if !MCR_ONE_STORE
+/*
+ * A thread of the process, other than this one and the library's own,
+ * that holds SIGTRAP, or 0 (none, or /proc cannot tell).  Such a thread
+ * is killed by the kernel when it meets a breakpoint (a synchronous
+ * signal it holds takes its default action), and many a program's
+ * workers hold every signal.
+ */
+static pid_t sigtrap_holder(void)
+{
+	union {
+		char c[1024];
+		uint64_t align;
+	} buf;
+	char path[64], st[2048];
+	long got;
+	pid_t self = (pid_t)syscall(SYS_gettid), own = __atomic_load_n(&own_tid, __ATOMIC_RELAXED);
+	pid_t found = 0;
+	int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0;
+	while (!found && (got = syscall(SYS_getdents64, fd, buf.c, sizeof(buf.c))) > 0)
+		for (long at = 0; !found && at < got;) {
+			const char *name = buf.c + at + 19;	/* (struct linux_dirent64) */
+			unsigned short reclen;
+			pid_t tid = (pid_t)strtol(name, NULL, 10);
+
+			memcpy(&reclen, buf.c + at + 16, sizeof(reclen));
+			at += reclen;
+			if (tid <= 0 || tid == self || tid == own)
+				continue;
+			snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int)tid);
+			int sfd = open(path, O_RDONLY | O_CLOEXEC);
+			ssize_t n = sfd < 0 ? -1 : read(sfd, st, sizeof(st) - 1);
+
+			if (sfd >= 0)
+				close(sfd);
+			if (n <= 0)
+				continue;	/* (gone meanwhile) */
+			st[n] = 0;
+			const char *blk = strstr(st, "\nSigBlk:");
+
+			if (blk && strtoull(blk + 9, NULL, 16) >> (SIGTRAP - 1) & 1)
+				found = tid;
+		}
+	close(fd);
+	return found;
+}
+#endif
+
+/*
+ * A batch alone in its process (patch.h) holds its thread's signals, so
+ * that no handler runs code being changed: it then needs no breakpoint,
+ * no sync and no second pass, as the kernel's text_poke_early() writes
+ * text while one CPU runs.  A process's first enable is often made so:
+ * a program that enables tracing before it starts threads.  (Under a
+ * controller, the control channel's thread is a second one.)
+ */
+int mcr_batch_begin(struct mcr_batch *b, mcr_flips_fn *flips, void *ctx, char *err,
+		    size_t errlen)
 {
 	*b = (struct mcr_batch){ .flips = flips, .ctx = ctx, .memfd = -1, .t0 = now_ms() };
 #if !MCR_ONE_STORE
 	__atomic_store_n(&active_undo, false, __ATOMIC_SEQ_CST);
+	sigset_t all;
+
+	sigfillset(&all);
+#if __has_include(<sys/single_threaded.h>)
+	if (__libc_single_threaded)
 #endif
+	{
+		if (pthread_sigmask(SIG_SETMASK, &all, &b->oldmask))
+			return 0;
+		b->alone = alone_in_process();
+		if (b->alone)
+			return 0;
+		pthread_sigmask(SIG_SETMASK, &b->oldmask, NULL);
+	}
+	pid_t holder = sigtrap_holder();
+
+	if (holder) {
+		snprintf(err, errlen, "thread %d holds SIGTRAP, and would be killed by the "
+			 "breakpoint of a site it met while it changes: live patching refused",
+			 (int)holder);
+		return -EDEADLK;
+	}
+#else
+	(void)err, (void)errlen;
+#endif
+	return 0;
 }
+
+/* The end of batch B, however it ended: its thread's signals back. */
+static void batch_end(struct mcr_batch *b)
+{
+	if (b->alone)
+		pthread_sigmask(SIG_SETMASK, &b->oldmask, NULL);
+	b->alone = false;
+}
+
+#if !MCR_ONE_STORE
+/* Sync the cores for batch B (none where it is alone). */
+static int sync_batch(const struct mcr_batch *b)
+{
+	return b->alone ? 0 : sync_cores();
+}
+#endif
 
 /*
  * Make [AT, AT + LEN) writable for batch B, unless it is already: the
@@ -610,22 +769,22 @@ static int write_flips(struct mcr_batch *b, enum mcr_flip_step step)
 	return b->nflips ? b->flips(b, step) : 0;
 }
 
-int mcr_flip_slow(struct mcr_batch *b, uintptr_t site, uint8_t old, uint32_t *mark,
-		  uint32_t marked, uintptr_t hint, char *err, size_t errlen)
+int mcr_flip_slow(struct mcr_batch *b, uintptr_t site, const struct mcr_flip_to *to,
+		  uintptr_t hint, char *err, size_t errlen)
 {
 	int ret = make_writable(b, site, MCR_FLIP_LEN, hint, err, errlen);
 	if (ret)
 		return ret;
-	if (*(volatile const uint8_t *)site != old) {
+	if (*(volatile const uint8_t *)site != to->old) {
 		snprintf(err, errlen, "site %#lx does not hold the expected instruction; refused",
 			 (unsigned long)site);
 		return -EILSEQ;
 	}
-	uint32_t was = *mark;
-	__atomic_store_n(mark, marked, __ATOMIC_RELAXED);
+	uint32_t was = *to->mark;
+	__atomic_store_n(to->mark, to->marked, __ATOMIC_RELAXED);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);	/* (as in mcr_arm()) */
-	if ((ret = mcr_batch_store(b, site, mcr_breakpoint))) {
-		*mark = was;	/* (not armed: not the batch's) */
+	if ((ret = mcr_batch_store(b, site, b->alone ? to->new_byte : mcr_breakpoint))) {
+		*to->mark = was;	/* (not armed: not the batch's) */
 		write_failed(b, err, errlen, ret);
 	}
 	return ret;
@@ -666,18 +825,18 @@ static int patch_breakpoints(struct mcr_batch *b, struct mcr_poke *v, size_t n,
 		__atomic_store_n(&active_undo, true, __ATOMIC_SEQ_CST);
 		write_step(b, v, armed, OLD_FIRST);
 		write_flips(b, MCR_FLIPS_OLD);
-		sync_cores();
+		sync_batch(b);
 		if (!werr)
 			snprintf(err, errlen, "site %#lx does not hold the expected "
 				 "instruction; refused", (unsigned long)v[armed].addr);
 		ret = werr ? werr : -EILSEQ;
 		goto out;
 	}
-	ret = sync_cores();
+	ret = sync_batch(b);
 	if (!ret && tails) {
 		ret = write_step(b, v, n, NEW_TAIL);
 		if (!ret)
-			ret = sync_cores();
+			ret = sync_batch(b);
 	}
 	if (!ret)
 		ret = write_step(b, v, n, NEW_FIRST);
@@ -689,7 +848,7 @@ static int patch_breakpoints(struct mcr_batch *b, struct mcr_poke *v, size_t n,
 	 * there.  So its failure (the kernel out of memory for a cpumask)
 	 * undoes nothing: the flips are no longer marked to undo them by. */
 	if (!ret)
-		sync_cores();
+		sync_batch(b);
 
 	if (ret) {
 		/* A failure after the first breakpoint: put every site back
@@ -698,12 +857,12 @@ static int patch_breakpoints(struct mcr_batch *b, struct mcr_poke *v, size_t n,
 		__atomic_store_n(&active_undo, true, __ATOMIC_SEQ_CST);
 		write_step(b, v, n, BREAKPOINT);
 		write_flips(b, MCR_FLIPS_BREAKPOINT);
-		sync_cores();
+		sync_batch(b);
 		write_step(b, v, n, OLD_TAIL);
-		sync_cores();
+		sync_batch(b);
 		write_step(b, v, n, OLD_FIRST);
 		write_flips(b, MCR_FLIPS_OLD);
-		sync_cores();
+		sync_batch(b);
 	}
 out:
 	if (ret && ret != -EILSEQ)	/* (a refusal is worded where it was found) */
@@ -718,15 +877,17 @@ void mcr_batch_abort(struct mcr_batch *b)
 	if (b->nflips) {
 		__atomic_store_n(&active_undo, true, __ATOMIC_SEQ_CST);
 		write_flips(b, MCR_FLIPS_OLD);
-		sync_cores();
+		sync_batch(b);
 	}
 	withdraw(b);
 	close_text(b);
+	batch_end(b);
 }
 #else
 void mcr_batch_abort(struct mcr_batch *b)
 {
 	close_text(b);	/* (no flips: nothing was written) */
+	batch_end(b);
 }
 
 /* Store the 4-byte instruction INSN at A. */
@@ -855,6 +1016,7 @@ int mcr_patch_batch(struct mcr_batch *b, struct mcr_poke *v, size_t n,
 	ret = patch_breakpoints(b, v, n, err, errlen);
 #endif
 	int r2 = close_text(b);
+	batch_end(b);
 	if (!ret && r2) {
 		snprintf(err, errlen, "cannot restore the text's protection: %s", strerror(-r2));
 		ret = r2;
@@ -873,7 +1035,7 @@ int mcr_patch(struct mcr_poke *v, size_t n, const struct mcr_slot_write *sl, siz
 	      char *err, size_t errlen)
 {
 	struct mcr_batch b;
+	int ret = mcr_batch_begin(&b, NULL, NULL, err, errlen);
 
-	mcr_batch_begin(&b, NULL, NULL);
-	return mcr_patch_batch(&b, v, n, sl, ns, err, errlen);
+	return ret ? ret : mcr_patch_batch(&b, v, n, sl, ns, err, errlen);
 }

@@ -9,6 +9,8 @@
 
 #include "../arch/runtime.h"
 
+#include <signal.h>
+#include <sys/types.h>
 #include <sys/mman.h>
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23	/* (Linux 5.14; older headers lack it) */
@@ -83,8 +85,9 @@ struct mcr_batch;
  *
  * FLIPS(B, STEP) writes STEP over every armed flip; MCR_FLIPS_NEW and
  * MCR_FLIPS_OLD each end a flip, which then is no longer marked (a site
- * whose write failed stays armed and marked).  Returns 0 or the first
- * -errno.
+ * whose write failed stays armed and marked).  (In a batch alone in its
+ * process, each armed flip holds its new byte already.)  Returns 0 or
+ * the first -errno.
  */
 typedef int mcr_flips_fn(struct mcr_batch *b, enum mcr_flip_step step);
 
@@ -93,6 +96,13 @@ struct mcr_batch {
 	mcr_flips_fn *flips;	/* the caller's (NULL: none) */
 	void *ctx;		/* for FLIPS */
 	size_t nflips;		/* how many the caller armed */
+	/* The process has no thread but this one, whose signals are held
+	 * for the batch (OLDMASK: as they were): no other code runs while
+	 * the text changes, so a flip takes its new byte at once (marked
+	 * still, should the batch be undone) and the batch makes no sync
+	 * (patch.c). */
+	bool alone;
+	sigset_t oldmask;
 	uintptr_t wlo, whi;	/* the writable span mcr_flip() stores into */
 	int memfd;		/* /proc/self/mem, when mprotect was refused */
 	bool prefault;		/* each span made writable is faulted in at once
@@ -104,8 +114,15 @@ struct mcr_batch {
 	double t0;
 };
 
-/* Start a batch whose flips FLIPS writes (NULL: it has none). */
-void mcr_batch_begin(struct mcr_batch *b, mcr_flips_fn *flips, void *ctx);
+/* Start a batch whose flips FLIPS writes (NULL: it has none).  0, or
+ * -EDEADLK with the reason in ERR: another thread holds SIGTRAP (x86_64,
+ * where sites change under breakpoints), and nothing may start. */
+int mcr_batch_begin(struct mcr_batch *b, mcr_flips_fn *flips, void *ctx, char *err,
+		    size_t errlen);
+
+/* TID is a thread of the library's own that runs no traced code (the
+ * control channel's): its signal mask does not matter to a batch. */
+void mcr_patch_own_thread(pid_t tid);
 
 /* Store BYTE at SITE, text batch B made writable: in memory, or through
  * /proc/self/mem.  0 or -errno. */
@@ -119,42 +136,53 @@ static inline int mcr_batch_store(struct mcr_batch *b, uintptr_t site, uint8_t b
 	return 0;
 }
 
+/* What the caller knows of a flip: its first byte now (OLD) and after
+ * (NEW_BYTE), and its word (MARK) and what goes there while it is armed
+ * (MARKED). */
+struct mcr_flip_to {
+	uint8_t old, new_byte;
+	uint32_t *mark;
+	uint32_t marked;
+};
+
 /* mcr_flip() for a site outside the span at hand, or through
  * /proc/self/mem. */
-int mcr_flip_slow(struct mcr_batch *b, uintptr_t site, uint8_t old, uint32_t *mark,
-		  uint32_t marked, uintptr_t hint, char *err, size_t errlen);
+int mcr_flip_slow(struct mcr_batch *b, uintptr_t site, const struct mcr_flip_to *to,
+		  uintptr_t hint, char *err, size_t errlen);
 
 #ifdef MCR_FLIP_LEN
 /* Arm the site at SITE, checked and writable in memory: MARKED stored at
  * MARK (the caller's word that tells the SIGTRAP handler what the site
  * becomes), then the breakpoint.  x86_64 keeps the two stores in order;
  * the fence keeps the compiler from moving the second before the first
- * (a release orders what comes before a store, not after it). */
-static inline void mcr_arm(uintptr_t site, uint32_t *mark, uint32_t marked)
+ * (a release orders what comes before a store, not after it).  In a
+ * batch alone in its process, the new byte NEW_BYTE instead. */
+static inline void mcr_arm(const struct mcr_batch *b, uintptr_t site, uint32_t *mark,
+			   uint32_t marked, uint8_t new_byte)
 {
 	__atomic_store_n(mark, marked, __ATOMIC_RELAXED);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	*(volatile uint8_t *)site = mcr_breakpoint;
+	*(volatile uint8_t *)site = b->alone ? new_byte : mcr_breakpoint;
 }
 
 /*
  * Arm the site at SITE (MCR_FLIP_LEN bytes, its tail already checked by
- * the caller) to change its first byte from OLD: the byte is checked,
- * MARKED stored at MARK (the caller's word that tells the SIGTRAP handler
- * what the site becomes), then the breakpoint written.  HINT is the end
+ * the caller) to change its first byte as TO says: the byte is checked,
+ * then the site armed (mcr_arm(): in a batch alone in its process,
+ * changed at once).  HINT is the end
  * of what the caller will write soon (its image's last site), so that the
  * text is made writable in few calls.  Returns 0; -EILSEQ when the site
  * does not hold OLD (ERR says which), or another -errno: nothing was
  * written then, and the caller gives the batch up with mcr_batch_abort().
  */
-static inline int mcr_flip(struct mcr_batch *b, uintptr_t site, uint8_t old, uint32_t *mark,
-			   uint32_t marked, uintptr_t hint, char *err, size_t errlen)
+static inline int mcr_flip(struct mcr_batch *b, uintptr_t site, const struct mcr_flip_to *to,
+			   uintptr_t hint, char *err, size_t errlen)
 {
 	/* (Empty through /proc/self/mem.) */
 	if (site < b->wlo || site + MCR_FLIP_LEN > b->whi ||
-	    *(volatile const uint8_t *)site != old)
-		return mcr_flip_slow(b, site, old, mark, marked, hint, err, errlen);
-	mcr_arm(site, mark, marked);
+	    *(volatile const uint8_t *)site != to->old)
+		return mcr_flip_slow(b, site, to, hint, err, errlen);
+	mcr_arm(b, site, to->mark, to->marked, to->new_byte);
 	return 0;
 }
 #endif

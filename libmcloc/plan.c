@@ -302,6 +302,13 @@ struct flip_memo {
 #endif
 
 #ifdef MCR_FLIP_LEN
+/* A flip's first byte, new or old, from its record's state (marked: the
+ * state after). */
+static inline uint8_t flip_byte(uint32_t s, bool old)
+{
+	return !(s & REC_ENABLED) == old ? MCR_CALL : MCR_PARK;
+}
+
 /*
  * Arm the records after R of IV that flip as memo M says, in a row: a
  * first enable flips a hundred thousand so, and this loop, apart from
@@ -320,7 +327,7 @@ flip_run(struct mcr_batch *b, const struct site_view *iv, size_t r, const struct
 	const uint32_t ms = m->s, now = m->now;
 	const uintptr_t expect = m->expect, base = iv->base;
 	const size_t first = iv->first, nrecs = iv->nrecs;
-	const uint8_t old = m->old;
+	const uint8_t old = m->old, new_byte = flip_byte(now, false);
 	/* Whether an owner decides these records' call: as in owner_of(),
 	 * for the state all of them share. */
 	const bool owned = (ms & REC_REF_MASK) == 1 && (iv->slots || iv->stubs) && o->n;
@@ -354,11 +361,13 @@ flip_run(struct mcr_batch *b, const struct site_view *iv, size_t r, const struct
 		if (expect && mcr_flip_dest(site) != expect)
 			break;
 		if (site >= wlo && site + MCR_FLIP_LEN <= whi && *(const uint8_t *)site == old) {
-			mcr_arm(site, &recs[k].state, now);
+			mcr_arm(b, site, &recs[k].state, now, new_byte);
 			continue;
 		}
 		/* (Another span, or a refusal.) */
-		*ret = mcr_flip_slow(b, site, old, &recs[k].state, now, hint, err, errlen);
+		const struct mcr_flip_to to = { old, new_byte, &recs[k].state, now };
+
+		*ret = mcr_flip_slow(b, site, &to, hint, err, errlen);
 		if (*ret) {
 			recs[k].state = s;
 			break;
@@ -383,11 +392,35 @@ struct flip_spans {
 };
 
 #ifdef MCR_FLIP_LEN
-/* A flip's first byte, new or old, from its record's state (marked: the
- * state after). */
-static inline uint8_t flip_byte(uint32_t s, bool old)
+/* A walk over the marked records of a batch's spans. */
+struct flip_cursor {
+	const struct flip_spans *fs;
+	size_t i, r;	/* the span, and the record next looked at */
+};
+
+static inline struct flip_cursor flip_first(const struct flip_spans *fs)
 {
-	return !(s & REC_ENABLED) == old ? MCR_CALL : MCR_PARK;
+	return (struct flip_cursor){ fs, 0, fs->n ? fs->v[0].lo : 0 };
+}
+
+/* The next marked record (*BASE: its image's load address), or NULL. */
+static inline struct mcloc_rec *flip_next(struct flip_cursor *c, uintptr_t *base)
+{
+	while (c->i < c->fs->n) {
+		const struct flip_span *sp = &c->fs->v[c->i];
+
+		while (c->r <= sp->hi) {
+			struct mcloc_rec *rec = &sp->im->recs[c->r++];
+
+			if (rec->state & REC_FLIPPING) {
+				*base = sp->im->base;
+				return rec;
+			}
+		}
+		if (++c->i < c->fs->n)
+			c->r = c->fs->v[c->i].lo;
+	}
+	return NULL;
 }
 
 /*
@@ -398,60 +431,48 @@ static inline uint8_t flip_byte(uint32_t s, bool old)
  * that a thread that traps meanwhile either finds the mark or the byte.
  * Through /proc/self/mem, where a write can fail, the new bytes are all
  * written before any mark comes off: a batch refused then goes back
- * whole.
+ * whole.  (In a batch alone in its process the sites hold their new
+ * bytes already.)
  */
 static int write_flips(struct mcr_batch *b, enum mcr_flip_step step)
 {
-	const struct flip_spans *fs = b->ctx;
-	bool fused = step != MCR_FLIPS_NEW || b->memfd < 0;
+	struct flip_cursor c = flip_first(b->ctx);
+	struct mcloc_rec *rec;
+	uintptr_t base;
 	int ret = 0;
 
 	if (step == MCR_FLIPS_NEW && b->memfd < 0) {
 		/* Every batch's last pass, as short as it can be (the general
 		 * loop below took a fifth longer over 100,000 flips). */
-		for (size_t i = 0; i < fs->n; i++) {
-			struct mcloc_rec *recs = fs->v[i].im->recs;
-			uintptr_t base = fs->v[i].im->base;
+		while ((rec = flip_next(&c, &base))) {
+			uint32_t s = rec->state;
 
-			for (size_t r = fs->v[i].lo; r <= fs->v[i].hi; r++) {
-				uint32_t s = recs[r].state;
-
-				if (!(s & REC_FLIPPING))
-					continue;
-				*(volatile uint8_t *)(base + recs[r].off) = flip_byte(s, false);
-				__atomic_store_n(&recs[r].state, s & ~REC_FLIPPING, __ATOMIC_RELEASE);
-			}
+			if (!b->alone)
+				*(volatile uint8_t *)(base + rec->off) = flip_byte(s, false);
+			__atomic_store_n(&rec->state, s & ~REC_FLIPPING, __ATOMIC_RELEASE);
 		}
 		return 0;
 	}
+	bool last = step != MCR_FLIPS_BREAKPOINT && step != MCR_FLIPS_NEW;
 
-	for (size_t i = 0; i < fs->n; i++) {
-		struct mcloc_rec *recs = fs->v[i].im->recs;
-		uintptr_t base = fs->v[i].im->base;
+	while ((rec = flip_next(&c, &base))) {
+		uint32_t s = rec->state;
+		uint8_t x = step == MCR_FLIPS_BREAKPOINT ? mcr_breakpoint
+						       : flip_byte(s, step == MCR_FLIPS_OLD);
+		int e = mcr_batch_store(b, base + rec->off, x);
 
-		for (size_t r = fs->v[i].lo; r <= fs->v[i].hi; r++) {
-			uint32_t s = recs[r].state;
-
-			if (!(s & REC_FLIPPING))
-				continue;
-			uint8_t x = step == MCR_FLIPS_BREAKPOINT ? mcr_breakpoint
-							       : flip_byte(s, step == MCR_FLIPS_OLD);
-			int e = mcr_batch_store(b, base + recs[r].off, x);
-
-			if (e) {
-				ret = ret ? ret : e;
-				continue;
-			}
-			if (step == MCR_FLIPS_OLD)
-				s ^= REC_ENABLED | REC_PARKED;
-			if (step != MCR_FLIPS_BREAKPOINT && fused)
-				__atomic_store_n(&recs[r].state, s & ~REC_FLIPPING, __ATOMIC_RELEASE);
+		if (e) {
+			ret = ret ? ret : e;
+			continue;
 		}
+		if (last)	/* (MCR_FLIPS_OLD: the state before) */
+			__atomic_store_n(&rec->state,
+					 (s ^ (REC_ENABLED | REC_PARKED)) & ~REC_FLIPPING,
+					 __ATOMIC_RELEASE);
 	}
-	if (!fused && !ret)
-		for (size_t i = 0; i < fs->n; i++)
-			for (size_t r = fs->v[i].lo; r <= fs->v[i].hi; r++)
-				fs->v[i].im->recs[r].state &= ~REC_FLIPPING;
+	if (step == MCR_FLIPS_NEW && !ret)
+		for (c = flip_first(b->ctx); (rec = flip_next(&c, &base));)
+			rec->state &= ~REC_FLIPPING;
 	return ret;
 }
 #endif
@@ -616,10 +637,16 @@ int mcr_update_sites_with(const struct mcloc_ops *cops, int delta)
 	size_t ncovered = cops ? cops->priv->ncovered : 0;
 	uint32_t unit = cops ? mcr_count_unit(cops, delta) : 0;
 #ifdef MCR_FLIP_LEN
-	mcr_batch_begin(&b, write_flips, &fs);
+	ret = mcr_batch_begin(&b, write_flips, &fs, err, sizeof(err));
 #else
-	mcr_batch_begin(&b, NULL, NULL);
+	ret = mcr_batch_begin(&b, NULL, NULL, err, sizeof(err));
 #endif
+	if (ret) {
+		mcr_say(0, "%s", err);
+		if (cops)
+			count(cops, delta);
+		return ret;
+	}
 	for (size_t i = 0; i < nim; i++) {
 		const struct site_view iv = view_of(order[i]);
 		struct mcloc_rec *recs = iv.recs;
@@ -652,8 +679,10 @@ int mcr_update_sites_with(const struct mcloc_ops *cops, int delta)
 			 * is checked again. */
 			if (s == m.s && who == m.who &&
 			    (!m.expect || mcr_flip_dest(site) == m.expect)) {
-				ret = mcr_flip(&b, site, m.old, &recs[r].state, m.now, hint, err,
-					       sizeof(err));
+				const struct mcr_flip_to to = { m.old, flip_byte(m.now, false),
+								&recs[r].state, m.now };
+
+				ret = mcr_flip(&b, site, &to, hint, err, sizeof(err));
 				if (ret)
 					continue;
 flipped:
@@ -704,8 +733,10 @@ flipped:
 					(f ? REC_ENABLED : REC_PARKED)
 				};
 
-				ret = mcr_flip(&b, site, fm.old, &recs[r].state, fm.now, hint, err,
-					       sizeof(err));
+				const struct mcr_flip_to to = { fm.old, flip_byte(fm.now, false),
+								&recs[r].state, fm.now };
+
+				ret = mcr_flip(&b, site, &to, hint, err, sizeof(err));
 				if (ret)
 					continue;
 				/* (Not for a trampoline of the site's own.) */

@@ -47,14 +47,14 @@ build_rt() {
 	refute_line --partial "FAIL"
 }
 
-@test "one enable of every site is one batch of two syncs, whatever the count: link --runtime parked every site" {
+@test "one enable of every site is one batch of two syncs, whatever the count, or none alone: link --runtime parked every site" {
 	need strace
 	for n in 200 20000; do
 		build_rt $n
 		# (LeakSanitizer cannot run under ptrace.)
 		run env LD_LIBRARY_PATH="$LIBDIR" ASAN_OPTIONS=detect_leaks=0 \
 			strace -f -e trace=membarrier -o "$T/trace" \
-			"$T/rt" oneshot
+			"$T/rt" oneshot threaded
 		assert_success
 		# Parked on the image's stub 0 at link time, every site is
 		# enabled for the first ops by its first byte: breakpoint,
@@ -66,6 +66,17 @@ build_rt() {
 		# PRIVATE_EXPEDITED barriers as well; those are not syncs).
 		run grep -c 'membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE,' "$T/trace"
 		assert_output 6
+		# Alone in its process, the thread changes the text with no
+		# other to run it: each site its new byte, no breakpoint, no
+		# sync, as the kernel's text_poke_early() writes.
+		run env LD_LIBRARY_PATH="$LIBDIR" ASAN_OPTIONS=detect_leaks=0 \
+			strace -f -e trace=membarrier -o "$T/trace" \
+			"$T/rt" oneshot
+		assert_success
+		assert_line "oneshot: $n sites enabled, 1 batch(es), 0 syncs"
+		assert_line "again: $n sites enabled, 2 batch(es), 0 syncs"
+		run grep -c 'membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE,' "$T/trace"
+		assert_output 0
 	done
 }
 
@@ -137,12 +148,12 @@ build_rt() {
 	run "$OBJPATCH" check "$T/rt-bad"
 	assert_failure 1
 	assert_output --regexp "^.*rt-bad: error: objpatch: fn7\+0x0: parked on 0x[0-9a-f]+, not on the image's first direct stub \(0x[0-9a-f]+\): the runtime refuses it\$"
-	run env LD_LIBRARY_PATH="$LIBDIR" ASAN_OPTIONS=detect_leaks=0 "$T/rt" oneshot
+	run env LD_LIBRARY_PATH="$LIBDIR" ASAN_OPTIONS=detect_leaks=0 "$T/rt" oneshot threaded
 	assert_success
 	assert_line "oneshot: 200 sites enabled, 1 batch(es), 2 syncs"
 	# The library cannot know what a site parked elsewhere would call:
 	# refused, and the others all enabled in the same two syncs.
-	run env LD_LIBRARY_PATH="$LIBDIR" ASAN_OPTIONS=detect_leaks=0 "$T/rt-bad" oneshot
+	run env LD_LIBRARY_PATH="$LIBDIR" ASAN_OPTIONS=detect_leaks=0 "$T/rt-bad" oneshot threaded
 	assert_success
 	assert_line "oneshot: 199 sites enabled, 1 batch(es), 2 syncs"
 	# ... in one line that says why.

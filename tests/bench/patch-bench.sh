@@ -12,7 +12,10 @@
 # each text page is a copy-on-write fault), against XRay's first patch,
 # and its floor: a third fresh process that only makes the text writable
 # and stores every site's first byte back once, the copy-on-write faults
-# any patcher's first pass pays (XRay's included).
+# any patcher's first pass pays (XRay's included).  The benchmark's
+# process is single-threaded, so libmcloc changes its sites at once (no
+# other thread can run them); a fourth process runs the same with an idle
+# second thread, each batch then the SMP-safe breakpoint protocol.
 # PAIRS=N sets how many times the two alternate (default 5).
 # Usage: patch-bench.sh [NFUNCS [ROUNDS]]
 set -euo pipefail
@@ -40,7 +43,8 @@ for ((k = 0; k < pairs; k++)); do
 	read -r op ou opb oub recs fl fp of < <(LD_LIBRARY_PATH=$build/libmcloc "$w/ours" "$rounds")
 	read -r xp xu xf < <(XRAY_OPTIONS="patch_premain=false" "$w/xray" "$rounds")
 	read -r fw < <(LD_LIBRARY_PATH=$build/libmcloc "$w/ours" 1 first-write)
-	echo "$op $ou $opb $oub $xp $xu $fl $fp $of $xf $fw" >> "$w/runs"
+	read -r tp tu _ _ _ _ _ tf < <(LD_LIBRARY_PATH=$build/libmcloc "$w/ours" "$rounds" threaded)
+	echo "$op $ou $opb $oub $xp $xu $fl $fp $of $xf $fw $tp $tu $tf" >> "$w/runs"
 done
 echo "sites: ours $recs; $pairs alternating pairs of $rounds rounds each"
 /usr/bin/python3 - "$w/runs" <<'PY'
@@ -56,6 +60,9 @@ print(f"floor, one unsynchronised pass storing every site: {med(6):.3f} ms; "
       f"floor/XRay = {rat(6, 4):.2f}, ours/floor = {rat(0, 6):.2f} (goal ours/XRay <= 0.5)")
 print(f"first enable in a fresh process: ours {med(8):.3f} ms, XRay {med(9):.3f} ms; "
       f"ours/XRay = {rat(8, 9):.2f} (pairs: {' '.join(f'{r[8] / r[9]:.2f}' for r in rows)}; goal <= 0.5)")
+print(f"... with a second thread (the breakpoint protocol): ours {med(13):.3f} ms; "
+      f"ours/XRay = {rat(13, 9):.2f} (pairs: {' '.join(f'{r[13] / r[9]:.2f}' for r in rows)}); "
+      f"later patch-all {rat(11, 4):.2f}, unpatch-all {rat(12, 5):.2f}")
 print(f"floor, a fresh process's first write of every site (its copy-on-write faults): "
       f"{med(10):.3f} ms; floor/XRay first = {rat(10, 9):.2f}, ours/floor = {rat(8, 10):.2f}")
 print(f"floor, the breakpoint protocol alone (int3 pass, sync, first-byte pass, sync): "

@@ -14,9 +14,15 @@
  * With "first-write" after ROUNDS: only the floor of that first enable,
  * in this fresh process: the text made writable, every site's first byte
  * stored back once (a copy-on-write fault per page, what any patcher's
- * first pass pays), the protection back.  Prints its ms. */
+ * first pass pays), the protection back.  Prints its ms.
+ *
+ * With "threaded" after ROUNDS: a second thread, idle, runs meanwhile, so
+ * that every batch is made for threads that may run the sites (the
+ * breakpoint protocol and its syncs); alone, the library changes each
+ * site at once. */
 #include <mcloc/mcloc.h>
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +38,14 @@ long fn0(long);
 static void cb(uintptr_t ip, uintptr_t parent, struct mcloc_ops *ops, struct mcloc_regs *regs)
 {
 	(void)ip; (void)parent; (void)ops; (void)regs;
+}
+
+static void *idle(void *arg)
+{
+	(void)arg;
+	for (;;)
+		pause();
+	return NULL;
 }
 
 static double now(void)
@@ -119,6 +133,10 @@ int main(int argc, char **argv)
 	struct mcloc_ops ops = { .func = cb };
 	struct mcloc_stats st = { .sz = sizeof(st) };
 
+	pthread_t th;
+
+	if (argc > 2 && !strcmp(argv[2], "threaded") && pthread_create(&th, NULL, idle, NULL))
+		return 1;
 	if (mcloc_init())
 		return 1;
 	if (argc > 2 && !strcmp(argv[2], "first-write"))
