@@ -24,7 +24,6 @@
 #include "images.h"
 #include "tracer.h"
 #include "trace.h"
-#include "patch.h"
 #include "../base/grow.h"
 
 #include <dlfcn.h>
@@ -41,7 +40,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -900,7 +898,6 @@ static void *serve(void *arg)
 	static struct reply r;
 
 	(void)arg;
-	mcr_patch_own_thread((pid_t)syscall(SYS_gettid));
 	for (;;) {
 		struct pollfd pf[2 + CONN_MAX];
 		int n = 0;

@@ -91,9 +91,6 @@ struct mcr_stats mcr_stats;
 static bool have_membarrier;
 static long page_size;
 static mcr_site_fn *site_of;	/* set once, by mcr_init() */
-/* The thread of libmcloc's own that runs no traced code (the control
- * channel's, which holds every signal): mcr_patch_own_thread(). */
-static pid_t own_tid;
 
 #if !MCR_ONE_STORE
 static struct sigaction prev_trap;
@@ -204,7 +201,6 @@ void mcr_wait_handlers(void)
  * again costs a system call, and holds whatever the kernel carries over. */
 void mcr_patch_after_fork_child(void)
 {
-	own_tid = 0;	/* (the control thread did not come along) */
 #if !MCR_ONE_STORE
 	__atomic_store_n(&in_handlers, 0, __ATOMIC_SEQ_CST);
 #endif
@@ -378,62 +374,6 @@ static bool alone_in_process(void)
 }
 #endif
 
-void mcr_patch_own_thread(pid_t tid)
-{
-	__atomic_store_n(&own_tid, tid, __ATOMIC_RELAXED);
-}
-
-#if !MCR_ONE_STORE
-/*
- * A thread of the process, other than this one and the library's own,
- * that holds SIGTRAP, or 0 (none, or /proc cannot tell).  Such a thread
- * is killed by the kernel when it meets a breakpoint (a synchronous
- * signal it holds takes its default action), and many a program's
- * workers hold every signal.
- */
-static pid_t sigtrap_holder(void)
-{
-	union {
-		char c[1024];
-		uint64_t align;
-	} buf;
-	char path[64], st[2048];
-	long got;
-	pid_t self = (pid_t)syscall(SYS_gettid), own = __atomic_load_n(&own_tid, __ATOMIC_RELAXED);
-	pid_t found = 0;
-	int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-
-	if (fd < 0)
-		return 0;
-	while (!found && (got = syscall(SYS_getdents64, fd, buf.c, sizeof(buf.c))) > 0)
-		for (long at = 0; !found && at < got;) {
-			const char *name = buf.c + at + 19;	/* (struct linux_dirent64) */
-			unsigned short reclen;
-			pid_t tid = (pid_t)strtol(name, NULL, 10);
-
-			memcpy(&reclen, buf.c + at + 16, sizeof(reclen));
-			at += reclen;
-			if (tid <= 0 || tid == self || tid == own)
-				continue;
-			snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int)tid);
-			int sfd = open(path, O_RDONLY | O_CLOEXEC);
-			ssize_t n = sfd < 0 ? -1 : read(sfd, st, sizeof(st) - 1);
-
-			if (sfd >= 0)
-				close(sfd);
-			if (n <= 0)
-				continue;	/* (gone meanwhile) */
-			st[n] = 0;
-			const char *blk = strstr(st, "\nSigBlk:");
-
-			if (blk && strtoull(blk + 9, NULL, 16) >> (SIGTRAP - 1) & 1)
-				found = tid;
-		}
-	close(fd);
-	return found;
-}
-#endif
-
 /*
  * A batch alone in its process (patch.h) holds its thread's signals, so
  * that no handler runs code being changed: it then needs no breakpoint,
@@ -442,38 +382,24 @@ static pid_t sigtrap_holder(void)
  * a program that enables tracing before it starts threads.  (Under a
  * controller, the control channel's thread is a second one.)
  */
-int mcr_batch_begin(struct mcr_batch *b, mcr_flips_fn *flips, void *ctx, char *err,
-		    size_t errlen)
+void mcr_batch_begin(struct mcr_batch *b, mcr_flips_fn *flips, void *ctx)
 {
 	*b = (struct mcr_batch){ .flips = flips, .ctx = ctx, .memfd = -1, .t0 = now_ms() };
 #if !MCR_ONE_STORE
 	__atomic_store_n(&active_undo, false, __ATOMIC_SEQ_CST);
+#if __has_include(<sys/single_threaded.h>)
+	if (!__libc_single_threaded)
+		return;
+#endif
 	sigset_t all;
 
 	sigfillset(&all);
-#if __has_include(<sys/single_threaded.h>)
-	if (__libc_single_threaded)
-#endif
-	{
-		if (pthread_sigmask(SIG_SETMASK, &all, &b->oldmask))
-			return 0;
-		b->alone = alone_in_process();
-		if (b->alone)
-			return 0;
+	if (pthread_sigmask(SIG_SETMASK, &all, &b->oldmask))
+		return;
+	b->alone = alone_in_process();
+	if (!b->alone)
 		pthread_sigmask(SIG_SETMASK, &b->oldmask, NULL);
-	}
-	pid_t holder = sigtrap_holder();
-
-	if (holder) {
-		snprintf(err, errlen, "thread %d holds SIGTRAP, and would be killed by the "
-			 "breakpoint of a site it met while it changes: live patching refused",
-			 (int)holder);
-		return -EDEADLK;
-	}
-#else
-	(void)err, (void)errlen;
 #endif
-	return 0;
 }
 
 /* The end of batch B, however it ended: its thread's signals back. */
@@ -1035,7 +961,7 @@ int mcr_patch(struct mcr_poke *v, size_t n, const struct mcr_slot_write *sl, siz
 	      char *err, size_t errlen)
 {
 	struct mcr_batch b;
-	int ret = mcr_batch_begin(&b, NULL, NULL, err, errlen);
 
-	return ret ? ret : mcr_patch_batch(&b, v, n, sl, ns, err, errlen);
+	mcr_batch_begin(&b, NULL, NULL);
+	return mcr_patch_batch(&b, v, n, sl, ns, err, errlen);
 }

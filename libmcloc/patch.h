@@ -114,15 +114,8 @@ struct mcr_batch {
 	double t0;
 };
 
-/* Start a batch whose flips FLIPS writes (NULL: it has none).  0, or
- * -EDEADLK with the reason in ERR: another thread holds SIGTRAP (x86_64,
- * where sites change under breakpoints), and nothing may start. */
-int mcr_batch_begin(struct mcr_batch *b, mcr_flips_fn *flips, void *ctx, char *err,
-		    size_t errlen);
-
-/* TID is a thread of the library's own that runs no traced code (the
- * control channel's): its signal mask does not matter to a batch. */
-void mcr_patch_own_thread(pid_t tid);
+/* Start a batch whose flips FLIPS writes (NULL: it has none). */
+void mcr_batch_begin(struct mcr_batch *b, mcr_flips_fn *flips, void *ctx);
 
 /* Store BYTE at SITE, text batch B made writable: in memory, or through
  * /proc/self/mem.  0 or -errno. */

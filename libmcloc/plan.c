@@ -637,16 +637,10 @@ int mcr_update_sites_with(const struct mcloc_ops *cops, int delta)
 	size_t ncovered = cops ? cops->priv->ncovered : 0;
 	uint32_t unit = cops ? mcr_count_unit(cops, delta) : 0;
 #ifdef MCR_FLIP_LEN
-	ret = mcr_batch_begin(&b, write_flips, &fs, err, sizeof(err));
+	mcr_batch_begin(&b, write_flips, &fs);
 #else
-	ret = mcr_batch_begin(&b, NULL, NULL, err, sizeof(err));
+	mcr_batch_begin(&b, NULL, NULL);
 #endif
-	if (ret) {
-		mcr_say(0, "%s", err);
-		if (cops)
-			count(cops, delta);
-		return ret;
-	}
 	for (size_t i = 0; i < nim; i++) {
 		const struct site_view iv = view_of(order[i]);
 		struct mcloc_rec *recs = iv.recs;

@@ -1046,9 +1046,7 @@ int mcr_trace_start(const struct mcloc_req_trace *q, const char *filter, const c
 		mcr_rcu_assign(sessions[slot], NULL);
 		mcr_synchronize_rcu();
 		mcloc_ops_free(&s->ops);
-		snprintf(err, errlen, "cannot enable the sites: %s", ret == -EDEADLK ?
-			 "a thread of the program holds SIGTRAP, and a breakpoint it met while "
-			 "sites change would kill it (libmcloc(3))" : strerror(-ret));
+		snprintf(err, errlen, "cannot enable the sites: %s", strerror(-ret));
 		goto out;
 	}
 	*fd_out = fd;

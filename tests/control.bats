@@ -1084,21 +1084,3 @@ status 1"
 	run diff "$T/one" "$T/four"
 	assert_success
 }
-
-# Worker threads that hold every signal: a live trace's breakpoints
-# killed the program (SIGTRAP, exit 133, the new-user review's xz -T2).
-@test "a program whose worker threads hold SIGTRAP is not killed by a live trace: the trace is refused, saying why" {
-	traced_c holdtrap "$RT/holdtrap.c" -lpthread
-	start_program "$T/holdtrap"
-	for _ in 1 2 3; do
-		run "$MCLOC" trace "$PID" function_graph --duration 0.1
-		assert_failure
-		assert_line "mcloc: $PID: cannot enable the sites: a thread of the program holds SIGTRAP, and a breakpoint it met while sites change would kill it (libmcloc(3))"
-	done
-	run "$MCLOC" enabled "$PID"
-	assert_success
-	assert_output ""
-	wait "$PID"
-	PID=
-	grep -Eq '^calls [1-9][0-9]*$' "$T/served.out"
-}
