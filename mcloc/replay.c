@@ -1587,6 +1587,18 @@ int cmd_offline(int argc, char **argv, bool json)
 		recording_free(&r);
 		return 1;
 	}
+	/* (A --tid of no thread printed nothing and exited 0, as if the
+	 * thread had made no call.) */
+	bool has_tid = !o.tid;
+
+	for (size_t i = 0; i < r.nprocs && !has_tid; i++)
+		for (size_t k = 0; k < r.procs[i].nth && !has_tid; k++)
+			has_tid = r.procs[i].th[k].tid == o.tid;
+	if (!has_tid) {
+		fail(o.dir, "--tid %u: no thread of the recording", (unsigned)o.tid);
+		recording_free(&r);
+		return 1;
+	}
 	/* (A replay writes a great deal: in large blocks.) */
 	char *buf = malloc(1 << 16);
 	sigjmp_buf jb;

@@ -138,6 +138,10 @@ EOF
 	run "$MCLOC" report -F 'nothing*'
 	assert_failure 1
 	assert_output "mcloc: mcloc.data: -F 'nothing*': matches no function of the recording"
+	# So is a --tid of no thread (it printed nothing, exit 0).
+	run "$MCLOC" replay --tid 999999
+	assert_failure 1
+	assert_output "mcloc: mcloc.data: --tid 999999: no thread of the recording"
 	[ "$("$MCLOC" replay --depth 2 | calls)" -eq 2 ]
 	# Under -F, depth counts from the -F call, as set_graph_function's
 	# and uftrace's -F -D do, and so does the indentation (mid was at
