@@ -154,7 +154,9 @@ static bool load_names(int dfd, struct rproc *p, const char *dir)
 		fail(dir, "%s: %s", file, data_error(errno));
 		return false;
 	}
-	for (size_t at = 0; at + sizeof(struct mcloc_rec_name) <= len;) {
+	size_t at = 0;
+
+	while (at + sizeof(struct mcloc_rec_name) <= len) {
 		struct mcloc_rec_name e;
 
 		memcpy(&e, b + at, sizeof(e));
@@ -180,6 +182,11 @@ static bool load_names(int dfd, struct rproc *p, const char *dir)
 		at += whole;
 	}
 	free(b);
+	/* (Each entry is padded to 8 bytes: a file ends with one.) */
+	if (at != len) {
+		fail(dir, "%s: a broken entry at byte %zu", file, at);
+		return false;
+	}
 	return true;
 }
 

@@ -708,12 +708,14 @@ EOF
 	# Another version, a broken info, garbage names, a thread file of
 	# another recording, one without its info, and one whose thread file
 	# is gone (its calls were replayed as if there had been none).
-	for what in version info names thread noinfo nothread; do
+	for what in version info names shortnames thread noinfo nothread; do
 		rm -rf bad && cp -r mcloc.data bad
 		case $what in
 		version) printf '\x09' | dd of=bad/$pid.info bs=1 seek=8 conv=notrunc status=none ;;
 		info) truncate -s 20 bad/$pid.info ;;
 		names) printf 'garbage that is no name entry' >> bad/$pid.names ;;
+		# (Fewer bytes than an entry: they were read as none.)
+		shortnames) printf 'abcde' > bad/$pid.names ;;
 		thread) printf 'x' | dd of="bad/$(basename "$f")" bs=1 seek=0 conv=notrunc status=none ;;
 		noinfo) rm bad/$pid.info ;;
 		nothread) rm "bad/$(basename "$f")" ;;
