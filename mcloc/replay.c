@@ -438,6 +438,17 @@ static int recording_open(struct recording *r, const char *dir)
 			     p->info.threads == 1 ? "" : "s", p->nth);
 			ok = false;
 		}
+		/* It counts their units too.  A file cut short is read as far
+		 * as it goes, but said: the calls its cut leaves open would
+		 * read as calls not returned when the trace ended. */
+		uint64_t units = 0;
+
+		for (size_t k = 0; ok && k < p->nth; k++)
+			units += p->th[k].n;
+		if (ok && units < p->info.units)
+			fail(dir, "%s.info: %llu units of events, the thread files %llu: cut short, "
+				  "read as far as they go", p->key,
+			     (unsigned long long)p->info.units, (unsigned long long)units);
 		if (p->sites.n)
 			qsort(p->sites.v, p->sites.n, sizeof(*p->sites.v), cmp_rname);
 		if (p->callers.n)

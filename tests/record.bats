@@ -705,6 +705,9 @@ EOF
 	truncate -s -8 "$f"
 	run "$MCLOC" replay -d good
 	assert_success
+	# ... and said (a call it leaves open read as one that had not
+	# returned when the trace ended).
+	assert_line --regexp "^mcloc: good: $pid\.info: [0-9]+ units of events, the thread files [0-9]+: cut short, read as far as they go$"
 	# Another version, a broken info, garbage names, a thread file of
 	# another recording, one without its info, and one whose thread file
 	# is gone (its calls were replayed as if there had been none).
