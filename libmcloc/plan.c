@@ -309,6 +309,13 @@ static inline uint8_t flip_byte(uint32_t s, bool old)
 	return !(s & REC_ENABLED) == old ? MCR_CALL : MCR_PARK;
 }
 
+/* What the patcher is told of a flip as memo M says, of the record whose
+ * state is at MARK. */
+static inline struct mcr_flip_to flip_to(const struct flip_memo *m, uint32_t *mark)
+{
+	return (struct mcr_flip_to){ m->old, flip_byte(m->now, false), mark, m->now };
+}
+
 /*
  * Arm the records after R of IV that flip as memo M says, in a row: a
  * first enable flips a hundred thousand so, and this loop, apart from
@@ -365,7 +372,7 @@ flip_run(struct mcr_batch *b, const struct site_view *iv, size_t r, const struct
 			continue;
 		}
 		/* (Another span, or a refusal.) */
-		const struct mcr_flip_to to = { old, new_byte, &recs[k].state, now };
+		const struct mcr_flip_to to = flip_to(m, &recs[k].state);
 
 		*ret = mcr_flip_slow(b, site, &to, hint, err, errlen);
 		if (*ret) {
@@ -673,8 +680,7 @@ int mcr_update_sites_with(const struct mcloc_ops *cops, int delta)
 			 * is checked again. */
 			if (s == m.s && who == m.who &&
 			    (!m.expect || mcr_flip_dest(site) == m.expect)) {
-				const struct mcr_flip_to to = { m.old, flip_byte(m.now, false),
-								&recs[r].state, m.now };
+				const struct mcr_flip_to to = flip_to(&m, &recs[r].state);
 
 				ret = mcr_flip(&b, site, &to, hint, err, sizeof(err));
 				if (ret)
@@ -727,8 +733,7 @@ flipped:
 					(f ? REC_ENABLED : REC_PARKED)
 				};
 
-				const struct mcr_flip_to to = { fm.old, flip_byte(fm.now, false),
-								&recs[r].state, fm.now };
+				const struct mcr_flip_to to = flip_to(&fm, &recs[r].state);
 
 				ret = mcr_flip(&b, site, &to, hint, err, sizeof(err));
 				if (ret)
