@@ -30,12 +30,8 @@ struct mcloc_rec {
 };
 _Static_assert(sizeof(struct mcloc_rec) == 8, "a record is 8 bytes");
 
-#define REC_REF_MASK	0x00007fffu	/* ops (and a direct) covering the site */
-#define REC_REF_MAX	0x7fff
-/* Set only while a batch runs (plan.c), from before the site's breakpoint
- * is written until its last first byte is: the site changes by its first
- * byte alone, to what the ENABLED and PARKED bits say. */
-#define REC_FLIPPING	(1u << 15)
+#define REC_REF_MASK	0x0000ffffu	/* ops (and a direct) covering the site */
+#define REC_REF_MAX	0xffff
 #define REC_REGS_SHIFT	16
 #define REC_REGS_MASK	0x003f0000u	/* of which need registers */
 #define REC_REGS_MAX	63

@@ -443,7 +443,7 @@ int mcloc_register_ops(struct mcloc_ops *ops)
 		ret = -ENOSPC;
 		goto out;
 	}
-	/* A site counts the ops that cover it, and a direct, in 15 bits. */
+	/* A site counts the ops that cover it, and a direct, in 16 bits. */
 	if (mcr_cur_set && mcr_cur_set->n >= REC_REF_MAX - 1) {
 		ret = -ENOSPC;
 		goto out;

@@ -100,6 +100,8 @@ static struct sigaction prev_trap;
  * last sync.  (Its flips are the caller's: site_of() finds them.) */
 static struct mcr_poke *volatile active_v;
 static volatile size_t active_n;
+/* The batch's context for site_of(), published for as long as it is. */
+static const void *volatile active_ctx;
 /* Set while a batch is being undone: a thread that meets one of its
  * breakpoints then runs the instruction the site is going back to. */
 static volatile bool active_undo;
@@ -159,7 +161,7 @@ static void on_trap(int sig, siginfo_t *si, void *ctx)
 	__atomic_add_fetch(&in_handlers, 1, __ATOMIC_SEQ_CST);
 	const struct mcr_poke *p = find_poke(site);
 	uint8_t insn[MCR_MAX_SITE];
-	int known = p ? 0 : site_of(site, active_undo, insn);
+	int known = p ? 0 : site_of(active_ctx, site, active_undo, insn);
 
 	if (p) {
 		mcr_emulate(uc, site, active_undo ? p->old_bytes : p->new_bytes, p->len);
@@ -387,6 +389,7 @@ void mcr_batch_begin(struct mcr_batch *b, mcr_flips_fn *flips, void *ctx)
 	*b = (struct mcr_batch){ .flips = flips, .ctx = ctx, .memfd = -1, .t0 = now_ms() };
 #if !MCR_ONE_STORE
 	__atomic_store_n(&active_undo, false, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&active_ctx, ctx, __ATOMIC_SEQ_CST);
 #if __has_include(<sys/single_threaded.h>)
 	if (!__libc_single_threaded)
 		return;
@@ -706,13 +709,9 @@ int mcr_flip_slow(struct mcr_batch *b, uintptr_t site, const struct mcr_flip_to 
 			 (unsigned long)site);
 		return -EILSEQ;
 	}
-	uint32_t was = *to->mark;
-	__atomic_store_n(to->mark, to->marked, __ATOMIC_RELAXED);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);	/* (as in mcr_arm()) */
-	if ((ret = mcr_batch_store(b, site, b->alone ? to->new_byte : mcr_breakpoint))) {
-		*to->mark = was;	/* (not armed: not the batch's) */
+	if ((ret = mcr_batch_store(b, site, b->alone ? to->new_byte : mcr_breakpoint)))
 		write_failed(b, err, errlen, ret);
-	}
 	return ret;
 }
 
@@ -722,6 +721,7 @@ static void withdraw(struct mcr_batch *b)
 {
 	(void)b;
 	__atomic_store_n(&active_v, NULL, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&active_ctx, NULL, __ATOMIC_SEQ_CST);
 	/* A handler that found the batch before it was withdrawn may still
 	 * be reading it. */
 	mcr_wait_handlers();
@@ -771,8 +771,8 @@ static int patch_breakpoints(struct mcr_batch *b, struct mcr_poke *v, size_t n,
 	/* Every site holds its new instruction now; the last sync only makes
 	 * sure no core still runs a breakpoint, and one that does traps into
 	 * a handler that finds the site no longer armed and runs what is
-	 * there.  So its failure (the kernel out of memory for a cpumask)
-	 * undoes nothing: the flips are no longer marked to undo them by. */
+	 * there, or a flip's mark that says the same.  So its failure (the
+	 * kernel out of memory for a cpumask) undoes nothing. */
 	if (!ret)
 		sync_batch(b);
 

@@ -77,24 +77,29 @@ struct mcr_batch;
  * rather than listed as pokes for a later pass: on a batch that toggles
  * every one of 100,000 sites, each pass over the sites and each list
  * written costs as much as the protocol's own stores.  Nor does the
- * batch list them: the caller marks each in a word of its own (plan.c:
- * the site's record) before its breakpoint goes in, so that the SIGTRAP
- * handler finds it there, and writes their first bytes itself, a pass a
- * step, with FLIPS.  A list was a fresh 800 KB a process's first batch
- * faulted in, a tenth of that batch.
+ * batch list them: the caller marks each where it can find it again
+ * (plan.c: a bit per record, and the record's state after) before its
+ * breakpoint goes in, so that the SIGTRAP handler finds it there (it is
+ * given the batch's CTX: mcr_site_fn), and writes their first bytes
+ * itself, a pass a step, with FLIPS.  A list was a fresh 800 KB a
+ * process's first batch faulted in, a tenth of that batch; a mark in
+ * each record's state had to come off again, a pass over every record
+ * that a batch alone in its process needs for nothing else (without
+ * it, its first enable took 0.89-0.95 of the time).
  *
- * FLIPS(B, STEP) writes STEP over every armed flip; MCR_FLIPS_NEW and
- * MCR_FLIPS_OLD each end a flip, which then is no longer marked (a site
- * whose write failed stays armed and marked).  (In a batch alone in its
- * process, each armed flip holds its new byte already.)  Returns 0 or
- * the first -errno.
+ * FLIPS(B, STEP) writes STEP over every armed flip (in a batch alone in
+ * its process, each holds its new byte already, and MCR_FLIPS_NEW has
+ * nothing to write).  The marks stay until the batch has ended and no
+ * handler reads them; the caller then takes them off, giving the states
+ * back if the batch failed.  Returns 0 or the first -errno (a write that
+ * fails does not stop the others).
  */
 typedef int mcr_flips_fn(struct mcr_batch *b, enum mcr_flip_step step);
 
 /* A batch under way (patch.c's; the caller only passes it on). */
 struct mcr_batch {
 	mcr_flips_fn *flips;	/* the caller's (NULL: none) */
-	void *ctx;		/* for FLIPS */
+	void *ctx;		/* for FLIPS, and the handler's SITE_OF */
 	size_t nflips;		/* how many the caller armed */
 	/* The process has no thread but this one, whose signals are held
 	 * for the batch (OLDMASK: as they were): no other code runs while
@@ -114,7 +119,8 @@ struct mcr_batch {
 	double t0;
 };
 
-/* Start a batch whose flips FLIPS writes (NULL: it has none). */
+/* Start a batch whose flips FLIPS writes (NULL: it has none), and
+ * publish CTX to the SIGTRAP handler until the batch ends. */
 void mcr_batch_begin(struct mcr_batch *b, mcr_flips_fn *flips, void *ctx);
 
 /* Store BYTE at SITE, text batch B made writable: in memory, or through
@@ -130,12 +136,9 @@ static inline int mcr_batch_store(struct mcr_batch *b, uintptr_t site, uint8_t b
 }
 
 /* What the caller knows of a flip: its first byte now (OLD) and after
- * (NEW_BYTE), and its word (MARK) and what goes there while it is armed
- * (MARKED). */
+ * (NEW_BYTE). */
 struct mcr_flip_to {
 	uint8_t old, new_byte;
-	uint32_t *mark;
-	uint32_t marked;
 };
 
 /* mcr_flip() for a site outside the span at hand, or through
@@ -144,29 +147,26 @@ int mcr_flip_slow(struct mcr_batch *b, uintptr_t site, const struct mcr_flip_to 
 		  uintptr_t hint, char *err, size_t errlen);
 
 #ifdef MCR_FLIP_LEN
-/* Arm the site at SITE, checked and writable in memory: MARKED stored at
- * MARK (the caller's word that tells the SIGTRAP handler what the site
- * becomes), then the breakpoint.  x86_64 keeps the two stores in order;
- * the fence keeps the compiler from moving the second before the first
- * (a release orders what comes before a store, not after it).  In a
- * batch alone in its process, the new byte NEW_BYTE instead. */
-static inline void mcr_arm(const struct mcr_batch *b, uintptr_t site, uint32_t *mark,
-			   uint32_t marked, uint8_t new_byte)
+/* Arm the site at SITE, checked, marked by the caller and writable in
+ * memory: its breakpoint, or in a batch alone in its process its new
+ * byte NEW_BYTE.  x86_64 keeps the caller's stores and this one in
+ * order; the fence keeps the compiler from moving this one first (a
+ * release orders what comes before a store, not after it). */
+static inline void mcr_arm(const struct mcr_batch *b, uintptr_t site, uint8_t new_byte)
 {
-	__atomic_store_n(mark, marked, __ATOMIC_RELAXED);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	*(volatile uint8_t *)site = b->alone ? new_byte : mcr_breakpoint;
 }
 
 /*
  * Arm the site at SITE (MCR_FLIP_LEN bytes, its tail already checked by
- * the caller) to change its first byte as TO says: the byte is checked,
- * then the site armed (mcr_arm(): in a batch alone in its process,
- * changed at once).  HINT is the end
- * of what the caller will write soon (its image's last site), so that the
- * text is made writable in few calls.  Returns 0; -EILSEQ when the site
- * does not hold OLD (ERR says which), or another -errno: nothing was
- * written then, and the caller gives the batch up with mcr_batch_abort().
+ * the caller, and marked) to change its first byte as TO says: the byte
+ * is checked, then the site armed (mcr_arm()).  HINT is the end of what
+ * the caller will write soon (its image's last site), so that the text is
+ * made writable in few calls.  Returns 0; -EILSEQ when the site does not
+ * hold OLD (ERR says which), or another -errno: nothing was written then,
+ * the caller takes its mark off, and gives the batch up with
+ * mcr_batch_abort().
  */
 static inline int mcr_flip(struct mcr_batch *b, uintptr_t site, const struct mcr_flip_to *to,
 			   uintptr_t hint, char *err, size_t errlen)
@@ -175,7 +175,7 @@ static inline int mcr_flip(struct mcr_batch *b, uintptr_t site, const struct mcr
 	if (site < b->wlo || site + MCR_FLIP_LEN > b->whi ||
 	    *(volatile const uint8_t *)site != to->old)
 		return mcr_flip_slow(b, site, to, hint, err, errlen);
-	mcr_arm(b, site, to->mark, to->marked, to->new_byte);
+	mcr_arm(b, site, to->new_byte);
 	return 0;
 }
 #endif
@@ -189,10 +189,11 @@ void mcr_batch_abort(struct mcr_batch *b);
  * breakpoint that no poke of the batch explains: 0, not a site of a
  * registered image; 1, a site (a trap that raced the end of its batch:
  * what is there now runs); 2, a flip of the batch under way, whose first
- * byte is then *FIRST: the new one, or the old one if UNDO.  The patcher
- * knows no images itself.
+ * byte is then *FIRST: the new one, or the old one if UNDO.  CTX is the
+ * batch's (mcr_batch_begin()), NULL between batches.  The patcher knows
+ * no images itself.
  */
-typedef int mcr_site_fn(uintptr_t addr, bool undo, uint8_t *first);
+typedef int mcr_site_fn(const void *ctx, uintptr_t addr, bool undo, uint8_t *first);
 
 /* Set the patcher up: register for membarrier, and (where sites change
  * under a breakpoint) install the SIGTRAP handler, which asks SITE_OF.
@@ -209,8 +210,8 @@ int mcr_patch(struct mcr_poke *v, size_t n, const struct mcr_slot_write *s, size
 	      char *err, size_t errlen);
 
 /* The same, finishing batch B: its flips change with V's sites, or, on
- * failure, go back with them (but those whose new first byte was written:
- * the text and the marks say which). */
+ * failure, go back with them (their states are the caller's to give
+ * back). */
 int mcr_patch_batch(struct mcr_batch *b, struct mcr_poke *v, size_t n,
 		    const struct mcr_slot_write *s, size_t ns, char *err, size_t errlen);
 

@@ -288,10 +288,25 @@ static void count(const struct mcloc_ops *ops, int delta)
 	}
 }
 
+/* The records of a batch's flips: in each image, the first and the last
+ * record armed, and (BITS, by a record's index among all: as an ops's
+ * covers) which between them were.  BITS is kept from batch to batch,
+ * all 0 between them. */
+struct flip_span {
+	struct image *im;
+	size_t lo, hi;
+};
+
+struct flip_spans {
+	size_t n;
+	struct flip_span v[MCR_MAX_IMAGES];
+	uint64_t *bits;
+};
+
 #ifdef MCR_FLIP_LEN
 /* The last flip mcr_update_sites() decided, for the next records like it:
  * their state and owner, the target their call must have (0: any), the
- * first byte, and the state after, marked (REC_FLIPPING). */
+ * first byte, and the state after. */
 struct flip_memo {
 	uint32_t s;
 	int who;
@@ -299,21 +314,34 @@ struct flip_memo {
 	uint8_t old;
 	uint32_t now;
 };
-#endif
 
-#ifdef MCR_FLIP_LEN
-/* A flip's first byte, new or old, from its record's state (marked: the
- * state after). */
+/* A flip's first byte, new or old, from its record's state after. */
 static inline uint8_t flip_byte(uint32_t s, bool old)
 {
 	return !(s & REC_ENABLED) == old ? MCR_CALL : MCR_PARK;
 }
 
-/* What the patcher is told of a flip as memo M says, of the record whose
- * state is at MARK. */
-static inline struct mcr_flip_to flip_to(const struct flip_memo *m, uint32_t *mark)
+/* What the patcher is told of a flip as memo M says. */
+static inline struct mcr_flip_to flip_to(const struct flip_memo *m)
 {
-	return (struct mcr_flip_to){ m->old, flip_byte(m->now, false), mark, m->now };
+	return (struct mcr_flip_to){ m->old, flip_byte(m->now, false) };
+}
+
+/*
+ * Mark record R of IV a flip of batch FS, whose state is NOW after it
+ * (ON), or take the mark off and give it back its state S (!ON): before
+ * its breakpoint goes in, for the SIGTRAP handler (mcr_site_trap()).
+ * Its state stays the state after until the batch has ended: a handler
+ * reads the two apart (flips_done()).
+ */
+static inline void flip_mark(struct flip_spans *fs, const struct site_view *iv, size_t r,
+			     uint32_t now, bool on)
+{
+	size_t g = iv->first + r;
+	uint64_t *w = &fs->bits[g / 64], bit = (uint64_t)1 << (g % 64);
+
+	__atomic_store_n(&iv->recs[r].state, now, __ATOMIC_RELAXED);
+	__atomic_store_n(w, on ? *w | bit : *w & ~bit, __ATOMIC_RELAXED);
 }
 
 /*
@@ -331,6 +359,7 @@ flip_run(struct mcr_batch *b, const struct site_view *iv, size_t r, const struct
 	 uintptr_t hint, int *ret, char *err, size_t errlen)
 {
 	struct mcloc_rec *recs = iv->recs;
+	uint64_t *const bits = ((struct flip_spans *)b->ctx)->bits;
 	const uint32_t ms = m->s, now = m->now;
 	const uintptr_t expect = m->expect, base = iv->base;
 	const size_t first = iv->first, nrecs = iv->nrecs;
@@ -338,12 +367,12 @@ flip_run(struct mcr_batch *b, const struct site_view *iv, size_t r, const struct
 	/* Whether an owner decides these records' call: as in owner_of(),
 	 * for the state all of them share. */
 	const bool owned = (ms & REC_REF_MASK) == 1 && (iv->slots || iv->stubs) && o->n;
-	/* The words of COVERS and of a lone owner's map that hold record
-	 * G's bits, loaded once per 64 records (a bit test each through
-	 * the maps was a third of this loop). */
+	/* The words of COVERS, of a lone owner's map and of the marks that
+	 * hold record G's bits, loaded once per 64 records (a bit test each
+	 * through the maps was a third of this loop). */
 	const uint64_t *own1 = owned && o->n == 1 ? o->v[0].covers : NULL;
 	const size_t ncw = (ncovered + 63) / 64;
-	uint64_t cw = 0, ow = 0;
+	uint64_t cw = 0, ow = 0, fw = 0;
 	size_t w = SIZE_MAX;
 	uintptr_t wlo = b->wlo, whi = b->whi;
 	size_t k = r + 1;
@@ -356,6 +385,7 @@ flip_run(struct mcr_batch *b, const struct site_view *iv, size_t r, const struct
 			w = g / 64;
 			cw = w < ncw ? covers[w] : 0;
 			ow = own1 ? __atomic_load_n(&own1[w], __ATOMIC_RELAXED) : 0;
+			fw = bits[w];
 		}
 		if (cw >> (g % 64) & 1)
 			s += unit;
@@ -367,16 +397,20 @@ flip_run(struct mcr_batch *b, const struct site_view *iv, size_t r, const struct
 		uintptr_t site = base + recs[k].off;
 		if (expect && mcr_flip_dest(site) != expect)
 			break;
+		/* Marked (as flip_mark()), then armed. */
+		__atomic_store_n(&recs[k].state, now, __ATOMIC_RELAXED);
+		fw |= (uint64_t)1 << (g % 64);
+		__atomic_store_n(&bits[w], fw, __ATOMIC_RELAXED);
 		if (site >= wlo && site + MCR_FLIP_LEN <= whi && *(const uint8_t *)site == old) {
-			mcr_arm(b, site, &recs[k].state, now, new_byte);
+			mcr_arm(b, site, new_byte);
 			continue;
 		}
 		/* (Another span, or a refusal.) */
-		const struct mcr_flip_to to = flip_to(m, &recs[k].state);
+		const struct mcr_flip_to to = flip_to(m);
 
 		*ret = mcr_flip_slow(b, site, &to, hint, err, errlen);
 		if (*ret) {
-			recs[k].state = s;
+			flip_mark(b->ctx, iv, k, s, false);
 			break;
 		}
 		wlo = b->wlo;
@@ -384,107 +418,116 @@ flip_run(struct mcr_batch *b, const struct site_view *iv, size_t r, const struct
 	}
 	return k;
 }
-#endif
 
-/* The records of a batch's flips: in each image, the first and the last
- * record armed (patch.h: the marks between them say which). */
-struct flip_span {
-	struct image *im;
-	size_t lo, hi;
-};
-
-struct flip_spans {
-	size_t n;
-	struct flip_span v[MCR_MAX_IMAGES];
-};
-
-#ifdef MCR_FLIP_LEN
 /* A walk over the marked records of a batch's spans. */
 struct flip_cursor {
 	const struct flip_spans *fs;
-	size_t i, r;	/* the span, and the record next looked at */
+	size_t i;		/* the span */
+	size_t w, end;		/* the word of marks at hand, and the span's last */
+	uint64_t left;		/* its marks not yet walked */
 };
 
-static inline struct flip_cursor flip_first(const struct flip_spans *fs)
+/* The marks of span I's word W, those of its records alone. */
+static uint64_t flip_word(const struct flip_spans *fs, size_t i, size_t w)
 {
-	return (struct flip_cursor){ fs, 0, fs->n ? fs->v[0].lo : 0 };
+	const struct flip_span *sp = &fs->v[i];
+	size_t lo = sp->im->first + sp->lo, hi = sp->im->first + sp->hi;
+	uint64_t x = fs->bits[w];
+
+	if (w == lo / 64)
+		x &= ~(uint64_t)0 << (lo % 64);
+	if (w == hi / 64 && hi % 64 != 63)
+		x &= ((uint64_t)1 << (hi % 64 + 1)) - 1;
+	return x;
+}
+
+static struct flip_cursor flip_first(const struct flip_spans *fs, size_t i)
+{
+	struct flip_cursor c = { fs, i, 0, 0, 0 };
+
+	if (i < fs->n) {
+		const struct flip_span *sp = &fs->v[i];
+
+		c.w = (sp->im->first + sp->lo) / 64;
+		c.end = (sp->im->first + sp->hi) / 64;
+		c.left = flip_word(fs, i, c.w);
+	}
+	return c;
 }
 
 /* The next marked record (*BASE: its image's load address), or NULL. */
 static inline struct mcloc_rec *flip_next(struct flip_cursor *c, uintptr_t *base)
 {
 	while (c->i < c->fs->n) {
-		const struct flip_span *sp = &c->fs->v[c->i];
+		if (c->left) {
+			const struct image *im = c->fs->v[c->i].im;
+			size_t g = c->w * 64 + (size_t)__builtin_ctzll(c->left);
 
-		while (c->r <= sp->hi) {
-			struct mcloc_rec *rec = &sp->im->recs[c->r++];
-
-			if (rec->state & REC_FLIPPING) {
-				*base = sp->im->base;
-				return rec;
-			}
+			c->left &= c->left - 1;
+			*base = im->base;
+			return &im->recs[g - im->first];
 		}
-		if (++c->i < c->fs->n)
-			c->r = c->fs->v[c->i].lo;
+		if (c->w < c->end)
+			c->left = flip_word(c->fs, c->i, ++c->w);
+		else
+			*c = flip_first(c->fs, c->i + 1);
 	}
 	return NULL;
 }
 
 /*
  * The batch's flips (patch.h: mcr_flips_fn): STEP over every marked
- * record of the spans.  A flip ends with its new first byte (its mark
- * taken off) or with its old one (its state given back too: it was
- * written as the state after).  The mark comes off after the byte, so
- * that a thread that traps meanwhile either finds the mark or the byte.
- * Through /proc/self/mem, where a write can fail, the new bytes are all
- * written before any mark comes off: a batch refused then goes back
- * whole.  (In a batch alone in its process the sites hold their new
- * bytes already.)
+ * record of the spans, its first byte read from its state after.  The
+ * marks and the states stay as they are: a thread that traps meanwhile
+ * finds the flip and runs what it becomes (or, undoing, was).  In a
+ * batch alone in its process the sites hold their new bytes already.
  */
 static int write_flips(struct mcr_batch *b, enum mcr_flip_step step)
 {
-	struct flip_cursor c = flip_first(b->ctx);
+	struct flip_cursor c = flip_first(b->ctx, 0);
 	struct mcloc_rec *rec;
 	uintptr_t base;
 	int ret = 0;
 
+	if (step == MCR_FLIPS_NEW && b->alone)
+		return 0;
 	if (step == MCR_FLIPS_NEW && b->memfd < 0) {
-		/* Every batch's last pass, as short as it can be (the general
-		 * loop below took a fifth longer over 100,000 flips). */
-		while ((rec = flip_next(&c, &base))) {
-			uint32_t s = rec->state;
-
-			if (!b->alone)
-				*(volatile uint8_t *)(base + rec->off) = flip_byte(s, false);
-			__atomic_store_n(&rec->state, s & ~REC_FLIPPING, __ATOMIC_RELEASE);
-		}
+		/* Every threaded batch's last pass, as short as it can be. */
+		while ((rec = flip_next(&c, &base)))
+			*(volatile uint8_t *)(base + rec->off) = flip_byte(rec->state, false);
 		return 0;
 	}
-	bool last = step != MCR_FLIPS_BREAKPOINT && step != MCR_FLIPS_NEW;
-
 	while ((rec = flip_next(&c, &base))) {
-		uint32_t s = rec->state;
 		uint8_t x = step == MCR_FLIPS_BREAKPOINT ? mcr_breakpoint
-						       : flip_byte(s, step == MCR_FLIPS_OLD);
+						       : flip_byte(rec->state, step == MCR_FLIPS_OLD);
 		int e = mcr_batch_store(b, base + rec->off, x);
 
-		if (e) {
-			ret = ret ? ret : e;
-			continue;
-		}
-		if (last)	/* (MCR_FLIPS_OLD: the state before) */
-			__atomic_store_n(&rec->state,
-					 (s ^ (REC_ENABLED | REC_PARKED)) & ~REC_FLIPPING,
-					 __ATOMIC_RELEASE);
+		ret = ret ? ret : e;
 	}
-	if (step == MCR_FLIPS_NEW && !ret)
-		for (c = flip_first(b->ctx); (rec = flip_next(&c, &base));)
-			rec->state &= ~REC_FLIPPING;
 	return ret;
+}
+
+/* After batch FS, which no handler reads any more: the flips' states
+ * given back if it FAILED (their old first bytes are back), and their
+ * marks taken off. */
+static void flips_done(struct flip_spans *fs, bool failed)
+{
+	struct flip_cursor c = flip_first(fs, 0);
+	struct mcloc_rec *rec;
+	uintptr_t base;
+
+	while (failed && (rec = flip_next(&c, &base)))
+		rec->state ^= REC_ENABLED | REC_PARKED;
+	for (size_t i = 0; i < fs->n; i++) {
+		size_t lo = (fs->v[i].im->first + fs->v[i].lo) / 64;
+		size_t hi = (fs->v[i].im->first + fs->v[i].hi) / 64;
+
+		memset(&fs->bits[lo], 0, (hi - lo + 1) * sizeof(*fs->bits));
+	}
 }
 #endif
 
-int mcr_site_trap(uintptr_t addr, bool undo, uint8_t *first)
+int mcr_site_trap(const void *ctx, uintptr_t addr, bool undo, uint8_t *first)
 {
 	int known = 0;
 
@@ -493,16 +536,18 @@ int mcr_site_trap(uintptr_t addr, bool undo, uint8_t *first)
 	long r = im ? mcr_rec_at(im, addr) : -1;
 
 	if (r >= 0) {
-		uint32_t s = __atomic_load_n(&im->recs[r].state, __ATOMIC_ACQUIRE);
-
 		known = 1;
 #ifdef MCR_FLIP_LEN
-		if (s & REC_FLIPPING) {
-			*first = flip_byte(s, undo);
+		const struct flip_spans *fs = ctx;
+		size_t g = im->first + (size_t)r;
+
+		if (fs && __atomic_load_n(&fs->bits[g / 64], __ATOMIC_ACQUIRE) >> (g % 64) & 1) {
+			*first = flip_byte(__atomic_load_n(&im->recs[r].state, __ATOMIC_RELAXED),
+					   undo);
 			known = 2;
 		}
 #else
-		(void)s, (void)undo, (void)first;
+		(void)ctx, (void)undo, (void)first;
 #endif
 	}
 	mcr_read_unlock();
@@ -615,6 +660,10 @@ int mcr_update_sites_with(const struct mcloc_ops *cops, int delta)
 	static struct mcr_poke *v;
 	static struct mcr_slot_write *sv;
 	static size_t vbytes, svbytes, vready, svready;
+#ifdef MCR_FLIP_LEN
+	static uint64_t *fbits;
+	static size_t fbytes, fready;
+#endif
 	struct image *order[MCR_MAX_IMAGES];
 #ifdef MCR_FLIP_LEN
 	struct flip_spans fs = { 0 };
@@ -629,6 +678,10 @@ int mcr_update_sites_with(const struct mcloc_ops *cops, int delta)
 	for (size_t i = 0; i < mcr_nimages; i++)
 		cap += mcr_images[i] ? mcr_images[i]->nrecs : 0;
 	if (!(v = scratch(v, &vbytes, &vready, cap * sizeof(*v), false)) ||
+#ifdef MCR_FLIP_LEN
+	    !(fs.bits = fbits = scratch(fbits, &fbytes, &fready,
+					(mcr_nrecords / 64 + 1) * sizeof(*fbits), false)) ||
+#endif
 	    (MCR_ONE_STORE && !(sv = scratch(sv, &svbytes, &svready, cap * sizeof(*sv), true)))) {
 		if (cops)
 			count(cops, delta);
@@ -680,11 +733,14 @@ int mcr_update_sites_with(const struct mcloc_ops *cops, int delta)
 			 * is checked again. */
 			if (s == m.s && who == m.who &&
 			    (!m.expect || mcr_flip_dest(site) == m.expect)) {
-				const struct mcr_flip_to to = flip_to(&m, &recs[r].state);
+				const struct mcr_flip_to to = flip_to(&m);
 
+				flip_mark(&fs, &iv, r, m.now, true);
 				ret = mcr_flip(&b, site, &to, hint, err, sizeof(err));
-				if (ret)
+				if (ret) {
+					flip_mark(&fs, &iv, r, s, false);
 					continue;
+				}
 flipped:
 				flo = flo < r ? flo : r;
 				size_t k = flip_run(&b, &iv, r, &m, &own, covers, ncovered, unit, hint,
@@ -729,15 +785,16 @@ flipped:
 			       : (s & REC_ENABLED) && (!from || mcr_flip_dest(site) == from))) {
 				struct flip_memo fm = {
 					s, who, f ? to : from, f ? MCR_PARK : MCR_CALL,
-					(s & ~(REC_ENABLED | REC_PARKED)) | REC_FLIPPING |
-					(f ? REC_ENABLED : REC_PARKED)
+					(s & ~(REC_ENABLED | REC_PARKED)) | (f ? REC_ENABLED : REC_PARKED)
 				};
+				const struct mcr_flip_to to = flip_to(&fm);
 
-				const struct mcr_flip_to to = flip_to(&fm, &recs[r].state);
-
+				flip_mark(&fs, &iv, r, fm.now, true);
 				ret = mcr_flip(&b, site, &to, hint, err, sizeof(err));
-				if (ret)
+				if (ret) {
+					flip_mark(&fs, &iv, r, s, false);
 					continue;
+				}
 				/* (Not for a trampoline of the site's own.) */
 				if (!(s & (REC_HAS_DIRECT | REC_ENABLED_USER))) {
 					m = fm;
@@ -801,6 +858,9 @@ flipped:
 		mcr_batch_abort(&b);
 	else
 		ret = mcr_patch_batch(&b, v, n, sv, ns, err, sizeof(err));
+#ifdef MCR_FLIP_LEN
+	flips_done(&fs, ret);
+#endif
 	if (ret) {
 		mcr_say(0, "%s", err);
 		restore_states(v, n);

@@ -26,6 +26,6 @@ void mcr_plan_fork(enum mcr_fork stage);
 /* The patcher's question about a breakpoint at ADDR (patch.h:
  * mcr_site_fn), answered from the records, in a read-side section so
  * that an image unloaded meanwhile is freed only after it. */
-int mcr_site_trap(uintptr_t addr, bool undo, uint8_t *first);
+int mcr_site_trap(const void *ctx, uintptr_t addr, bool undo, uint8_t *first);
 
 #endif
