@@ -21,6 +21,9 @@
  *   tracer    the function tracer's buffers (no lock: a callback pushes
  *             onto their list with compare-and-swap; the child makes
  *             every one free again)
+ *   signals   the flag of SIGTRAP's disposition (no lock taken: a setter
+ *             holds it with its signals held, for one system call; the
+ *             child makes it free again)
  * Nothing in the runtime takes a lock of this list while it holds a later
  * one.
  */
@@ -29,12 +32,13 @@
 #include "plan.h"
 #include "tracer.h"
 #include "trace.h"
+#include "signals.h"
 
 #include <pthread.h>
 
 static void (*const parts[])(enum mcr_fork) = {
 	mcr_control_fork, mcr_tracer_fork, mcr_trace_fork, mcr_redirect_fork,
-	mcr_plan_fork, mcr_symbolize_fork, mcr_tracer_bufs_fork,
+	mcr_plan_fork, mcr_symbolize_fork, mcr_tracer_bufs_fork, mcr_signals_fork,
 };
 #define NPARTS (sizeof(parts) / sizeof(parts[0]))
 

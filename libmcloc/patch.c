@@ -67,6 +67,7 @@
  * writable mapping of text, writes go through /proc/self/mem instead.
  */
 #include "patch.h"
+#include "signals.h"
 
 #include "../arch/runtime.h"
 
@@ -93,8 +94,6 @@ static long page_size;
 static mcr_site_fn *site_of;	/* set once, by mcr_init() */
 
 #if !MCR_ONE_STORE
-static struct sigaction prev_trap;
-
 /* The pokes of the batch under way, which the SIGTRAP handler consults;
  * published before the first breakpoint is written, withdrawn after the
  * last sync.  (Its flips are the caller's: site_of() finds them.) */
@@ -157,6 +156,12 @@ static void on_trap(int sig, siginfo_t *si, void *ctx)
 	uintptr_t site = mcr_trap_site(uc);
 	bool ours = false;
 
+	/* A breakpoint's SIGTRAP is the kernel's; one sent by kill(),
+	 * tgkill() or sigqueue() goes to the program whatever its address. */
+	if (si->si_code != SI_KERNEL) {
+		mcr_trap_forward(sig, si, ctx);
+		return;
+	}
 	/* Counted before the batch is looked at (see mcr_patch()). */
 	__atomic_add_fetch(&in_handlers, 1, __ATOMIC_SEQ_CST);
 	const struct mcr_poke *p = find_poke(site);
@@ -178,17 +183,8 @@ static void on_trap(int sig, siginfo_t *si, void *ctx)
 		ours = true;
 	}
 	__atomic_sub_fetch(&in_handlers, 1, __ATOMIC_SEQ_CST);
-	if (ours)
-		return;
-	if (prev_trap.sa_flags & SA_SIGINFO) {
-		prev_trap.sa_sigaction(sig, si, ctx);
-	} else if (prev_trap.sa_handler == SIG_DFL) {
-		/* As if we had never been here: the default action. */
-		signal(SIGTRAP, SIG_DFL);
-		raise(SIGTRAP);
-	} else if (prev_trap.sa_handler != SIG_IGN) {
-		prev_trap.sa_handler(sig);
-	}
+	if (!ours)
+		mcr_trap_forward(sig, si, ctx);
 }
 #else
 void mcr_wait_handlers(void)
@@ -242,13 +238,7 @@ int mcr_init(mcr_site_fn *site_fn, char *err, size_t errlen)
 		return -ENOSYS;
 	}
 #if !MCR_ONE_STORE
-	struct sigaction sa;
-
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = on_trap;
-	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK | SA_NODEFER;
-	sigemptyset(&sa.sa_mask);
-	if (sigaction(SIGTRAP, &sa, &prev_trap) < 0) {
+	if (mcr_trap_install(on_trap) < 0) {
 		snprintf(err, errlen, "cannot install the SIGTRAP handler: %s", strerror(errno));
 		return -errno;
 	}
@@ -397,11 +387,11 @@ void mcr_batch_begin(struct mcr_batch *b, mcr_flips_fn *flips, void *ctx)
 	sigset_t all;
 
 	sigfillset(&all);
-	if (pthread_sigmask(SIG_SETMASK, &all, &b->oldmask))
+	if (mcr_sigmask(SIG_SETMASK, &all, &b->oldmask))
 		return;
 	b->alone = alone_in_process();
 	if (!b->alone)
-		pthread_sigmask(SIG_SETMASK, &b->oldmask, NULL);
+		mcr_sigmask(SIG_SETMASK, &b->oldmask, NULL);
 #endif
 }
 
@@ -409,7 +399,7 @@ void mcr_batch_begin(struct mcr_batch *b, mcr_flips_fn *flips, void *ctx)
 static void batch_end(struct mcr_batch *b)
 {
 	if (b->alone)
-		pthread_sigmask(SIG_SETMASK, &b->oldmask, NULL);
+		mcr_sigmask(SIG_SETMASK, &b->oldmask, NULL);
 	b->alone = false;
 }
 
