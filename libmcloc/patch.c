@@ -931,6 +931,7 @@ int mcr_patch_batch(struct mcr_batch *b, struct mcr_poke *v, size_t n,
 	size_t nflips = b->nflips;
 	ret = patch_breakpoints(b, v, n, err, errlen);
 #endif
+	b->changed = !ret;
 	int r2 = close_text(b);
 	batch_end(b);
 	if (!ret && r2) {

@@ -107,6 +107,10 @@ struct mcr_batch {
 	 * still, should the batch be undone) and the batch makes no sync
 	 * (patch.c). */
 	bool alone;
+	/* Set by mcr_patch_batch(): every site and flip holds its new
+	 * instruction, whatever it returns (the text's protection may not
+	 * have come back). */
+	bool changed;
 	sigset_t oldmask;
 	uintptr_t wlo, whi;	/* the writable span mcr_flip() stores into */
 	int memfd;		/* /proc/self/mem, when mprotect was refused */

@@ -508,8 +508,8 @@ static int write_flips(struct mcr_batch *b, enum mcr_flip_step step)
 }
 
 /* After batch FS, which no handler reads any more: the flips' states
- * given back if it FAILED (their old first bytes are back), and their
- * marks taken off. */
+ * given back if it FAILED (their old first bytes are back: the batch did
+ * not change its sites), and their marks taken off. */
 static void flips_done(struct flip_spans *fs, bool failed)
 {
 	struct flip_cursor c = flip_first(fs, 0);
@@ -858,12 +858,15 @@ flipped:
 		mcr_batch_abort(&b);
 	else
 		ret = mcr_patch_batch(&b, v, n, sv, ns, err, sizeof(err));
+	/* (A batch whose sites all changed may still fail: the text's
+	 * protection not given back.  Its states are the text's.) */
 #ifdef MCR_FLIP_LEN
-	flips_done(&fs, ret);
+	flips_done(&fs, !b.changed);
 #endif
 	if (ret) {
 		mcr_say(0, "%s", err);
-		restore_states(v, n);
+		if (!b.changed)
+			restore_states(v, n);
 	}
 	return ret;
 }

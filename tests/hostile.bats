@@ -129,6 +129,21 @@ teardown() {
 	assert_line "after: 0"
 }
 
+# protback.c: a batch changes every site, then cannot give the text its
+# protection back.  Its records must say what the text holds: they went
+# back to the old states, and every later enable was refused (EILSEQ).
+@test "a batch whose sites all changed but whose text stays writable: the next batches go on" {
+	traced protback -lpthread
+	for mode in "" threaded; do
+		run "$T/protback" $mode
+		assert_success
+		assert_line "warm enable: ok, traced 1000 of 1000"
+		assert_line "enable, protection not given back: Permission denied, traced 0 of 1000"
+		assert_line "enable again: ok, traced 1000 of 1000"
+		assert_line "disable: ok, traced 0 of 1000"
+	done
+}
+
 @test "dlopen/dlclose 200 times while 4 threads call into the library: every call counted once" {
 	cc -O2 -fPIC -pg -mfentry -c "$RT/shlib.c" -o "$T/shlib.o"
 	"$RECORDMCOUNT" "$T/shlib.o"
