@@ -21,9 +21,9 @@
  *   tracer    the function tracer's buffers (no lock: a callback pushes
  *             onto their list with compare-and-swap; the child makes
  *             every one free again)
- *   signals   the flag of SIGTRAP's disposition (no lock taken: a setter
- *             holds it with its signals held, for one system call; the
- *             child makes it free again)
+ *   signals   the SIGEV_THREAD timers' lock; and the flag of SIGTRAP's
+ *             disposition (not taken: a setter holds it with its signals
+ *             held, for a system call or two; the child makes it free)
  * Nothing in the runtime takes a lock of this list while it holds a later
  * one.
  */

@@ -10,21 +10,23 @@
  * interposes the calls that set a mask or SIGTRAP's disposition, as the
  * sanitizers' runtimes interpose sigaction() for their own signals:
  *
- *   - a mask asked for with SIGTRAP in it (pthread_sigmask, sigprocmask,
- *     sigsuspend, a handler's sa_mask, a thread attribute's) is applied
- *     without it, and read back so: SIGTRAP is never held while the
- *     library is loaded;
+ *   - a mask asked for with SIGTRAP in it is applied without it, and read
+ *     back so: pthread_sigmask, sigprocmask, sigsuspend, a handler's
+ *     sa_mask, a thread attribute's (pthread_attr_setsigmask_np), and the
+ *     old BSD and System V calls (sighold, sigblock, sigsetmask,
+ *     sigpause); SIGTRAP is never held while the library is loaded;
  *   - once libmcloc's handler is in, SIGTRAP's disposition as the program
- *     sets it (sigaction, signal) is kept here: the handler passes it the
- *     traps that are not libmcloc's (forward_trap()), and sigaction()
- *     reads it back as the program set it.
+ *     sets it is kept here, by sigaction and by every call that sets one
+ *     (signal, bsd_signal, ssignal, sysv_signal, which strict ISO C's
+ *     signal() is, sigset, sigignore, siginterrupt): the handler passes
+ *     it the traps that are not libmcloc's (mcr_trap_forward()), and
+ *     sigaction() reads it back as the program set it;
+ *   - a SIGEV_THREAD timer's callback, which glibc runs in a thread that
+ *     holds every signal, lets go of SIGTRAP first (timer_create).
  *
  * glibc's own brief full masks (while it creates a thread, or forks) are
  * made by its internal calls, which nothing interposes; no traced code
- * runs under them.  What still holds SIGTRAP: a thread of a library
- * dlopen()ed before libmcloc was, a mask given to ppoll(), pselect() or
- * epoll_pwait() (a handler that runs meanwhile runs under it), and a raw
- * rt_sigprocmask system call.  libmcloc(3) says so.
+ * runs under them.  What still holds SIGTRAP, libmcloc(3) lists.
  *
  * The definitions carry glibc's symbol versions (libmcloc-glibc.map), or
  * the dynamic linker would not bind a program's versioned calls here;
@@ -39,17 +41,23 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
-typedef int mask_fn(int, const sigset_t *, sigset_t *);
-typedef int action_fn(int, const struct sigaction *, struct sigaction *);
-
 /* libc's calls this library interposes, or uses itself. */
-enum real { R_SIGMASK, R_SIGACTION, R_SIGSUSPEND, R_ATTR_SIGMASK, R_SIGNAL, NREAL };
+enum real {
+	R_SIGMASK, R_SIGACTION, R_SIGSUSPEND, R_ATTR_SIGMASK, R_SIGNAL, R_SIGSET, R_SIGIGNORE,
+	R_SIGINTERRUPT, R_SIGHOLD, R_SIGBLOCK, R_SIGSETMASK, R_SIGPAUSE, R_SIGPAUSE2,
+	R_SYSV_SIGNAL, R_TIMER_CREATE, NREAL
+};
 static const char *const real_names[NREAL] = {
 	"pthread_sigmask", "sigaction", "sigsuspend", "pthread_attr_setsigmask_np", "signal",
+	"sigset", "sigignore", "siginterrupt", "sighold", "sigblock", "sigsetmask", "sigpause",
+	"__sigpause", "__sysv_signal", "timer_create",
 };
 static void *real_fns[NREAL];
 
@@ -76,6 +84,9 @@ static void *real(enum real r)
 	return f;
 }
 
+typedef int mask_fn(int, const sigset_t *, sigset_t *);
+typedef int action_fn(int, const struct sigaction *, struct sigaction *);
+
 int mcr_sigmask(int how, const sigset_t *set, sigset_t *old)
 {
 	mask_fn *fn = (mask_fn *)real(R_SIGMASK);
@@ -86,6 +97,19 @@ int mcr_sigmask(int how, const sigset_t *set, sigset_t *old)
 	 * sigset size.) */
 	return syscall(SYS_rt_sigprocmask, how, set, old, _NSIG / 8) ? errno : 0;
 }
+
+/* Whether the program's calls come here (the library loaded with the
+ * program, or preloaded), rather than to libc's (dlopen()ed). */
+static bool interposed;
+/* The process these definitions serve: a vfork() child, which shares the
+ * memory but has a disposition table of its own, sets its own. */
+static pid_t serving;
+
+#if !MCR_ONE_STORE
+int mcr_pthread_sigmask(int how, const sigset_t *set, sigset_t *old);
+/* Set by each call that reaches mcr_pthread_sigmask(). */
+static bool reached;
+#endif
 
 /*
  * As the library loads: libc's calls looked up, here rather than at
@@ -100,15 +124,24 @@ int mcr_sigmask(int how, const sigset_t *set, sigset_t *old)
  */
 __attribute__((constructor(101))) static void signals_init(void)
 {
-	sigset_t trap;
-
 	for (int r = 0; r < NREAL; r++)
 		real((enum real)r);
-	if (!MCR_ONE_STORE) {
-		sigemptyset(&trap);
-		sigaddset(&trap, SIGTRAP);
-		mcr_sigmask(SIG_UNBLOCK, &trap, NULL);
-	}
+	serving = getpid();
+#if !MCR_ONE_STORE
+	sigset_t trap;
+
+	/* A call through the global name comes here, through any other
+	 * interposer before us (a sanitizer's), or goes to libc directly. */
+	mask_fn *global = (mask_fn *)dlsym(RTLD_DEFAULT, "pthread_sigmask");
+	sigset_t now;
+
+	if (global)
+		global(SIG_BLOCK, NULL, &now);
+	interposed = __atomic_load_n(&reached, __ATOMIC_RELAXED);
+	sigemptyset(&trap);
+	sigaddset(&trap, SIGTRAP);
+	mcr_sigmask(SIG_UNBLOCK, &trap, NULL);
+#endif
 }
 
 #if MCR_ONE_STORE
@@ -138,17 +171,24 @@ static const sigset_t *without_trap(const sigset_t *set, sigset_t *copy)
 	return copy;
 }
 
+/* An old-style mask (a bit per signal) without SIGTRAP's. */
+static int without_trap_bit(int mask)
+{
+	return mask & ~(1 << (SIGTRAP - 1));
+}
+
 /*
  * The program's SIGTRAP disposition once the library's handler is in
  * (ours): two copies and a generation, so that a handler reads a whole
  * one while the program sets the other.  Setters take WRITING, with
- * their signals held (a handler of theirs cannot then wait on it); a
- * handler only reads.
+ * their signals held and cancellation off (a handler of theirs, or their
+ * cancellation, cannot then leave it taken); a handler only reads.
  */
 static struct sigaction prog_trap[2];
 static unsigned trap_gen;
 static bool ours;
 static int writing;
+static void (*our_handler)(int, siginfo_t *, void *);
 
 static void read_prog(struct sigaction *out)
 {
@@ -161,78 +201,122 @@ static void read_prog(struct sigaction *out)
 	} while (__atomic_load_n(&trap_gen, __ATOMIC_RELAXED) != g);
 }
 
+struct write_state {
+	sigset_t mask;
+	int cancel;
+};
+
+static void begin_write(struct write_state *ws)
+{
+	sigset_t all;
+
+	sigfillset(&all);
+	mcr_sigmask(SIG_SETMASK, &all, &ws->mask);
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &ws->cancel);
+	while (__atomic_exchange_n(&writing, 1, __ATOMIC_ACQUIRE))
+		sched_yield();
+}
+
+static void end_write(const struct write_state *ws)
+{
+	__atomic_store_n(&writing, 0, __ATOMIC_RELEASE);
+	pthread_setcancelstate(ws->cancel, NULL);
+	mcr_sigmask(SIG_SETMASK, &ws->mask, NULL);
+}
+
+/* Install the library's handler, restarting system calls as the
+ * program's disposition P asks (a handler of its own without SA_RESTART
+ * interrupts them). */
+static int install(const struct sigaction *p)
+{
+	struct sigaction sa;
+	bool handler = (p->sa_flags & SA_SIGINFO) ||
+		       (p->sa_handler != SIG_DFL && p->sa_handler != SIG_IGN);
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = our_handler;
+	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER |
+		      (handler && !(p->sa_flags & SA_RESTART) ? 0 : SA_RESTART);
+	sigemptyset(&sa.sa_mask);
+	return real_sigaction(SIGTRAP, &sa, NULL);
+}
+
+/* Under WRITING: the program's disposition is now SA. */
 static void write_prog(const struct sigaction *sa)
 {
 	unsigned g = __atomic_load_n(&trap_gen, __ATOMIC_RELAXED);
 
 	memcpy(&prog_trap[(g + 1) & 1], sa, sizeof(*sa));
 	__atomic_store_n(&trap_gen, g + 1, __ATOMIC_RELEASE);
+	if (__atomic_load_n(&ours, __ATOMIC_RELAXED))
+		install(sa);
 }
 
-static void begin_write(sigset_t *old)
-{
-	sigset_t all;
-
-	sigfillset(&all);
-	mcr_sigmask(SIG_SETMASK, &all, old);
-	while (__atomic_exchange_n(&writing, 1, __ATOMIC_ACQUIRE))
-		sched_yield();
-}
-
-static void end_write(const sigset_t *old)
-{
-	__atomic_store_n(&writing, 0, __ATOMIC_RELEASE);
-	mcr_sigmask(SIG_SETMASK, old, NULL);
-}
+static void timer_lock_fork(enum mcr_fork stage);
 
 void mcr_signals_fork(enum mcr_fork stage)
 {
-	if (stage == MCR_FORK_CHILD)
+	timer_lock_fork(stage);
+	if (stage == MCR_FORK_CHILD) {
 		__atomic_store_n(&writing, 0, __ATOMIC_RELAXED);
+		serving = getpid();
+	}
 }
 
 int mcr_trap_install(void (*handler)(int, siginfo_t *, void *))
 {
-	struct sigaction sa, prev;
-	sigset_t old;
+	struct sigaction prev;
+	struct write_state ws;
 	int ret;
 
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = handler;
-	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK | SA_NODEFER;
-	sigemptyset(&sa.sa_mask);
-	begin_write(&old);
-	ret = real_sigaction(SIGTRAP, &sa, &prev);
+	if (!interposed)
+		mcr_say(1, "libmcloc was loaded after the program's calls to libc's signal "
+			"functions were bound (dlopen): a thread that holds SIGTRAP is killed "
+			"at a site's breakpoint (link or LD_PRELOAD libmcloc; libmcloc(3))");
+	begin_write(&ws);
+	/* The program's disposition is kept before the handler goes in: a
+	 * SIGTRAP that comes between finds it. */
+	ret = real_sigaction(SIGTRAP, NULL, &prev);
 	if (!ret && !ours) {
+		our_handler = handler;
 		write_prog(&prev);
-		__atomic_store_n(&ours, true, __ATOMIC_RELEASE);
+		ret = install(&prev);
+		if (!ret)
+			__atomic_store_n(&ours, true, __ATOMIC_RELEASE);
 	}
-	end_write(&old);
+	end_write(&ws);
 	return ret;
 }
 
 void mcr_trap_forward(int sig, siginfo_t *si, void *ctx)
 {
 	struct sigaction p;
+	struct write_state ws;
 	sigset_t old;
+	bool dfl, ign;
 
 	read_prog(&p);
-	if (!(p.sa_flags & SA_SIGINFO) && p.sa_handler == SIG_IGN)
+	dfl = !(p.sa_flags & SA_SIGINFO) && p.sa_handler == SIG_DFL;
+	ign = !(p.sa_flags & SA_SIGINFO) && p.sa_handler == SIG_IGN;
+	/* The kernel gives a trap it raised itself (an int3, a single step:
+	 * si_code > 0) its default action where it is ignored; one sent is
+	 * dropped. */
+	if (ign && si->si_code <= 0)
 		return;
-	if (!(p.sa_flags & SA_SIGINFO) && p.sa_handler == SIG_DFL) {
+	if (dfl || ign) {
 		/* As if we had never been here: the default action. */
-		struct sigaction dfl = { .sa_handler = SIG_DFL };
+		struct sigaction sa = { .sa_handler = SIG_DFL };
 
-		real_sigaction(SIGTRAP, &dfl, NULL);
+		real_sigaction(SIGTRAP, &sa, NULL);
 		raise(SIGTRAP);
 		return;
 	}
 	if (p.sa_flags & SA_RESETHAND) {	/* (a handler for one trap) */
-		struct sigaction dfl = { .sa_handler = SIG_DFL };
+		struct sigaction sa = { .sa_handler = SIG_DFL };
 
-		begin_write(&old);
-		write_prog(&dfl);
-		end_write(&old);
+		begin_write(&ws);
+		write_prog(&sa);
+		end_write(&ws);
 	}
 	/* The program's handler under the mask it asked for (but SIGTRAP). */
 	sigset_t mask;
@@ -246,15 +330,71 @@ void mcr_trap_forward(int sig, siginfo_t *si, void *ctx)
 	mcr_sigmask(SIG_SETMASK, &old, NULL);
 }
 
+/*
+ * SIGEV_THREAD timers: each callback and its value, kept for the life of
+ * the process (glibc may start a callback after timer_delete() returns,
+ * and the trampoline reads them then), one per pair: a program that
+ * creates timers over and over with the same callback and value keeps
+ * one.
+ */
+struct timer_cb {
+	void (*fn)(union sigval);
+	union sigval value;
+	struct timer_cb *next;
+};
+#define TIMER_BUCKETS 64
+static struct timer_cb *timer_cbs[TIMER_BUCKETS];
+static pthread_mutex_t timer_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void timer_lock_fork(enum mcr_fork stage)
+{
+	mcr_fork_lock(&timer_lock, stage);
+}
+
+static struct timer_cb *timer_cb_of(void (*fn)(union sigval), union sigval value)
+{
+	size_t h = ((uintptr_t)fn ^ (uintptr_t)value.sival_ptr * 31) % TIMER_BUCKETS;
+	struct timer_cb *c;
+
+	pthread_mutex_lock(&timer_lock);
+	for (c = timer_cbs[h]; c; c = c->next)
+		if (c->fn == fn && c->value.sival_ptr == value.sival_ptr)
+			break;
+	if (!c && (c = malloc(sizeof(*c)))) {
+		*c = (struct timer_cb){ fn, value, timer_cbs[h] };
+		timer_cbs[h] = c;
+	}
+	pthread_mutex_unlock(&timer_lock);
+	return c;
+}
+
+static void timer_trampoline(union sigval v)
+{
+	const struct timer_cb *c = v.sival_ptr;
+	sigset_t trap;
+
+	sigemptyset(&trap);
+	sigaddset(&trap, SIGTRAP);
+	mcr_sigmask(SIG_UNBLOCK, &trap, NULL);
+	c->fn(c->value);
+}
+
 /* ---- the interposed calls ------------------------------------------ */
 
 #define EXPORT __attribute__((visibility("default")))
+
+/* Whether a call about SIGTRAP's disposition is kept here. */
+static bool kept(void)
+{
+	return __atomic_load_n(&ours, __ATOMIC_ACQUIRE) && getpid() == serving;
+}
 
 EXPORT __attribute__((symver("pthread_sigmask@@GLIBC_2.32"), symver("pthread_sigmask@GLIBC_2.2.5")))
 int mcr_pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 {
 	sigset_t copy;
 
+	__atomic_store_n(&reached, true, __ATOMIC_RELAXED);
 	return mcr_sigmask(how, how == SIG_UNBLOCK ? set : without_trap(set, &copy), old);
 }
 
@@ -297,7 +437,7 @@ EXPORT __attribute__((symver("sigaction@@GLIBC_2.2.5")))
 int mcr_sigaction(int sig, const struct sigaction *sa, struct sigaction *old)
 {
 	struct sigaction copy;
-	sigset_t held;
+	struct write_state ws;
 
 	if (sa && sigismember(&sa->sa_mask, SIGTRAP)) {
 		copy = *sa;
@@ -306,9 +446,9 @@ int mcr_sigaction(int sig, const struct sigaction *sa, struct sigaction *old)
 	}
 	if (sig != SIGTRAP)
 		return real_sigaction(sig, sa, old);
-	begin_write(&held);
+	begin_write(&ws);
 	int ret = 0;
-	if (!__atomic_load_n(&ours, __ATOMIC_ACQUIRE)) {
+	if (!kept()) {
 		ret = real_sigaction(sig, sa, old);
 	} else {
 		if (old)
@@ -316,28 +456,170 @@ int mcr_sigaction(int sig, const struct sigaction *sa, struct sigaction *old)
 		if (sa)
 			write_prog(sa);
 	}
-	end_write(&held);
+	end_write(&ws);
 	return ret;
 }
 
-EXPORT __attribute__((symver("signal@@GLIBC_2.2.5")))
+/* SIGTRAP's disposition set to HANDLER with FLAGS, the old handler
+ * returned (SIG_ERR, errno set, if HANDLER is). */
+static sighandler_t set_trap(sighandler_t handler, int flags)
+{
+	struct sigaction sa = { .sa_handler = handler, .sa_flags = flags }, old;
+
+	if (handler == SIG_ERR) {
+		errno = EINVAL;
+		return SIG_ERR;
+	}
+	sigemptyset(&sa.sa_mask);
+	if (mcr_sigaction(SIGTRAP, &sa, &old))
+		return SIG_ERR;
+	return old.sa_handler;
+}
+
+/* siginterrupt(SIGTRAP, 1) given: signal() sets SIGTRAP's without
+ * SA_RESTART, as glibc's does for the signals it names. */
+static bool trap_interrupts;
+
+EXPORT __attribute__((symver("signal@@GLIBC_2.2.5"), symver("bsd_signal@@GLIBC_2.2.5"),
+		      symver("ssignal@@GLIBC_2.2.5")))
 sighandler_t mcr_signal(int sig, sighandler_t handler)
 {
 	sighandler_t (*fn)(int, sighandler_t) = (sighandler_t (*)(int, sighandler_t))real(R_SIGNAL);
 
-	if (sig == SIGTRAP && __atomic_load_n(&ours, __ATOMIC_ACQUIRE)) {
-		/* glibc's signal(): BSD semantics. */
-		struct sigaction sa = { .sa_handler = handler, .sa_flags = SA_RESTART }, old;
-
-		sigemptyset(&sa.sa_mask);
-		if (mcr_sigaction(sig, &sa, &old))
-			return SIG_ERR;
-		return old.sa_handler;
-	}
+	if (sig == SIGTRAP && kept())	/* (BSD semantics, as glibc's) */
+		return set_trap(handler, trap_interrupts ? 0 : SA_RESTART);
 	if (!fn) {
 		errno = ENOSYS;
 		return SIG_ERR;
 	}
 	return fn(sig, handler);
+}
+
+EXPORT __attribute__((symver("__sysv_signal@@GLIBC_2.2.5"), symver("sysv_signal@@GLIBC_2.2.5")))
+sighandler_t mcr_sysv_signal(int sig, sighandler_t handler)
+{
+	sighandler_t (*fn)(int, sighandler_t) =
+		(sighandler_t (*)(int, sighandler_t))real(R_SYSV_SIGNAL);
+
+	if (sig == SIGTRAP && kept())	/* (one-shot, as glibc's) */
+		return set_trap(handler, SA_RESETHAND | SA_NODEFER);
+	if (!fn) {
+		errno = ENOSYS;
+		return SIG_ERR;
+	}
+	return fn(sig, handler);
+}
+
+EXPORT __attribute__((symver("sigset@@GLIBC_2.2.5")))
+sighandler_t mcr_sigset(int sig, sighandler_t disp)
+{
+	sighandler_t (*fn)(int, sighandler_t) = (sighandler_t (*)(int, sighandler_t))real(R_SIGSET);
+
+	if (sig == SIGTRAP) {
+		/* SIG_HOLD would hold it: the disposition is read only. */
+		struct sigaction old;
+
+		if (disp != SIG_HOLD)
+			return kept() ? set_trap(disp, 0) : fn ? fn(sig, disp) : SIG_ERR;
+		return mcr_sigaction(SIGTRAP, NULL, &old) ? SIG_ERR : old.sa_handler;
+	}
+	if (!fn) {
+		errno = ENOSYS;
+		return SIG_ERR;
+	}
+	return fn(sig, disp);
+}
+
+EXPORT __attribute__((symver("sigignore@@GLIBC_2.2.5")))
+int mcr_sigignore(int sig)
+{
+	int (*fn)(int) = (int (*)(int))real(R_SIGIGNORE);
+
+	if (sig == SIGTRAP && kept())
+		return set_trap(SIG_IGN, 0) == SIG_ERR ? -1 : 0;
+	return fn ? fn(sig) : (errno = ENOSYS, -1);
+}
+
+EXPORT __attribute__((symver("siginterrupt@@GLIBC_2.2.5")))
+int mcr_siginterrupt(int sig, int flag)
+{
+	int (*fn)(int, int) = (int (*)(int, int))real(R_SIGINTERRUPT);
+
+	if (sig == SIGTRAP && kept()) {
+		struct sigaction sa;
+
+		if (mcr_sigaction(SIGTRAP, NULL, &sa))
+			return -1;
+		trap_interrupts = flag;
+		sa.sa_flags = flag ? sa.sa_flags & ~SA_RESTART : sa.sa_flags | SA_RESTART;
+		return mcr_sigaction(SIGTRAP, &sa, NULL);
+	}
+	return fn ? fn(sig, flag) : (errno = ENOSYS, -1);
+}
+
+EXPORT __attribute__((symver("sighold@@GLIBC_2.2.5")))
+int mcr_sighold(int sig)
+{
+	int (*fn)(int) = (int (*)(int))real(R_SIGHOLD);
+
+	if (sig == SIGTRAP)
+		return 0;
+	return fn ? fn(sig) : (errno = ENOSYS, -1);
+}
+
+EXPORT __attribute__((symver("sigblock@@GLIBC_2.2.5")))
+int mcr_sigblock(int mask)
+{
+	int (*fn)(int) = (int (*)(int))real(R_SIGBLOCK);
+
+	return fn ? fn(without_trap_bit(mask)) : (errno = ENOSYS, -1);
+}
+
+EXPORT __attribute__((symver("sigsetmask@@GLIBC_2.2.5")))
+int mcr_sigsetmask(int mask)
+{
+	int (*fn)(int) = (int (*)(int))real(R_SIGSETMASK);
+
+	return fn ? fn(without_trap_bit(mask)) : (errno = ENOSYS, -1);
+}
+
+/* BSD's sigpause(MASK): the mask to wait under. */
+EXPORT __attribute__((symver("sigpause@@GLIBC_2.2.5")))
+int mcr_sigpause(int mask)
+{
+	int (*fn)(int) = (int (*)(int))real(R_SIGPAUSE);
+
+	return fn ? fn(without_trap_bit(mask)) : (errno = ENOSYS, -1);
+}
+
+/* glibc's inline sigpause(): a mask, or (IS_SIG) one signal to let go of. */
+EXPORT __attribute__((symver("__sigpause@@GLIBC_2.2.5")))
+int mcr___sigpause(int sig_or_mask, int is_sig)
+{
+	int (*fn)(int, int) = (int (*)(int, int))real(R_SIGPAUSE2);
+
+	return fn ? fn(is_sig ? sig_or_mask : without_trap_bit(sig_or_mask), is_sig)
+		  : (errno = ENOSYS, -1);
+}
+
+EXPORT __attribute__((symver("timer_create@@GLIBC_2.34"), symver("timer_create@GLIBC_2.3.3")))
+int mcr_timer_create(clockid_t clock, struct sigevent *sev, timer_t *id)
+{
+	int (*fn)(clockid_t, struct sigevent *, timer_t *) =
+		(int (*)(clockid_t, struct sigevent *, timer_t *))real(R_TIMER_CREATE);
+	struct timer_cb *c;
+
+	if (!fn) {
+		errno = ENOSYS;
+		return -1;
+	}
+	if (!sev || sev->sigev_notify != SIGEV_THREAD ||
+	    !(c = timer_cb_of(sev->sigev_notify_function, sev->sigev_value)))
+		return fn(clock, sev, id);
+	struct sigevent copy = *sev;
+
+	copy.sigev_notify_function = timer_trampoline;
+	copy.sigev_value.sival_ptr = c;
+	return fn(clock, &copy, id);
 }
 #endif

@@ -812,16 +812,16 @@ in_parent $ppid"
 	grep -Eq '^lib_a +1 ' "$T/profile"
 }
 
-# sigheld.c: threads that hold SIGTRAP (as xz's workers hold every signal)
-# meet sites under their breakpoints, and the program sets its own SIGTRAP
-# handler.  Without libmcloc's interposed signal calls the kernel kills
+# sigheld.c: threads that hold SIGTRAP (as xz's workers hold every signal,
+# as glibc's SIGEV_THREAD timer threads do) meet sites under their
+# breakpoints, and the program sets its own SIGTRAP handler.  Without libmcloc's interposed signal calls the kernel kills
 # the process with SIGTRAP (exit 133) within the first cycles.
-@test "threads that hold every signal, a handler with a full sa_mask and the program's own SIGTRAP handler, while every site toggles" {
+@test "threads that hold every signal (every way), a handler with a full sa_mask, a timer's thread and the program's own SIGTRAP handler, while every site toggles" {
 	build_traced sigheld 300
 	run env LD_LIBRARY_PATH="$LIBDIR" timeout 120 "$T/sigheld" 3
 	echo "$output"
 	assert_success
-	assert_line --regexp '^PASSED [0-9]+ cycles, [1-9][0-9]* callbacks, [1-9][0-9]* handler runs, SIGTRAP not held after SIG_BLOCK$'
+	assert_line --regexp '^PASSED [0-9]+ cycles, [1-9][0-9]* callbacks, [1-9][0-9]* handler runs, [1-9][0-9]* timer runs, SIGTRAP not held after SIG_BLOCK$'
 	# The same under LD_PRELOAD, the way mcloc run and trace load it.
 	run env LD_LIBRARY_PATH="$LIBDIR" LD_PRELOAD="$(san_preload) $LIBDIR/libmcloc.so.0" \
 		timeout 120 "$T/sigheld" 1
