@@ -1046,7 +1046,12 @@ int mcr_trace_start(const struct mcloc_req_trace *q, const char *filter, const c
 		mcr_rcu_assign(sessions[slot], NULL);
 		mcr_synchronize_rcu();
 		mcloc_ops_free(&s->ops);
-		snprintf(err, errlen, "cannot enable the sites: %s", strerror(-ret));
+		if (ret == -EILSEQ)	/* (strerror's words would say nothing) */
+			snprintf(err, errlen, "cannot enable the sites: one does not hold what "
+				 "libmcloc left there (a debugger's breakpoint on it, or another "
+				 "tool's code), so none was changed");
+		else
+			snprintf(err, errlen, "cannot enable the sites: %s", strerror(-ret));
 		goto out;
 	}
 	*fd_out = fd;

@@ -25,7 +25,7 @@ traced_c() {
 	local name=$1 src=$2 cc=cc
 	shift 2
 	case $src in *.cc) cc=g++ ;; esac
-	$cc -O1 -pg -mfentry "${SAN[@]}" -c "$src" -o "$T/$name.o"
+	$cc -O1 -pg -mfentry "${SAN[@]}" -I"$SRC/include" -c "$src" -o "$T/$name.o"
 	"$RECORDMCOUNT" "$T/$name.o"
 	"$OBJPATCH" link --nop --runtime -- $cc "${SAN[@]}" "$T/$name.o" -o "$T/$name" \
 		"$@" -L"$LIBDIR" -lmcloc
@@ -162,6 +162,21 @@ all_sites_off() {
 	run $PY "$SRC/tests/lib/site-bytes.py" "$PID" $addrs
 	assert_success
 	echo "$output" | awk '$2 !~ /^(0f1f440000|a9)/ { print "a call left: " $0; bad = 1 } END { exit bad }'
+}
+
+# tampered.c: spare()'s site holds an int3 libmcloc did not write (as a
+# debugger's breakpoint would).  Before, the refusal said strerror(EILSEQ):
+# "Invalid or incomplete multibyte or wide character".
+@test "a site changed behind libmcloc's back: a trace that needs it is refused whole, saying why; others run" {
+	traced_c tampered "$RT/tampered.c"
+	start_program "$T/tampered"
+	run "$MCLOC" trace "$PID" function --filter spare --duration 0.1
+	assert_failure
+	assert_output --partial "cannot enable the sites: one does not hold what libmcloc left there (a debugger's breakpoint on it, or another tool's code), so none was changed"
+	run "$MCLOC" trace "$PID" function --filter work --duration 0.3
+	assert_success
+	assert_output --partial "work <-main"
+	stop_served_plain
 }
 
 @test "trace function: every call of a burst, exactly, from four threads; then every site off" {
