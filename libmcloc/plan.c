@@ -24,6 +24,7 @@
 #include "mcr.h"
 #include "images.h"
 #include "patch.h"
+#include "signals.h"
 #include "rcu.h"
 #include "dispatch.h"
 #include "plan.h"
@@ -54,6 +55,11 @@ int mcloc_init(void)
 			mcr_say(0, "%s", err);
 		else if (err[0])	/* (how it works without something) */
 			mcr_say(1, "%s", err);
+		if (!init_status && !mcr_signals_interposed())
+			mcr_say(1, "libmcloc was loaded after the program's calls to libc's signal "
+				"functions were bound (dlopen): a thread that holds SIGTRAP is "
+				"killed at a site's breakpoint (link or LD_PRELOAD libmcloc; "
+				"libmcloc(3))");
 	}
 	pthread_mutex_unlock(&mcr_lock);
 	if (first && !init_status && mcr_hooks.after_init) {

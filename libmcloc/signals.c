@@ -40,6 +40,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -52,12 +53,12 @@
 enum real {
 	R_SIGMASK, R_SIGACTION, R_SIGSUSPEND, R_ATTR_SIGMASK, R_SIGNAL, R_SIGSET, R_SIGIGNORE,
 	R_SIGINTERRUPT, R_SIGHOLD, R_SIGBLOCK, R_SIGSETMASK, R_SIGPAUSE, R_SIGPAUSE2,
-	R_SYSV_SIGNAL, R_TIMER_CREATE, NREAL
+	R_SYSV_SIGNAL, R_TIMER_CREATE, R_LONGJMP, R_LONGJMP_CHK, NREAL
 };
 static const char *const real_names[NREAL] = {
 	"pthread_sigmask", "sigaction", "sigsuspend", "pthread_attr_setsigmask_np", "signal",
 	"sigset", "sigignore", "siginterrupt", "sighold", "sigblock", "sigsetmask", "sigpause",
-	"__sigpause", "__sysv_signal", "timer_create",
+	"__sigpause", "__sysv_signal", "timer_create", "longjmp", "__longjmp_chk",
 };
 static void *real_fns[NREAL];
 
@@ -101,6 +102,11 @@ int mcr_sigmask(int how, const sigset_t *set, sigset_t *old)
 /* Whether the program's calls come here (the library loaded with the
  * program, or preloaded), rather than to libc's (dlopen()ed). */
 static bool interposed;
+
+bool mcr_signals_interposed(void)
+{
+	return interposed || MCR_ONE_STORE;
+}
 /* The process these definitions serve: a vfork() child, which shares the
  * memory but has a disposition table of its own, sets its own. */
 static pid_t serving;
@@ -269,10 +275,6 @@ int mcr_trap_install(void (*handler)(int, siginfo_t *, void *))
 	struct write_state ws;
 	int ret;
 
-	if (!interposed)
-		mcr_say(1, "libmcloc was loaded after the program's calls to libc's signal "
-			"functions were bound (dlopen): a thread that holds SIGTRAP is killed "
-			"at a site's breakpoint (link or LD_PRELOAD libmcloc; libmcloc(3))");
 	begin_write(&ws);
 	/* The program's disposition is kept before the handler goes in: a
 	 * SIGTRAP that comes between finds it. */
@@ -288,46 +290,89 @@ int mcr_trap_install(void (*handler)(int, siginfo_t *, void *))
 	return ret;
 }
 
+/*
+ * A SIGTRAP sent while the program's handler runs on this thread, which
+ * the kernel would hold until it returns (the handler without
+ * SA_NODEFER): the library's handler cannot hold it (its own traps must
+ * come in there too), so it is kept here and handled when the program's
+ * returns, once however many came, as a standard signal is.  A handler
+ * left by longjmp() no longer runs (the interposed longjmp() says so).
+ */
+static __thread bool in_prog, deferred;
+static __thread struct {
+	int code;
+	pid_t pid;
+	uid_t uid;
+	union sigval value;
+} deferred_si;
+
 void mcr_trap_forward(int sig, siginfo_t *si, void *ctx)
 {
 	struct sigaction p;
 	struct write_state ws;
+	siginfo_t again;
 	sigset_t old;
-	bool dfl, ign;
 
-	read_prog(&p);
-	dfl = !(p.sa_flags & SA_SIGINFO) && p.sa_handler == SIG_DFL;
-	ign = !(p.sa_flags & SA_SIGINFO) && p.sa_handler == SIG_IGN;
-	/* The kernel gives a trap it raised itself (an int3, a single step:
-	 * si_code > 0) its default action where it is ignored; one sent is
-	 * dropped. */
-	if (ign && si->si_code <= 0)
-		return;
-	if (dfl || ign) {
-		/* As if we had never been here: the default action. */
-		struct sigaction sa = { .sa_handler = SIG_DFL };
+	for (;;) {
+		read_prog(&p);
+		bool dfl = !(p.sa_flags & SA_SIGINFO) && p.sa_handler == SIG_DFL;
+		bool ign = !(p.sa_flags & SA_SIGINFO) && p.sa_handler == SIG_IGN;
 
-		real_sigaction(SIGTRAP, &sa, NULL);
-		raise(SIGTRAP);
-		return;
+		/* The kernel gives a trap it raised itself (an int3, a single
+		 * step: si_code > 0) its default action where it is ignored;
+		 * one sent is dropped. */
+		if (ign && si->si_code <= 0)
+			return;
+		if (dfl || ign) {
+			/* As if we had never been here: the default action. */
+			struct sigaction sa = { .sa_handler = SIG_DFL };
+
+			real_sigaction(SIGTRAP, &sa, NULL);
+			raise(SIGTRAP);
+			return;
+		}
+		if (in_prog && !(p.sa_flags & SA_NODEFER) && si->si_code <= 0) {
+			deferred_si.code = si->si_code;
+			deferred_si.pid = si->si_pid;
+			deferred_si.uid = si->si_uid;
+			deferred_si.value = si->si_value;
+			deferred = true;
+			return;
+		}
+		if (p.sa_flags & SA_RESETHAND) {	/* (a handler for one trap) */
+			struct sigaction sa = { .sa_handler = SIG_DFL };
+
+			begin_write(&ws);
+			write_prog(&sa);
+			end_write(&ws);
+		}
+		/* The program's handler under the mask it asked for (but
+		 * SIGTRAP). */
+		sigset_t mask;
+		const sigset_t *m = without_trap(&p.sa_mask, &mask);
+		bool was = in_prog;
+
+		mcr_sigmask(SIG_BLOCK, m, &old);
+		in_prog = true;
+		if (p.sa_flags & SA_SIGINFO)
+			p.sa_sigaction(sig, si, ctx);
+		else
+			p.sa_handler(sig);
+		in_prog = was;
+		mcr_sigmask(SIG_SETMASK, &old, NULL);
+		if (!deferred || was)
+			return;
+		/* (A loop, not a call: a storm of them must not grow the
+		 * stack.) */
+		deferred = false;
+		memset(&again, 0, sizeof(again));
+		again.si_signo = SIGTRAP;
+		again.si_code = deferred_si.code;
+		again.si_pid = deferred_si.pid;
+		again.si_uid = deferred_si.uid;
+		again.si_value = deferred_si.value;
+		si = &again;
 	}
-	if (p.sa_flags & SA_RESETHAND) {	/* (a handler for one trap) */
-		struct sigaction sa = { .sa_handler = SIG_DFL };
-
-		begin_write(&ws);
-		write_prog(&sa);
-		end_write(&ws);
-	}
-	/* The program's handler under the mask it asked for (but SIGTRAP). */
-	sigset_t mask;
-	const sigset_t *m = without_trap(&p.sa_mask, &mask);
-
-	mcr_sigmask(SIG_BLOCK, m, &old);
-	if (p.sa_flags & SA_SIGINFO)
-		p.sa_sigaction(sig, si, ctx);
-	else
-		p.sa_handler(sig);
-	mcr_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 /*
@@ -335,15 +380,16 @@ void mcr_trap_forward(int sig, siginfo_t *si, void *ctx)
  * the process (glibc may start a callback after timer_delete() returns,
  * and the trampoline reads them then), one per pair: a program that
  * creates timers over and over with the same callback and value keeps
- * one.
+ * one.  A table that doubles as it fills, so that a program that gives
+ * each timer a value of its own does not make each creation longer.
  */
 struct timer_cb {
 	void (*fn)(union sigval);
 	union sigval value;
 	struct timer_cb *next;
 };
-#define TIMER_BUCKETS 64
-static struct timer_cb *timer_cbs[TIMER_BUCKETS];
+static struct timer_cb **timer_cbs;
+static size_t timer_nb, timer_n;	/* buckets (a power of two), pairs */
 static pthread_mutex_t timer_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void timer_lock_fork(enum mcr_fork stage)
@@ -351,18 +397,53 @@ static void timer_lock_fork(enum mcr_fork stage)
 	mcr_fork_lock(&timer_lock, stage);
 }
 
+static size_t timer_hash(void (*fn)(union sigval), union sigval value, size_t nb)
+{
+	uint64_t h = (uint64_t)(uintptr_t)fn * 0x9e3779b97f4a7c15ull ^
+		     (uint64_t)(uintptr_t)value.sival_ptr * 0xc2b2ae3d27d4eb4full;
+
+	return (size_t)(h ^ h >> 29) & (nb - 1);
+}
+
+/* Under timer_lock: twice the buckets (or, out of memory, as many). */
+static void timer_grow(void)
+{
+	size_t nb = timer_nb ? 2 * timer_nb : 64;
+	struct timer_cb **t = calloc(nb, sizeof(*t));
+
+	if (!t)
+		return;
+	for (size_t i = 0; i < timer_nb; i++)
+		for (struct timer_cb *c = timer_cbs[i], *next; c; c = next) {
+			size_t h = timer_hash(c->fn, c->value, nb);
+
+			next = c->next;
+			c->next = t[h];
+			t[h] = c;
+		}
+	free(timer_cbs);
+	timer_cbs = t;
+	timer_nb = nb;
+}
+
 static struct timer_cb *timer_cb_of(void (*fn)(union sigval), union sigval value)
 {
-	size_t h = ((uintptr_t)fn ^ (uintptr_t)value.sival_ptr * 31) % TIMER_BUCKETS;
-	struct timer_cb *c;
+	struct timer_cb *c = NULL;
 
 	pthread_mutex_lock(&timer_lock);
-	for (c = timer_cbs[h]; c; c = c->next)
-		if (c->fn == fn && c->value.sival_ptr == value.sival_ptr)
-			break;
-	if (!c && (c = malloc(sizeof(*c)))) {
-		*c = (struct timer_cb){ fn, value, timer_cbs[h] };
-		timer_cbs[h] = c;
+	if (timer_n >= timer_nb)
+		timer_grow();
+	if (timer_nb) {
+		size_t h = timer_hash(fn, value, timer_nb);
+
+		for (c = timer_cbs[h]; c; c = c->next)
+			if (c->fn == fn && c->value.sival_ptr == value.sival_ptr)
+				break;
+		if (!c && (c = malloc(sizeof(*c)))) {
+			*c = (struct timer_cb){ fn, value, timer_cbs[h] };
+			timer_cbs[h] = c;
+			timer_n++;
+		}
 	}
 	pthread_mutex_unlock(&timer_lock);
 	return c;
@@ -383,10 +464,25 @@ static void timer_trampoline(union sigval v)
 
 #define EXPORT __attribute__((visibility("default")))
 
-/* Whether a call about SIGTRAP's disposition is kept here. */
+/* Whether a call about SIGTRAP's disposition is kept here (under
+ * WRITING).  A child that vfork() or _Fork() made (no fork handler ran
+ * in it) has a table of its own: it sets its own. */
 static bool kept(void)
 {
 	return __atomic_load_n(&ours, __ATOMIC_ACQUIRE) && getpid() == serving;
+}
+
+/* SIGTRAP's disposition, read into OLD and set from SA, under WRITING:
+ * kept here, or libc's. */
+static int trap_action(const struct sigaction *sa, struct sigaction *old)
+{
+	if (!kept())
+		return real_sigaction(SIGTRAP, sa, old);
+	if (old)
+		read_prog(old);
+	if (sa)
+		write_prog(sa);
+	return 0;
 }
 
 EXPORT __attribute__((symver("pthread_sigmask@@GLIBC_2.32"), symver("pthread_sigmask@GLIBC_2.2.5")))
@@ -410,7 +506,7 @@ int mcr_sigprocmask(int how, const sigset_t *set, sigset_t *old)
 	return 0;
 }
 
-EXPORT __attribute__((symver("sigsuspend@@GLIBC_2.2.5")))
+EXPORT __attribute__((symver("sigsuspend@@GLIBC_2.2.5"), symver("__sigsuspend@@GLIBC_2.2.5")))
 int mcr_sigsuspend(const sigset_t *mask)
 {
 	int (*fn)(const sigset_t *) = (int (*)(const sigset_t *))real(R_SIGSUSPEND);
@@ -433,7 +529,7 @@ int mcr_pthread_attr_setsigmask_np(pthread_attr_t *attr, const sigset_t *set)
 	return fn ? fn(attr, without_trap(set, &copy)) : ENOSYS;
 }
 
-EXPORT __attribute__((symver("sigaction@@GLIBC_2.2.5")))
+EXPORT __attribute__((symver("sigaction@@GLIBC_2.2.5"), symver("__sigaction@@GLIBC_2.2.5")))
 int mcr_sigaction(int sig, const struct sigaction *sa, struct sigaction *old)
 {
 	struct sigaction copy;
@@ -447,33 +543,30 @@ int mcr_sigaction(int sig, const struct sigaction *sa, struct sigaction *old)
 	if (sig != SIGTRAP)
 		return real_sigaction(sig, sa, old);
 	begin_write(&ws);
-	int ret = 0;
-	if (!kept()) {
-		ret = real_sigaction(sig, sa, old);
-	} else {
-		if (old)
-			read_prog(old);
-		if (sa)
-			write_prog(sa);
-	}
+	int ret = trap_action(sa, old);
 	end_write(&ws);
 	return ret;
 }
 
-/* SIGTRAP's disposition set to HANDLER with FLAGS, the old handler
- * returned (SIG_ERR, errno set, if HANDLER is). */
+/* SIGTRAP's disposition set to HANDLER with FLAGS, as the signal()
+ * family sets one, whether it is kept here or not (libc's setters take
+ * no part: a setter racing the handler's install could otherwise lose
+ * the program's disposition, or put it in the library's place).  The
+ * old handler returned, or SIG_ERR with errno. */
 static sighandler_t set_trap(sighandler_t handler, int flags)
 {
 	struct sigaction sa = { .sa_handler = handler, .sa_flags = flags }, old;
+	struct write_state ws;
 
 	if (handler == SIG_ERR) {
 		errno = EINVAL;
 		return SIG_ERR;
 	}
 	sigemptyset(&sa.sa_mask);
-	if (mcr_sigaction(SIGTRAP, &sa, &old))
-		return SIG_ERR;
-	return old.sa_handler;
+	begin_write(&ws);
+	int ret = trap_action(&sa, &old);
+	end_write(&ws);
+	return ret ? SIG_ERR : old.sa_handler;
 }
 
 /* siginterrupt(SIGTRAP, 1) given: signal() sets SIGTRAP's without
@@ -486,13 +579,9 @@ sighandler_t mcr_signal(int sig, sighandler_t handler)
 {
 	sighandler_t (*fn)(int, sighandler_t) = (sighandler_t (*)(int, sighandler_t))real(R_SIGNAL);
 
-	if (sig == SIGTRAP && kept())	/* (BSD semantics, as glibc's) */
+	if (sig == SIGTRAP)	/* (BSD semantics, as glibc's) */
 		return set_trap(handler, trap_interrupts ? 0 : SA_RESTART);
-	if (!fn) {
-		errno = ENOSYS;
-		return SIG_ERR;
-	}
-	return fn(sig, handler);
+	return fn ? fn(sig, handler) : (errno = ENOSYS, SIG_ERR);
 }
 
 EXPORT __attribute__((symver("__sysv_signal@@GLIBC_2.2.5"), symver("sysv_signal@@GLIBC_2.2.5")))
@@ -501,13 +590,9 @@ sighandler_t mcr_sysv_signal(int sig, sighandler_t handler)
 	sighandler_t (*fn)(int, sighandler_t) =
 		(sighandler_t (*)(int, sighandler_t))real(R_SYSV_SIGNAL);
 
-	if (sig == SIGTRAP && kept())	/* (one-shot, as glibc's) */
+	if (sig == SIGTRAP)	/* (one-shot, as glibc's) */
 		return set_trap(handler, SA_RESETHAND | SA_NODEFER);
-	if (!fn) {
-		errno = ENOSYS;
-		return SIG_ERR;
-	}
-	return fn(sig, handler);
+	return fn ? fn(sig, handler) : (errno = ENOSYS, SIG_ERR);
 }
 
 EXPORT __attribute__((symver("sigset@@GLIBC_2.2.5")))
@@ -515,19 +600,15 @@ sighandler_t mcr_sigset(int sig, sighandler_t disp)
 {
 	sighandler_t (*fn)(int, sighandler_t) = (sighandler_t (*)(int, sighandler_t))real(R_SIGSET);
 
+	if (sig == SIGTRAP && disp != SIG_HOLD)
+		return set_trap(disp, 0);
 	if (sig == SIGTRAP) {
-		/* SIG_HOLD would hold it: the disposition is read only. */
+		/* SIG_HOLD would hold it: the disposition is only read. */
 		struct sigaction old;
 
-		if (disp != SIG_HOLD)
-			return kept() ? set_trap(disp, 0) : fn ? fn(sig, disp) : SIG_ERR;
 		return mcr_sigaction(SIGTRAP, NULL, &old) ? SIG_ERR : old.sa_handler;
 	}
-	if (!fn) {
-		errno = ENOSYS;
-		return SIG_ERR;
-	}
-	return fn(sig, disp);
+	return fn ? fn(sig, disp) : (errno = ENOSYS, SIG_ERR);
 }
 
 EXPORT __attribute__((symver("sigignore@@GLIBC_2.2.5")))
@@ -535,7 +616,7 @@ int mcr_sigignore(int sig)
 {
 	int (*fn)(int) = (int (*)(int))real(R_SIGIGNORE);
 
-	if (sig == SIGTRAP && kept())
+	if (sig == SIGTRAP)
 		return set_trap(SIG_IGN, 0) == SIG_ERR ? -1 : 0;
 	return fn ? fn(sig) : (errno = ENOSYS, -1);
 }
@@ -545,14 +626,19 @@ int mcr_siginterrupt(int sig, int flag)
 {
 	int (*fn)(int, int) = (int (*)(int, int))real(R_SIGINTERRUPT);
 
-	if (sig == SIGTRAP && kept()) {
+	if (sig == SIGTRAP) {
 		struct sigaction sa;
+		struct write_state ws;
+		int ret;
 
-		if (mcr_sigaction(SIGTRAP, NULL, &sa))
-			return -1;
+		begin_write(&ws);
 		trap_interrupts = flag;
+		ret = trap_action(NULL, &sa);
 		sa.sa_flags = flag ? sa.sa_flags & ~SA_RESTART : sa.sa_flags | SA_RESTART;
-		return mcr_sigaction(SIGTRAP, &sa, NULL);
+		if (!ret)
+			ret = trap_action(&sa, NULL);
+		end_write(&ws);
+		return ret;
 	}
 	return fn ? fn(sig, flag) : (errno = ENOSYS, -1);
 }
@@ -621,5 +707,29 @@ int mcr_timer_create(clockid_t clock, struct sigevent *sev, timer_t *id)
 	copy.sigev_notify_function = timer_trampoline;
 	copy.sigev_value.sival_ptr = c;
 	return fn(clock, &copy, id);
+}
+/* A longjmp() out of the program's SIGTRAP handler leaves it: a SIGTRAP
+ * sent later is not held for it (in_prog). */
+EXPORT __attribute__((noreturn, symver("longjmp@@GLIBC_2.2.5"), symver("_longjmp@@GLIBC_2.2.5"),
+		      symver("siglongjmp@@GLIBC_2.2.5")))
+void mcr_longjmp(struct __jmp_buf_tag env[1], int val)
+{
+	void (*fn)(struct __jmp_buf_tag *, int) =
+		(void (*)(struct __jmp_buf_tag *, int))real(R_LONGJMP);
+
+	in_prog = false;
+	fn(env, val);
+	abort();	/* (no longjmp after us: nothing to jump with) */
+}
+
+EXPORT __attribute__((noreturn, symver("__longjmp_chk@@GLIBC_2.11")))
+void mcr_longjmp_chk(struct __jmp_buf_tag env[1], int val)
+{
+	void (*fn)(struct __jmp_buf_tag *, int) =
+		(void (*)(struct __jmp_buf_tag *, int))real(R_LONGJMP_CHK);
+
+	in_prog = false;
+	fn(env, val);
+	abort();
 }
 #endif

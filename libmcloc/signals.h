@@ -4,12 +4,18 @@
 #define MCLOC_SIGNALS_H
 
 #include <signal.h>
+#include <stdbool.h>
 
 #include "mcr.h"
 
 /* pthread_sigmask() as libc does it, SIGTRAP and all: for the library's
  * own masks (a batch holds every signal of its thread). */
 int mcr_sigmask(int how, const sigset_t *set, sigset_t *old);
+
+/* Whether the program's signal calls reach this library's definitions
+ * (always, where sites change without a breakpoint): not where libmcloc
+ * was dlopen()ed, the program's calls bound to libc's already. */
+bool mcr_signals_interposed(void);
 
 /* Install HANDLER for SIGTRAP (SA_SIGINFO, SA_NODEFER, SA_ONSTACK); from
  * then on the program's own disposition is kept apart, for
