@@ -117,6 +117,18 @@ int mcr_pthread_sigmask(int how, const sigset_t *set, sigset_t *old);
 static bool reached;
 #endif
 
+#if !MCR_ONE_STORE
+/* This thread's SIGTRAP let go of. */
+static void let_trap_go(void)
+{
+	sigset_t trap;
+
+	sigemptyset(&trap);
+	sigaddset(&trap, SIGTRAP);
+	mcr_sigmask(SIG_UNBLOCK, &trap, NULL);
+}
+#endif
+
 /*
  * As the library loads: libc's calls looked up, here rather than at
  * their first use, which may come with the runtime's lock held (the
@@ -134,8 +146,6 @@ __attribute__((constructor(101))) static void signals_init(void)
 		real((enum real)r);
 	serving = getpid();
 #if !MCR_ONE_STORE
-	sigset_t trap;
-
 	/* A call through the global name comes here, through any other
 	 * interposer before us (a sanitizer's), or goes to libc directly. */
 	mask_fn *global = (mask_fn *)dlsym(RTLD_DEFAULT, "pthread_sigmask");
@@ -144,9 +154,7 @@ __attribute__((constructor(101))) static void signals_init(void)
 	if (global)
 		global(SIG_BLOCK, NULL, &now);
 	interposed = __atomic_load_n(&reached, __ATOMIC_RELAXED);
-	sigemptyset(&trap);
-	sigaddset(&trap, SIGTRAP);
-	mcr_sigmask(SIG_UNBLOCK, &trap, NULL);
+	let_trap_go();
 #endif
 }
 
@@ -452,15 +460,28 @@ static struct timer_cb *timer_cb_of(void (*fn)(union sigval), union sigval value
 static void timer_trampoline(union sigval v)
 {
 	const struct timer_cb *c = v.sival_ptr;
-	sigset_t trap;
 
-	sigemptyset(&trap);
-	sigaddset(&trap, SIGTRAP);
-	mcr_sigmask(SIG_UNBLOCK, &trap, NULL);
+	let_trap_go();
 	c->fn(c->value);
 }
 
 /* ---- the interposed calls ------------------------------------------ */
+
+/* libc's call R of one int, or ENOSYS without one. */
+static int call_int(enum real r, int arg)
+{
+	int (*fn)(int) = (int (*)(int))real(r);
+
+	return fn ? fn(arg) : (errno = ENOSYS, -1);
+}
+
+/* libc's call R that sets SIG's handler, or ENOSYS without one. */
+static sighandler_t call_handler(enum real r, int sig, sighandler_t handler)
+{
+	sighandler_t (*fn)(int, sighandler_t) = (sighandler_t (*)(int, sighandler_t))real(r);
+
+	return fn ? fn(sig, handler) : (errno = ENOSYS, SIG_ERR);
+}
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -577,29 +598,22 @@ EXPORT __attribute__((symver("signal@@GLIBC_2.2.5"), symver("bsd_signal@@GLIBC_2
 		      symver("ssignal@@GLIBC_2.2.5")))
 sighandler_t mcr_signal(int sig, sighandler_t handler)
 {
-	sighandler_t (*fn)(int, sighandler_t) = (sighandler_t (*)(int, sighandler_t))real(R_SIGNAL);
-
 	if (sig == SIGTRAP)	/* (BSD semantics, as glibc's) */
 		return set_trap(handler, trap_interrupts ? 0 : SA_RESTART);
-	return fn ? fn(sig, handler) : (errno = ENOSYS, SIG_ERR);
+	return call_handler(R_SIGNAL, sig, handler);
 }
 
 EXPORT __attribute__((symver("__sysv_signal@@GLIBC_2.2.5"), symver("sysv_signal@@GLIBC_2.2.5")))
 sighandler_t mcr_sysv_signal(int sig, sighandler_t handler)
 {
-	sighandler_t (*fn)(int, sighandler_t) =
-		(sighandler_t (*)(int, sighandler_t))real(R_SYSV_SIGNAL);
-
 	if (sig == SIGTRAP)	/* (one-shot, as glibc's) */
 		return set_trap(handler, SA_RESETHAND | SA_NODEFER);
-	return fn ? fn(sig, handler) : (errno = ENOSYS, SIG_ERR);
+	return call_handler(R_SYSV_SIGNAL, sig, handler);
 }
 
 EXPORT __attribute__((symver("sigset@@GLIBC_2.2.5")))
 sighandler_t mcr_sigset(int sig, sighandler_t disp)
 {
-	sighandler_t (*fn)(int, sighandler_t) = (sighandler_t (*)(int, sighandler_t))real(R_SIGSET);
-
 	if (sig == SIGTRAP && disp != SIG_HOLD)
 		return set_trap(disp, 0);
 	if (sig == SIGTRAP) {
@@ -608,17 +622,15 @@ sighandler_t mcr_sigset(int sig, sighandler_t disp)
 
 		return mcr_sigaction(SIGTRAP, NULL, &old) ? SIG_ERR : old.sa_handler;
 	}
-	return fn ? fn(sig, disp) : (errno = ENOSYS, SIG_ERR);
+	return call_handler(R_SIGSET, sig, disp);
 }
 
 EXPORT __attribute__((symver("sigignore@@GLIBC_2.2.5")))
 int mcr_sigignore(int sig)
 {
-	int (*fn)(int) = (int (*)(int))real(R_SIGIGNORE);
-
 	if (sig == SIGTRAP)
 		return set_trap(SIG_IGN, 0) == SIG_ERR ? -1 : 0;
-	return fn ? fn(sig) : (errno = ENOSYS, -1);
+	return call_int(R_SIGIGNORE, sig);
 }
 
 EXPORT __attribute__((symver("siginterrupt@@GLIBC_2.2.5")))
@@ -646,36 +658,26 @@ int mcr_siginterrupt(int sig, int flag)
 EXPORT __attribute__((symver("sighold@@GLIBC_2.2.5")))
 int mcr_sighold(int sig)
 {
-	int (*fn)(int) = (int (*)(int))real(R_SIGHOLD);
-
-	if (sig == SIGTRAP)
-		return 0;
-	return fn ? fn(sig) : (errno = ENOSYS, -1);
+	return sig == SIGTRAP ? 0 : call_int(R_SIGHOLD, sig);
 }
 
 EXPORT __attribute__((symver("sigblock@@GLIBC_2.2.5")))
 int mcr_sigblock(int mask)
 {
-	int (*fn)(int) = (int (*)(int))real(R_SIGBLOCK);
-
-	return fn ? fn(without_trap_bit(mask)) : (errno = ENOSYS, -1);
+	return call_int(R_SIGBLOCK, without_trap_bit(mask));
 }
 
 EXPORT __attribute__((symver("sigsetmask@@GLIBC_2.2.5")))
 int mcr_sigsetmask(int mask)
 {
-	int (*fn)(int) = (int (*)(int))real(R_SIGSETMASK);
-
-	return fn ? fn(without_trap_bit(mask)) : (errno = ENOSYS, -1);
+	return call_int(R_SIGSETMASK, without_trap_bit(mask));
 }
 
 /* BSD's sigpause(MASK): the mask to wait under. */
 EXPORT __attribute__((symver("sigpause@@GLIBC_2.2.5")))
 int mcr_sigpause(int mask)
 {
-	int (*fn)(int) = (int (*)(int))real(R_SIGPAUSE);
-
-	return fn ? fn(without_trap_bit(mask)) : (errno = ENOSYS, -1);
+	return call_int(R_SIGPAUSE, without_trap_bit(mask));
 }
 
 /* glibc's inline sigpause(): a mask, or (IS_SIG) one signal to let go of. */
@@ -710,26 +712,26 @@ int mcr_timer_create(clockid_t clock, struct sigevent *sev, timer_t *id)
 }
 /* A longjmp() out of the program's SIGTRAP handler leaves it: a SIGTRAP
  * sent later is not held for it (in_prog). */
+static __attribute__((noreturn)) void jump(enum real r, struct __jmp_buf_tag env[1], int val)
+{
+	void (*fn)(struct __jmp_buf_tag *, int) = (void (*)(struct __jmp_buf_tag *, int))real(r);
+
+	in_prog = false;
+	if (fn)
+		fn(env, val);
+	abort();	/* (no longjmp after us: nothing to jump with) */
+}
+
 EXPORT __attribute__((noreturn, symver("longjmp@@GLIBC_2.2.5"), symver("_longjmp@@GLIBC_2.2.5"),
 		      symver("siglongjmp@@GLIBC_2.2.5")))
 void mcr_longjmp(struct __jmp_buf_tag env[1], int val)
 {
-	void (*fn)(struct __jmp_buf_tag *, int) =
-		(void (*)(struct __jmp_buf_tag *, int))real(R_LONGJMP);
-
-	in_prog = false;
-	fn(env, val);
-	abort();	/* (no longjmp after us: nothing to jump with) */
+	jump(R_LONGJMP, env, val);
 }
 
 EXPORT __attribute__((noreturn, symver("__longjmp_chk@@GLIBC_2.11")))
 void mcr_longjmp_chk(struct __jmp_buf_tag env[1], int val)
 {
-	void (*fn)(struct __jmp_buf_tag *, int) =
-		(void (*)(struct __jmp_buf_tag *, int))real(R_LONGJMP_CHK);
-
-	in_prog = false;
-	fn(env, val);
-	abort();
+	jump(R_LONGJMP_CHK, env, val);
 }
 #endif
